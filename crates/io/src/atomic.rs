@@ -1,0 +1,77 @@
+//! Write-to-temp-then-rename, so readers never see a half-written file.
+
+use crate::error::{IoError, Result};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A temporary file beside `target`; removed on drop unless committed.
+pub(crate) struct TempFile {
+    pub(crate) path: PathBuf,
+    target: PathBuf,
+    committed: bool,
+}
+
+impl TempFile {
+    pub(crate) fn create(target: &Path) -> Result<(TempFile, File)> {
+        let dir = match target.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let base = target
+            .file_name()
+            .map(|s| s.to_string_lossy().into_owned())
+            .ok_or_else(|| {
+                IoError::invalid("the path has no file name", "give a path to a file")
+            })?;
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        let path = dir.join(format!(".{base}.tmp-{}-{n}", std::process::id()));
+        let file = File::create(&path)
+            .map_err(|e| IoError::io("cannot create a temporary file beside the output", e))?;
+        Ok((
+            TempFile {
+                path,
+                target: target.to_path_buf(),
+                committed: false,
+            },
+            file,
+        ))
+    }
+
+    /// Flush, sync and rename over the target.
+    pub(crate) fn commit(mut self, mut w: BufWriter<File>) -> Result<()> {
+        w.flush()
+            .map_err(|e| IoError::io("cannot write the file", e))?;
+        let file = w
+            .into_inner()
+            .map_err(|e| IoError::io("cannot write the file", e.into_error()))?;
+        file.sync_all()
+            .map_err(|e| IoError::io("cannot write the file", e))?;
+        drop(file);
+        std::fs::rename(&self.path, &self.target)
+            .map_err(|e| IoError::io("cannot rename the temporary file to the output", e))?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+pub(crate) fn write_atomic(
+    path: &Path,
+    f: impl FnOnce(&mut BufWriter<File>) -> Result<()>,
+) -> Result<()> {
+    let (tmp, file) = TempFile::create(path)?;
+    let mut w = BufWriter::new(file);
+    f(&mut w)?;
+    tmp.commit(w)
+}

@@ -1,0 +1,175 @@
+//! Pure-Rust readers and writers for scientific arrays: npy, TIFF (stacks),
+//! PNG/JPEG, CBF (diffraction) and FITS (primary HDU).
+//!
+//! Everything that parses input is written for hostile files: declared sizes
+//! are checked against the bytes actually present before anything is
+//! allocated, so a damaged file gives an [`IoError`], never a panic or an
+//! out-of-memory abort. [`decode`] and [`encode`] work on byte slices and are
+//! what the wasm build uses; [`read`] and [`write`] and the streaming
+//! readers/writers are native only.
+
+mod array;
+mod error;
+pub mod cbf;
+pub mod fits;
+pub mod npy;
+pub mod png;
+pub mod tiff;
+#[cfg(not(target_arch = "wasm32"))]
+mod atomic;
+
+pub use array::{Array, ArrayData, DType, Stats, checked_product};
+pub use error::{ErrorKind, IoError, Result};
+
+#[cfg(not(target_arch = "wasm32"))]
+use std::path::Path;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Format {
+    Npy,
+    Tiff,
+    Png,
+    Jpeg,
+    Cbf,
+    Fits,
+}
+
+impl Format {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Format::Npy => "npy",
+            Format::Tiff => "tiff",
+            Format::Png => "png",
+            Format::Jpeg => "jpeg",
+            Format::Cbf => "cbf",
+            Format::Fits => "fits",
+        }
+    }
+}
+
+/// A decoded file: the array plus whatever header fields the format carries
+/// (CBF MIME and Pilatus header lines, FITS cards, TIFF page count).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Image {
+    pub array: Array,
+    pub format: Format,
+    pub header: Vec<(String, String)>,
+}
+
+impl Image {
+    /// The first header value stored under `key`.
+    pub fn header_value(&self, key: &str) -> Option<&str> {
+        self.header
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+}
+
+const EXTENSIONS: &str = ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts";
+
+/// The format named by a file name's extension (case-insensitive).
+pub fn format_from_name(name: &str) -> Result<Format> {
+    let lower = name.to_ascii_lowercase();
+    let table: [(&str, Format); 11] = [
+        (".npy", Format::Npy),
+        (".tif", Format::Tiff),
+        (".tiff", Format::Tiff),
+        (".png", Format::Png),
+        (".jpg", Format::Jpeg),
+        (".jpeg", Format::Jpeg),
+        (".cbf", Format::Cbf),
+        (".cbf.gz", Format::Cbf),
+        (".fits", Format::Fits),
+        (".fit", Format::Fits),
+        (".fts", Format::Fits),
+    ];
+    table
+        .iter()
+        .find(|(ext, _)| lower.ends_with(ext))
+        .map(|&(_, f)| f)
+        .ok_or_else(|| {
+            IoError::unsupported(
+                "unknown file extension",
+                format!("name the file with one of {EXTENSIONS}"),
+            )
+            .in_file(name)
+        })
+}
+
+/// Decode a whole file held in memory; the format comes from `name`'s
+/// extension and `name` is what error messages cite.
+pub fn decode(name: &str, bytes: &[u8]) -> Result<Image> {
+    let format = format_from_name(name)?;
+    let result = match format {
+        Format::Npy => npy::decode(bytes).map(|array| Image {
+            array,
+            format,
+            header: Vec::new(),
+        }),
+        Format::Tiff => tiff::decode(bytes),
+        Format::Png => png::decode_png(bytes),
+        Format::Jpeg => png::decode_jpeg(bytes),
+        Format::Cbf => cbf::decode(bytes),
+        Format::Fits => fits::decode(bytes),
+    };
+    result.map_err(|e| e.in_file(name))
+}
+
+/// Encode an array as a complete file. Only npy, TIFF and PNG can be written.
+pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
+    let name = format!("({} output)", format.name());
+    let result = match format {
+        Format::Npy => Ok(npy::encode(array)),
+        Format::Tiff => tiff::encode(array),
+        Format::Png => png::encode_png(array),
+        Format::Jpeg | Format::Cbf | Format::Fits => Err(IoError::unsupported(
+            format!("writing {} is not supported", format.name()),
+            "write .npy, .tif or .png instead",
+        )),
+    };
+    result.map_err(|e| e.in_file(&name))
+}
+
+/// Read a file; the format comes from the extension.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read(path: &Path) -> Result<Image> {
+    let name = path.to_string_lossy();
+    // Check the name first so an unknown extension is reported without reading.
+    format_from_name(&name)?;
+    let bytes = std::fs::read(path)
+        .map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
+    decode(&name, &bytes)
+}
+
+/// Write a file, format by extension. The data go to a temporary file in the
+/// same directory which is renamed over `path` only once complete, so a
+/// failure never leaves a partial output file.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn write(path: &Path, array: &Array) -> Result<()> {
+    let name = path.to_string_lossy();
+    let format = format_from_name(&name)?;
+    match format {
+        // npy streams straight to disk: no second copy of a large array.
+        Format::Npy => atomic::write_atomic(path, |w| npy::write_to(w, array)),
+        _ => {
+            let bytes = encode(format, array).map_err(|mut e| {
+                e.file = error::display_name(&name);
+                e
+            })?;
+            atomic::write_atomic(path, |w| {
+                std::io::Write::write_all(w, &bytes)
+                    .map_err(|e| IoError::io("cannot write the file", e))
+            })
+        }
+    }
+    .map_err(|e| e.in_file(&name))
+}
+
+/// Sanity bound on the decoded size of compressed images (PNG, JPEG, TIFF):
+/// generous for real files, but a tiny file cannot make us allocate gigabytes.
+/// Deflate cannot expand more than ~1032:1, hence the factor.
+pub(crate) fn decoded_size_limit(input_len: usize) -> usize {
+    const FLOOR: usize = 512 << 20;
+    FLOOR.max(input_len.saturating_mul(1100))
+}
