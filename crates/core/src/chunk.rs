@@ -1,0 +1,272 @@
+//! The chunk planner: splits an array of up to three dimensions into boxes
+//! that fit the device's binding limit and the memory budget, with a halo on
+//! every split axis so that stencils see their real neighbours.
+//!
+//! Axes that are not split are passed whole and the kernel applies the
+//! boundary mode itself; on split axes the host gathers the halo, mapping
+//! coordinates outside the array through the same mode, so every mode (wrap
+//! included) gives the same answer chunked or not.
+
+use crate::error::{Error, Result};
+use crate::filters::Mode;
+
+/// Shape of an array seen as (z, y, x); 1-D and 2-D arrays get leading ones.
+pub type Shape3 = [usize; 3];
+
+/// Pads a shape of 1 to 3 dimensions to (z, y, x).
+pub fn shape3(shape: &[usize]) -> Result<Shape3> {
+    match *shape {
+        [x] => Ok([1, 1, x]),
+        [y, x] => Ok([1, y, x]),
+        [z, y, x] => Ok([z, y, x]),
+        _ => Err(Error::InvalidInput(format!(
+            "arrays of {} dimensions are not supported; gpuscope handles 1-D, 2-D and 3-D arrays",
+            shape.len()
+        ))),
+    }
+}
+
+/// One box of work: the core region it produces and the halo gathered
+/// around it on split axes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub core_lo: Shape3,
+    pub core_hi: Shape3,
+    /// Halo gathered on each side of the core; zero on axes passed whole.
+    pub pad: Shape3,
+}
+
+impl Chunk {
+    pub fn core_shape(&self) -> Shape3 {
+        [0, 1, 2].map(|a| self.core_hi[a] - self.core_lo[a])
+    }
+    pub fn box_shape(&self) -> Shape3 {
+        [0, 1, 2].map(|a| self.core_hi[a] - self.core_lo[a] + 2 * self.pad[a])
+    }
+}
+
+/// Plans chunks of `shape` so that a box (core plus halo) holds at most
+/// `max_elements` elements. `halo` is the stencil reach per axis.
+pub fn plan(shape: Shape3, halo: Shape3, max_elements: u64) -> Result<Vec<Chunk>> {
+    if shape.contains(&0) {
+        return Ok(Vec::new());
+    }
+    let n = |v: usize| v as u64;
+    let whole: u64 = shape.iter().map(|&v| n(v)).product();
+    if whole <= max_elements {
+        return Ok(vec![Chunk {
+            core_lo: [0; 3],
+            core_hi: shape,
+            pad: [0; 3],
+        }]);
+    }
+    // Split the slowest axis first: boxes stay contiguous in host memory.
+    for axis in 0..3 {
+        let before: u64 = (0..axis).map(|b| n(1 + 2 * halo[b])).product();
+        let after: u64 = (axis + 1..3).map(|b| n(shape[b])).product();
+        let per_slice = before.saturating_mul(after);
+        let fit = (max_elements / per_slice.max(1)).saturating_sub(n(2 * halo[axis]));
+        if fit == 0 {
+            continue;
+        }
+        let step = if fit >= n(shape[axis]) {
+            shape[axis]
+        } else {
+            // Equal-sized chunks rather than one small remainder.
+            let count = n(shape[axis]).div_ceil(fit);
+            n(shape[axis]).div_ceil(count) as usize
+        };
+        let mut chunks = Vec::new();
+        let outer: Vec<[usize; 2]> = outer_indices(shape, axis);
+        for [z, y] in outer {
+            let mut lo = 0;
+            while lo < shape[axis] {
+                let hi = (lo + step).min(shape[axis]);
+                let mut core_lo = [z, y, 0];
+                let mut core_hi = [z + 1, y + 1, shape[2]];
+                let mut pad = [0; 3];
+                for b in 0..axis {
+                    pad[b] = halo[b];
+                }
+                core_lo[axis] = lo;
+                core_hi[axis] = hi;
+                for b in axis + 1..3 {
+                    core_lo[b] = 0;
+                    core_hi[b] = shape[b];
+                }
+                if step < shape[axis] {
+                    pad[axis] = halo[axis];
+                }
+                chunks.push(Chunk {
+                    core_lo,
+                    core_hi,
+                    pad,
+                });
+                lo = hi;
+            }
+        }
+        return Ok(chunks);
+    }
+    Err(Error::InvalidInput(format!(
+        "the stencil reach {halo:?} is too large for the device's binding limit of {max_elements} elements"
+    )))
+}
+
+/// Index pairs (z, y) of the axes before `axis` that are split one by one.
+fn outer_indices(shape: Shape3, axis: usize) -> Vec<[usize; 2]> {
+    let nz = if axis > 0 { shape[0] } else { 1 };
+    let ny = if axis > 1 { shape[1] } else { 1 };
+    let mut v = Vec::with_capacity(nz * ny);
+    for z in 0..nz {
+        for y in 0..ny {
+            v.push([z, y]);
+        }
+    }
+    v
+}
+
+/// Maps a coordinate outside `[0, n)` back inside as scipy.ndimage does;
+/// `None` means the constant value (mode constant).
+pub fn map_coordinate(c: i64, n: usize, mode: Mode) -> Option<usize> {
+    let n = n as i64;
+    if (0..n).contains(&c) {
+        return Some(c as usize);
+    }
+    let m = match mode {
+        Mode::Constant => return None,
+        Mode::Nearest => c.clamp(0, n - 1),
+        Mode::Wrap => c.rem_euclid(n),
+        Mode::Reflect => {
+            let r = c.rem_euclid(2 * n);
+            if r >= n { 2 * n - 1 - r } else { r }
+        }
+        Mode::Mirror => {
+            if n == 1 {
+                0
+            } else {
+                let period = 2 * n - 2;
+                let r = c.rem_euclid(period);
+                if r >= n { period - r } else { r }
+            }
+        }
+    };
+    Some(m as usize)
+}
+
+/// Copies the box of `chunk` (core plus halo) out of `src`, mapping halo
+/// coordinates outside the array through `mode`.
+pub fn gather<T: Copy>(src: &[T], shape: Shape3, chunk: &Chunk, mode: Mode, cval: T) -> Vec<T> {
+    let bs = chunk.box_shape();
+    let coords = |a: usize| -> Vec<Option<usize>> {
+        (0..bs[a])
+            .map(|i| {
+                let c = chunk.core_lo[a] as i64 - chunk.pad[a] as i64 + i as i64;
+                map_coordinate(c, shape[a], mode)
+            })
+            .collect()
+    };
+    let (zs, ys, xs) = (coords(0), coords(1), coords(2));
+    let contiguous_rows = chunk.pad[2] == 0 && chunk.core_lo[2] == 0 && bs[2] == shape[2];
+    let mut out = Vec::with_capacity(bs.iter().product());
+    for z in &zs {
+        for y in &ys {
+            match (z, y) {
+                (Some(z), Some(y)) => {
+                    let row = (z * shape[1] + y) * shape[2];
+                    if contiguous_rows {
+                        out.extend_from_slice(&src[row..row + shape[2]]);
+                    } else {
+                        out.extend(xs.iter().map(|x| x.map_or(cval, |x| src[row + x])));
+                    }
+                }
+                _ => out.extend(std::iter::repeat_n(cval, bs[2])),
+            }
+        }
+    }
+    out
+}
+
+/// Writes the core-shaped result `part` of `chunk` into `dst`.
+pub fn scatter<T: Copy>(dst: &mut [T], shape: Shape3, chunk: &Chunk, part: &[T]) {
+    let cs = chunk.core_shape();
+    for z in 0..cs[0] {
+        for y in 0..cs[1] {
+            let from = (z * cs[1] + y) * cs[2];
+            let to = ((chunk.core_lo[0] + z) * shape[1] + chunk.core_lo[1] + y) * shape[2]
+                + chunk.core_lo[2];
+            dst[to..to + cs[2]].copy_from_slice(&part[from..from + cs[2]]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn modes_match_scipy_tables() {
+        // abcd with 3 extra on each side, from scipy.ndimage's mode docs.
+        let row = |mode| -> Vec<Option<usize>> {
+            (-3..7).map(|c| map_coordinate(c, 4, mode)).collect()
+        };
+        let s = |v: &[usize]| v.iter().map(|&x| Some(x)).collect::<Vec<_>>();
+        assert_eq!(row(Mode::Reflect), s(&[2, 1, 0, 0, 1, 2, 3, 3, 2, 1]));
+        assert_eq!(row(Mode::Mirror), s(&[3, 2, 1, 0, 1, 2, 3, 2, 1, 0]));
+        assert_eq!(row(Mode::Nearest), s(&[0, 0, 0, 0, 1, 2, 3, 3, 3, 3]));
+        assert_eq!(row(Mode::Wrap), s(&[1, 2, 3, 0, 1, 2, 3, 0, 1, 2]));
+        assert_eq!(row(Mode::Constant)[0], None);
+        assert_eq!(map_coordinate(-5, 1, Mode::Mirror), Some(0));
+        assert_eq!(map_coordinate(-5, 1, Mode::Reflect), Some(0));
+    }
+
+    #[test]
+    fn plans_cover_every_element_once_within_the_limit() {
+        for (shape, halo, max) in [
+            ([1, 100, 37], [0, 3, 3], 700u64),
+            ([9, 20, 11], [2, 1, 1], 500),
+            ([1, 1, 1000], [0, 0, 7], 100),
+            ([5, 5, 5], [1, 1, 1], 1 << 20),
+            ([4, 3, 2], [0, 0, 0], 1),
+        ] {
+            let chunks = plan(shape, halo, max).unwrap();
+            let mut seen = vec![0u8; shape.iter().product()];
+            for c in &chunks {
+                assert!(c.box_shape().iter().product::<usize>() as u64 <= max, "{c:?}");
+                for z in c.core_lo[0]..c.core_hi[0] {
+                    for y in c.core_lo[1]..c.core_hi[1] {
+                        for x in c.core_lo[2]..c.core_hi[2] {
+                            seen[(z * shape[1] + y) * shape[2] + x] += 1;
+                        }
+                    }
+                }
+            }
+            assert!(seen.iter().all(|&s| s == 1), "{shape:?} {halo:?} {max}");
+        }
+        assert!(plan([1, 10, 10], [0, 50, 50], 100).is_err());
+    }
+
+    #[test]
+    fn gather_then_scatter_of_the_core_is_identity() {
+        let shape = [3, 4, 5];
+        let src: Vec<i32> = (0..60).collect();
+        let chunks = plan(shape, [1, 1, 2], 40).unwrap();
+        assert!(chunks.len() > 1);
+        let mut dst = vec![-1; 60];
+        for c in &chunks {
+            let b = gather(&src, shape, c, Mode::Wrap, 0);
+            let bs = c.box_shape();
+            let cs = c.core_shape();
+            let mut core = Vec::new();
+            for z in 0..cs[0] {
+                for y in 0..cs[1] {
+                    for x in 0..cs[2] {
+                        let (bz, by, bx) = (z + c.pad[0], y + c.pad[1], x + c.pad[2]);
+                        core.push(b[(bz * bs[1] + by) * bs[2] + bx]);
+                    }
+                }
+            }
+            scatter(&mut dst, shape, c, &core);
+        }
+        assert_eq!(dst, src);
+    }
+}

@@ -1,0 +1,534 @@
+//! The GPU engine: one adapter + device + queue, cached pipelines, a buffer
+//! pool, dispatch recording with optional timestamp queries, and readback.
+//! The same code runs natively (Vulkan/Metal/DX12/GL) and in the browser
+//! (WebGPU); only `poll` differs.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use wgpu::util::DeviceExt;
+
+use crate::error::{Error, Result};
+
+/// Threads per workgroup for 1-D dispatches; every kernel uses this size.
+pub const WORKGROUP_SIZE: u32 = 256;
+/// Maximum number of timestamped passes in one recording.
+const MAX_TIMED_PASSES: u32 = 64;
+
+/// How to open the GPU.
+#[derive(Clone, Debug, Default)]
+pub struct GpuOptions {
+    /// Case-insensitive substring of the adapter name to pick; `None` takes
+    /// the high-performance default.
+    pub adapter: Option<String>,
+    /// Device memory the operations may use at once, in bytes. `None`: half
+    /// of the largest buffer the device allows, at most 4 GiB.
+    pub memory_budget: Option<u64>,
+    /// Cap on one storage binding below the device's own limit, in bytes.
+    /// Tests use it to force the chunked paths on small inputs.
+    pub max_binding_size: Option<u64>,
+}
+
+/// Description of the opened adapter, for `gpuscope devices` and reports.
+#[derive(Clone, Debug)]
+pub struct DeviceSummary {
+    pub name: String,
+    pub backend: String,
+    pub device_type: String,
+    pub driver: String,
+    pub max_binding_size: u64,
+    pub max_buffer_size: u64,
+    pub memory_budget: u64,
+    pub timestamps: bool,
+}
+
+/// The shared GPU context. Create it once and pass `&Gpu` to every operation.
+pub struct Gpu {
+    pub(crate) device: wgpu::Device,
+    pub(crate) queue: wgpu::Queue,
+    info: wgpu::AdapterInfo,
+    max_binding: u64,
+    max_buffer: u64,
+    memory_budget: u64,
+    timestamp_period_ns: Option<f32>,
+    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+    pool: Mutex<Vec<wgpu::Buffer>>,
+    live_bytes: AtomicU64,
+    last_kernel_ns: AtomicU64,
+}
+
+/// Lists the adapters this machine offers (native only; browsers expose one).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn list_adapters() -> Vec<String> {
+    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .iter()
+        .map(|a| {
+            let i = a.get_info();
+            format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+        })
+        .collect()
+}
+
+impl Gpu {
+    /// Opens an adapter and a device with the adapter's own limits, so that
+    /// chunk sizes follow what the hardware really offers.
+    pub async fn new(options: GpuOptions) -> Result<Gpu> {
+        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let adapter = match &options.adapter {
+            Some(wanted) => pick_adapter(&instance, wanted).await?,
+            None => instance
+                .request_adapter(&wgpu::RequestAdapterOptions {
+                    power_preference: wgpu::PowerPreference::HighPerformance,
+                    force_fallback_adapter: false,
+                    compatible_surface: None,
+                    apply_limit_buckets: false,
+                })
+                .await
+                .map_err(|e| Error::NoAdapter(e.to_string()))?,
+        };
+        let info = adapter.get_info();
+        let limits = adapter.limits();
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let required_features = if timestamps {
+            wgpu::Features::TIMESTAMP_QUERY
+        } else {
+            wgpu::Features::empty()
+        };
+        let (device, queue) = adapter
+            .request_device(&wgpu::DeviceDescriptor {
+                label: Some("gpuscope"),
+                required_features,
+                required_limits: limits.clone(),
+                experimental_features: wgpu::ExperimentalFeatures::disabled(),
+                memory_hints: wgpu::MemoryHints::Performance,
+                trace: wgpu::Trace::Off,
+            })
+            .await
+            .map_err(|e| Error::NoAdapter(format!("{}: {e}", info.name)))?;
+        let max_buffer = limits.max_buffer_size;
+        let mut max_binding = u64::from(limits.max_storage_buffer_binding_size).min(max_buffer);
+        if let Some(cap) = options.max_binding_size {
+            max_binding = max_binding.min(cap.max(1024));
+        }
+        // Bindings must be multiples of 4 bytes; keep the planner's unit aligned.
+        max_binding &= !255;
+        let memory_budget = options
+            .memory_budget
+            .unwrap_or_else(|| (max_buffer / 2).min(4 << 30))
+            .max(4096);
+        let timestamp_period_ns = timestamps.then(|| queue.get_timestamp_period());
+        Ok(Gpu {
+            device,
+            queue,
+            info,
+            max_binding,
+            max_buffer,
+            memory_budget,
+            timestamp_period_ns,
+            pipelines: Mutex::new(HashMap::new()),
+            pool: Mutex::new(Vec::new()),
+            live_bytes: AtomicU64::new(0),
+            last_kernel_ns: AtomicU64::new(0),
+        })
+    }
+
+    pub fn summary(&self) -> DeviceSummary {
+        DeviceSummary {
+            name: self.info.name.clone(),
+            backend: format!("{:?}", self.info.backend),
+            device_type: format!("{:?}", self.info.device_type),
+            driver: format!("{} {}", self.info.driver, self.info.driver_info)
+                .trim()
+                .to_string(),
+            max_binding_size: self.max_binding,
+            max_buffer_size: self.max_buffer,
+            memory_budget: self.memory_budget,
+            timestamps: self.timestamp_period_ns.is_some(),
+        }
+    }
+
+    /// The largest storage binding an operation may use, in bytes.
+    pub fn max_binding_size(&self) -> u64 {
+        self.max_binding
+    }
+
+    /// Device memory the operations may hold at once, in bytes.
+    pub fn memory_budget(&self) -> u64 {
+        self.memory_budget
+    }
+
+    /// Bytes of device buffers currently allocated by this context, pooled
+    /// or in use. Tests use it to prove that calls leave nothing behind.
+    pub fn live_bytes(&self) -> u64 {
+        self.live_bytes.load(Ordering::Relaxed)
+    }
+
+    /// GPU time of the kernels of the last timed recording, in nanoseconds,
+    /// when the adapter offers timestamp queries.
+    pub fn last_kernel_ns(&self) -> Option<u64> {
+        self.timestamp_period_ns
+            .map(|_| self.last_kernel_ns.load(Ordering::Relaxed))
+    }
+
+    /// A compute pipeline for `entry` of `source`, built once per device.
+    pub(crate) fn pipeline(&self, source: &str, entry: &str) -> Result<wgpu::ComputePipeline> {
+        let key = format!("{entry}@{:016x}", fingerprint(source));
+        let mut cache = self
+            .pipelines
+            .lock()
+            .map_err(|_| Error::Device("pipeline cache poisoned".into()))?;
+        if let Some(p) = cache.get(&key) {
+            return Ok(p.clone());
+        }
+        let module = self
+            .device
+            .create_shader_module(wgpu::ShaderModuleDescriptor {
+                label: Some(entry),
+                source: wgpu::ShaderSource::Wgsl(source.into()),
+            });
+        let pipeline = self
+            .device
+            .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: None,
+                module: &module,
+                entry_point: Some(entry),
+                compilation_options: Default::default(),
+                cache: None,
+            });
+        cache.insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+
+    /// A storage buffer of at least `bytes` bytes, from the pool when one fits.
+    /// Allocation failures surface as `Error::OutOfMemory` so callers can
+    /// retry with smaller chunks.
+    pub(crate) async fn storage(&self, bytes: u64, what: &str) -> Result<wgpu::Buffer> {
+        let size = size_class(bytes.max(4));
+        if size > self.max_buffer {
+            return Err(Error::OutOfMemory {
+                what: format!("{what} ({size} bytes exceed the device's largest buffer)"),
+            });
+        }
+        if let Ok(mut pool) = self.pool.lock()
+            && let Some(i) = pool.iter().position(|b| b.size() == size)
+        {
+            return Ok(pool.swap_remove(i));
+        }
+        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some(what),
+            size,
+            usage: wgpu::BufferUsages::STORAGE
+                | wgpu::BufferUsages::COPY_DST
+                | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        });
+        if let Some(e) = scope.pop().await {
+            buffer.destroy();
+            return Err(Error::OutOfMemory {
+                what: format!("{what} ({size} bytes): {e}"),
+            });
+        }
+        self.live_bytes.fetch_add(size, Ordering::Relaxed);
+        Ok(buffer)
+    }
+
+    /// Returns a buffer to the pool; the pool keeps at most a quarter of the
+    /// memory budget and destroys the rest.
+    pub(crate) fn recycle(&self, buffer: wgpu::Buffer) {
+        let Ok(mut pool) = self.pool.lock() else {
+            self.destroy(buffer);
+            return;
+        };
+        let pooled: u64 = pool.iter().map(|b| b.size()).sum();
+        if pooled + buffer.size() <= self.memory_budget / 4 {
+            pool.push(buffer);
+        } else {
+            drop(pool);
+            self.destroy(buffer);
+        }
+    }
+
+    fn destroy(&self, buffer: wgpu::Buffer) {
+        self.live_bytes.fetch_sub(buffer.size(), Ordering::Relaxed);
+        buffer.destroy();
+    }
+
+    /// Frees every pooled buffer.
+    pub fn trim(&self) {
+        let buffers: Vec<_> = match self.pool.lock() {
+            Ok(mut pool) => pool.drain(..).collect(),
+            Err(_) => return,
+        };
+        for b in buffers {
+            self.destroy(b);
+        }
+    }
+
+    pub(crate) fn upload(&self, buffer: &wgpu::Buffer, bytes: &[u8]) {
+        if !bytes.is_empty() {
+            self.queue.write_buffer(buffer, 0, bytes);
+        }
+    }
+
+    pub(crate) fn uniform<T: bytemuck::Pod>(&self, value: &T) -> wgpu::Buffer {
+        self.device
+            .create_buffer_init(&wgpu::util::BufferInitDescriptor {
+                label: Some("params"),
+                contents: bytemuck::bytes_of(value),
+                usage: wgpu::BufferUsages::UNIFORM,
+            })
+    }
+
+    pub(crate) fn recorder(&self) -> Recorder<'_> {
+        let encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        let queries = self.timestamp_period_ns.map(|_| {
+            self.device.create_query_set(&wgpu::QuerySetDescriptor {
+                label: Some("timestamps"),
+                ty: wgpu::QueryType::Timestamp,
+                count: 2 * MAX_TIMED_PASSES,
+            })
+        });
+        Recorder {
+            gpu: self,
+            encoder,
+            queries,
+            passes: 0,
+        }
+    }
+
+    /// Copies `bytes` bytes of `buffer` back to the host.
+    pub(crate) async fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        let padded = bytes.div_ceil(4) * 4;
+        if padded == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: padded,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded);
+        self.queue.submit([encoder.finish()]);
+        let data = self.map_read(&staging).await?;
+        staging.destroy();
+        let mut data = data;
+        data.truncate(bytes as usize);
+        Ok(data)
+    }
+
+    async fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
+        let (tx, rx) = futures_channel::oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.poll_wait()?;
+        rx.await
+            .map_err(|_| Error::Device("the readback was cancelled".into()))?
+            .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
+        let data = view.to_vec();
+        drop(view);
+        staging.unmap();
+        Ok(data)
+    }
+
+    fn poll_wait(&self) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::wait_indefinitely())
+            .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
+        Ok(())
+    }
+}
+
+/// Records dispatches into one command buffer, timestamping each pass when
+/// the adapter allows it.
+pub(crate) struct Recorder<'g> {
+    gpu: &'g Gpu,
+    encoder: wgpu::CommandEncoder,
+    queries: Option<wgpu::QuerySet>,
+    passes: u32,
+}
+
+impl Recorder<'_> {
+    /// Dispatches `entry` over `threads` invocations with the given buffers at
+    /// bindings 0, 1, 2... of group 0 (the uniform first, by convention).
+    pub(crate) fn dispatch(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+        threads: u64,
+    ) -> Result<()> {
+        if threads == 0 {
+            return Ok(());
+        }
+        let layout = pipeline.get_bind_group_layout(0);
+        let entries: Vec<wgpu::BindGroupEntry> = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| wgpu::BindGroupEntry {
+                binding: i as u32,
+                resource: b.as_entire_binding(),
+            })
+            .collect();
+        let bind_group = self
+            .gpu
+            .device
+            .create_bind_group(&wgpu::BindGroupDescriptor {
+                label: None,
+                layout: &layout,
+                entries: &entries,
+            });
+        let (x, y) = grid(threads, self.gpu.device.limits().max_compute_workgroups_per_dimension)?;
+        let timestamp_writes = match &self.queries {
+            Some(q) if self.passes < MAX_TIMED_PASSES => Some(wgpu::ComputePassTimestampWrites {
+                query_set: q,
+                beginning_of_pass_write_index: Some(2 * self.passes),
+                end_of_pass_write_index: Some(2 * self.passes + 1),
+            }),
+            _ => None,
+        };
+        if timestamp_writes.is_some() {
+            self.passes += 1;
+        }
+        let mut pass = self
+            .encoder
+            .begin_compute_pass(&wgpu::ComputePassDescriptor {
+                label: None,
+                timestamp_writes,
+            });
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(x, y, 1);
+        Ok(())
+    }
+
+    /// Submits the recording and, when timed, stores the summed kernel time.
+    pub(crate) async fn submit(self) -> Result<()> {
+        let Recorder {
+            gpu,
+            mut encoder,
+            queries,
+            passes,
+        } = self;
+        let resolved = match (&queries, passes) {
+            (Some(q), n) if n > 0 => {
+                let bytes = u64::from(2 * n) * 8;
+                let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("timestamps"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: false,
+                });
+                encoder.resolve_query_set(q, 0..2 * n, &resolve, 0);
+                Some((resolve, bytes))
+            }
+            _ => None,
+        };
+        gpu.queue.submit([encoder.finish()]);
+        if let Some((resolve, bytes)) = resolved {
+            let raw = gpu.read(&resolve, bytes).await?;
+            resolve.destroy();
+            let ticks: &[u64] = bytemuck::try_cast_slice(&raw)
+                .map_err(|_| Error::Device("unaligned timestamp readback".into()))?;
+            let period = f64::from(gpu.timestamp_period_ns.unwrap_or(1.0));
+            let total: u64 = ticks
+                .chunks_exact(2)
+                .map(|p| p[1].saturating_sub(p[0]))
+                .sum();
+            gpu.last_kernel_ns
+                .store((total as f64 * period) as u64, Ordering::Relaxed);
+        }
+        if let Some(q) = queries {
+            q.destroy();
+        }
+        Ok(())
+    }
+}
+
+/// Splits `threads` invocations into an (x, y) workgroup grid within the
+/// per-dimension limit; shaders rebuild the linear index from both.
+fn grid(threads: u64, max_per_dim: u32) -> Result<(u32, u32)> {
+    let groups = threads.div_ceil(u64::from(WORKGROUP_SIZE));
+    let max = u64::from(max_per_dim.max(1));
+    let y = groups.div_ceil(max);
+    if y > max {
+        return Err(Error::InvalidInput(format!(
+            "{threads} GPU threads exceed one dispatch; the chunk planner should have split this"
+        )));
+    }
+    let x = groups.div_ceil(y);
+    Ok((x as u32, y as u32))
+}
+
+/// Buffer sizes are rounded to four classes per power of two so that pooled
+/// buffers are reused across slightly different shapes.
+fn size_class(bytes: u64) -> u64 {
+    if bytes <= 4096 {
+        return 4096;
+    }
+    let top = 63 - bytes.leading_zeros();
+    let step = 1u64 << (top - 2);
+    bytes.div_ceil(step) * step
+}
+
+fn fingerprint(s: &str) -> u64 {
+    // FNV-1a: stable across runs, no dependency.
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
+    })
+}
+
+async fn pick_adapter(instance: &wgpu::Instance, wanted: &str) -> Result<wgpu::Adapter> {
+    let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
+    let needle = wanted.to_lowercase();
+    let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+    adapters
+        .into_iter()
+        .find(|a| a.get_info().name.to_lowercase().contains(&needle))
+        .ok_or_else(|| {
+            Error::NoAdapter(format!(
+                "no adapter matches '{wanted}'; available: {}",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            ))
+        })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn size_classes_round_up_within_a_quarter_octave() {
+        assert_eq!(size_class(1), 4096);
+        assert_eq!(size_class(5000), 5120);
+        for b in [4097u64, 100_000, 1 << 20, (1 << 20) + 1, 123_456_789] {
+            let c = size_class(b);
+            assert!(c >= b && c <= b + b / 4 + 1, "{b} -> {c}");
+        }
+    }
+
+    #[test]
+    fn grid_covers_all_threads_within_limits() {
+        let (x, y) = grid(70_000 * 256, 65_535).unwrap();
+        assert!(x <= 65_535 && y <= 65_535);
+        assert!(u64::from(x) * u64::from(y) * 256 >= 70_000 * 256);
+        assert!(grid(u64::MAX / 2, 65_535).is_err());
+    }
+}

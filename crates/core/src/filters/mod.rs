@@ -1,0 +1,296 @@
+//! Linear filters with scipy.ndimage semantics: `gaussian_filter`,
+//! `correlate` and `convolve` on 1-D to 3-D arrays.
+//!
+//! A [`Filter`] is a sequence of correlation passes (one per axis for a
+//! Gaussian, one n-D pass for an arbitrary kernel). The GPU path lives in
+//! `gpu`, the CPU reference in `cpu`; both take the same [`Filter`].
+
+pub mod cpu;
+mod gpu;
+
+pub use gpu::apply;
+
+use std::str::FromStr;
+
+use crate::chunk::Shape3;
+use crate::error::{Error, Result};
+
+/// Boundary modes of scipy.ndimage (the `grid-` aliases are accepted too).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// `d c b a | a b c d | d c b a` (scipy's default).
+    #[default]
+    Reflect,
+    /// `d c b | a b c d | c b a`
+    Mirror,
+    /// `a a a | a b c d | d d d`
+    Nearest,
+    /// `b c d | a b c d | a b c`
+    Wrap,
+    /// `k k k | a b c d | k k k` with k = cval
+    Constant,
+}
+
+impl Mode {
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            Mode::Reflect => 0,
+            Mode::Mirror => 1,
+            Mode::Nearest => 2,
+            Mode::Wrap => 3,
+            Mode::Constant => 4,
+        }
+    }
+}
+
+impl FromStr for Mode {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Mode> {
+        match s {
+            "reflect" | "grid-mirror" => Ok(Mode::Reflect),
+            "mirror" => Ok(Mode::Mirror),
+            "nearest" => Ok(Mode::Nearest),
+            "wrap" | "grid-wrap" => Ok(Mode::Wrap),
+            "constant" | "grid-constant" => Ok(Mode::Constant),
+            other => Err(Error::param(
+                "mode",
+                format!("'{other}' (expected reflect, mirror, nearest, wrap or constant)"),
+            )),
+        }
+    }
+}
+
+/// How each pass's result is stored, as scipy stores it in the output dtype.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Output {
+    /// Floating point: no rounding between passes.
+    #[default]
+    Float,
+    /// An integer dtype: truncation toward zero, then wrap-around modulo 2^bits
+    /// (what scipy's C cast does), after every pass.
+    Integer { bits: u32, signed: bool },
+}
+
+/// Boundary handling shared by every pass.
+#[derive(Clone, Copy, Debug, PartialEq, Default)]
+pub struct Boundary {
+    pub mode: Mode,
+    pub cval: f64,
+}
+
+/// One correlation pass: weights of shape `shape` (z, y, x, C order) whose
+/// centre sits `left` taps from the start on each axis.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Pass {
+    pub shape: Shape3,
+    pub left: Shape3,
+    pub weights: Vec<f64>,
+}
+
+impl Pass {
+    /// Reach of the pass on each side of an output element, per axis.
+    pub fn reach(&self) -> Shape3 {
+        [0, 1, 2].map(|a| self.left[a].max(self.shape[a] - 1 - self.left[a]))
+    }
+}
+
+/// A filter for arrays of a given dimensionality: passes applied in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Filter {
+    pub ndim: usize,
+    pub passes: Vec<Pass>,
+}
+
+/// Largest kernel extent per axis, to keep a kernel within one dispatch's
+/// reasonable work and the halo within any binding.
+const MAX_KERNEL_EXTENT: usize = 1025;
+
+impl Filter {
+    /// `scipy.ndimage.gaussian_filter(input, sigma, order=0, truncate=...)`:
+    /// one 1-D pass per axis with sigma > 0, axis 0 first.
+    pub fn gaussian(ndim: usize, sigma: &[f64], truncate: f64) -> Result<Filter> {
+        check_ndim(ndim)?;
+        let sigma = per_axis(sigma, ndim, "sigma")?;
+        if !truncate.is_finite() || truncate <= 0.0 {
+            return Err(Error::param(
+                "truncate",
+                format!("{truncate} (must be a positive number)"),
+            ));
+        }
+        let mut passes = Vec::new();
+        for (axis, &s) in sigma.iter().enumerate() {
+            if !s.is_finite() || s < 0.0 {
+                return Err(Error::param(
+                    "sigma",
+                    format!("{s} (must be zero or a positive number)"),
+                ));
+            }
+            if s <= 1e-15 {
+                continue; // scipy skips such axes entirely
+            }
+            let weights = gaussian_kernel1d(s, truncate)?;
+            let radius = weights.len() / 2;
+            let a3 = axis + 3 - ndim;
+            let mut shape = [1; 3];
+            let mut left = [0; 3];
+            shape[a3] = weights.len();
+            left[a3] = radius;
+            passes.push(Pass {
+                shape,
+                left,
+                weights,
+            });
+        }
+        Ok(Filter { ndim, passes })
+    }
+
+    /// `scipy.ndimage.correlate(input, weights, origin=0)`: the kernel is not
+    /// flipped; its centre is at `len // 2` on each axis.
+    pub fn correlate(ndim: usize, weights: &[f64], weights_shape: &[usize]) -> Result<Filter> {
+        let (shape, weights) = kernel_box(ndim, weights, weights_shape)?;
+        let left = shape.map(|n| n / 2);
+        Ok(Filter {
+            ndim,
+            passes: vec![Pass {
+                shape,
+                left,
+                weights,
+            }],
+        })
+    }
+
+    /// `scipy.ndimage.convolve(input, weights, origin=0)`: the kernel is
+    /// flipped on every axis, and for even extents its centre moves one tap
+    /// left, exactly as scipy shifts the origin.
+    pub fn convolve(ndim: usize, weights: &[f64], weights_shape: &[usize]) -> Result<Filter> {
+        let (shape, weights) = kernel_box(ndim, weights, weights_shape)?;
+        let flipped: Vec<f64> = weights.iter().rev().copied().collect();
+        let left = shape.map(|n| if n % 2 == 0 { n / 2 - 1 } else { n / 2 });
+        Ok(Filter {
+            ndim,
+            passes: vec![Pass {
+                shape,
+                left,
+                weights: flipped,
+            }],
+        })
+    }
+
+    /// The total reach of all passes per axis: the halo a chunk needs.
+    pub fn halo(&self) -> Shape3 {
+        self.passes.iter().fold([0; 3], |acc, p| {
+            let r = p.reach();
+            [0, 1, 2].map(|a| acc[a] + r[a])
+        })
+    }
+}
+
+/// Weights of the 1-D Gaussian exactly as scipy's `_gaussian_kernel1d`
+/// computes them (radius `int(truncate * sigma + 0.5)`, normalised in f64).
+pub fn gaussian_kernel1d(sigma: f64, truncate: f64) -> Result<Vec<f64>> {
+    let radius = (truncate * sigma + 0.5).floor();
+    if radius > (MAX_KERNEL_EXTENT / 2) as f64 {
+        return Err(Error::param(
+            "sigma",
+            format!(
+                "{sigma} with truncate {truncate} gives a kernel radius of {radius}; the largest supported is {}",
+                MAX_KERNEL_EXTENT / 2
+            ),
+        ));
+    }
+    let radius = radius as i64;
+    let s2 = sigma * sigma;
+    let phi: Vec<f64> = (-radius..=radius)
+        .map(|x| (-0.5 / s2 * (x * x) as f64).exp())
+        .collect();
+    let sum: f64 = phi.iter().sum();
+    Ok(phi.into_iter().map(|v| v / sum).collect())
+}
+
+fn check_ndim(ndim: usize) -> Result<()> {
+    if (1..=3).contains(&ndim) {
+        Ok(())
+    } else {
+        Err(Error::InvalidInput(format!(
+            "arrays of {ndim} dimensions are not supported; gpuscope filters 1-D, 2-D and 3-D arrays"
+        )))
+    }
+}
+
+/// One value for every axis, or a single value broadcast, as scipy accepts.
+fn per_axis(v: &[f64], ndim: usize, name: &'static str) -> Result<Vec<f64>> {
+    match v.len() {
+        1 => Ok(vec![v[0]; ndim]),
+        n if n == ndim => Ok(v.to_vec()),
+        n => Err(Error::param(
+            name,
+            format!("{n} values for a {ndim}-D array (give one value or one per axis)"),
+        )),
+    }
+}
+
+fn kernel_box(ndim: usize, weights: &[f64], shape: &[usize]) -> Result<(Shape3, Vec<f64>)> {
+    check_ndim(ndim)?;
+    if shape.len() != ndim {
+        return Err(Error::param(
+            "weights",
+            format!(
+                "a {}-D kernel for a {ndim}-D array (scipy requires one kernel axis per array axis)",
+                shape.len()
+            ),
+        ));
+    }
+    if shape.contains(&0) || shape.iter().any(|&n| n > MAX_KERNEL_EXTENT) {
+        return Err(Error::param(
+            "weights",
+            format!("shape {shape:?} (each extent must be 1..={MAX_KERNEL_EXTENT})"),
+        ));
+    }
+    if shape.iter().product::<usize>() != weights.len() {
+        return Err(Error::param(
+            "weights",
+            format!("{} values for shape {shape:?}", weights.len()),
+        ));
+    }
+    if weights.iter().any(|w| !w.is_finite()) {
+        return Err(Error::param("weights", "NaN or infinite values"));
+    }
+    let mut s3 = [1; 3];
+    s3[3 - ndim..].copy_from_slice(shape);
+    Ok((s3, weights.to_vec()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gaussian_kernel_matches_scipy_radius_and_sum() {
+        let k = gaussian_kernel1d(2.0, 4.0).unwrap();
+        assert_eq!(k.len(), 17);
+        assert!((k.iter().sum::<f64>() - 1.0).abs() < 1e-15);
+        assert_eq!(gaussian_kernel1d(0.5, 4.0).unwrap().len(), 5);
+        assert!(gaussian_kernel1d(1e6, 4.0).is_err());
+    }
+
+    #[test]
+    fn bad_parameters_are_rejected_with_their_names() {
+        let e = Filter::gaussian(2, &[1.0, 2.0, 3.0], 4.0).unwrap_err();
+        assert!(e.to_string().contains("sigma"), "{e}");
+        assert!(Filter::gaussian(2, &[-1.0], 4.0).is_err());
+        assert!(Filter::gaussian(2, &[f64::NAN], 4.0).is_err());
+        assert!(Filter::gaussian(2, &[1.0], 0.0).is_err());
+        assert!(Filter::gaussian(4, &[1.0], 4.0).is_err());
+        assert!(Filter::correlate(2, &[1.0; 3], &[3]).is_err());
+        assert!(Filter::correlate(2, &[1.0; 3], &[1, 2]).is_err());
+        assert!(Filter::correlate(1, &[f64::INFINITY], &[1]).is_err());
+        assert!("bogus".parse::<Mode>().is_err());
+    }
+
+    #[test]
+    fn convolve_flips_and_shifts_even_kernels() {
+        let f = Filter::convolve(1, &[1.0, 2.0, 0.0, 0.0], &[4]).unwrap();
+        assert_eq!(f.passes[0].weights, vec![0.0, 0.0, 2.0, 1.0]);
+        assert_eq!(f.passes[0].left, [0, 0, 1]);
+    }
+}

@@ -1,0 +1,15 @@
+//! gpuscope's shared core: the GPU engine, every operation (WGSL kernels
+//! driven through wgpu) and the CPU reference of each. No file I/O here: the
+//! same crate runs natively and in the browser.
+
+pub mod chunk;
+pub mod engine;
+pub mod error;
+pub mod filters;
+pub mod keys;
+pub mod segment;
+pub mod shaders;
+
+pub use engine::{DeviceSummary, Gpu, GpuOptions};
+pub use error::{Error, Result};
+pub use keys::Samples;

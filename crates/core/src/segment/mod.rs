@@ -1,0 +1,5 @@
+//! Segmentation: thresholding (labelling and region measurements follow).
+
+pub mod threshold;
+
+pub use threshold::threshold_above;

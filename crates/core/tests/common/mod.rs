@@ -1,0 +1,44 @@
+//! Shared test fixtures: one device per test binary (opening one is slow on
+//! lavapipe), plus a second one whose bindings are capped to force chunking.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use gpuscope_core::{Gpu, GpuOptions};
+
+fn open(options: GpuOptions) -> Gpu {
+    pollster::block_on(Gpu::new(options)).unwrap_or_else(|e| {
+        panic!("GPU tests need a Vulkan driver (apt-get install mesa-vulkan-drivers): {e}")
+    })
+}
+
+/// The default device (lavapipe in CI).
+pub fn gpu() -> &'static Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| open(GpuOptions::default()))
+}
+
+/// A device whose bindings are capped at 64 KiB, so that even small inputs
+/// go through the chunk planner and the halo exchange.
+pub fn tiny_gpu() -> &'static Gpu {
+    static GPU: OnceLock<Gpu> = OnceLock::new();
+    GPU.get_or_init(|| {
+        open(GpuOptions {
+            max_binding_size: Some(64 << 10),
+            ..GpuOptions::default()
+        })
+    })
+}
+
+/// Deterministic pseudo-random values in [0, 1) (xorshift), no dependency.
+pub fn noise(n: usize, seed: u64) -> Vec<f64> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64
+        })
+        .collect()
+}

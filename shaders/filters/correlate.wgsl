@@ -1,0 +1,112 @@
+// Correlation of a (z, y, x) box with a weights box, scipy.ndimage semantics.
+// One thread per output element. The input box may carry a halo on split
+// axes (gathered by the host); `offset` is where the output's core starts in
+// the input box. Coordinates that still fall outside the input are mapped
+// through the boundary mode, as happens on axes passed whole.
+
+struct Params {
+    in_shape: vec4<u32>,   // x, y, z, - (x fastest)
+    out_shape: vec4<u32>,
+    offset: vec4<u32>,     // core start inside the input box
+    left: vec4<u32>,       // taps before the kernel's centre
+    klen: vec4<u32>,       // kernel extent
+    mode: u32,             // 0 reflect, 1 mirror, 2 nearest, 3 wrap, 4 constant
+    quantize_bits: u32,    // 0: float output; else integer dtype width, emulating scipy's cast
+    quantize_signed: u32,
+    cval: f32,
+    // Output positions inside [valid_lo, valid_hi) lie inside the array; in
+    // constant mode the rest of a padded box is the constant, as scipy pads
+    // each pass's result with cval.
+    valid_lo: vec4<u32>,
+    valid_hi: vec4<u32>,
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<f32>;
+@group(0) @binding(2) var<storage, read> weights: array<f32>;
+@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
+
+// Returns the in-range index for coordinate c on an axis of length n, or -1
+// for the constant value.
+fn map_coordinate(c: i32, n: i32) -> i32 {
+    if (c >= 0 && c < n) {
+        return c;
+    }
+    switch p.mode {
+        case 0u: { // reflect: d c b a | a b c d | d c b a
+            let period = 2 * n;
+            var r = c % period;
+            if (r < 0) { r += period; }
+            if (r >= n) { r = period - 1 - r; }
+            return r;
+        }
+        case 1u: { // mirror: d c b | a b c d | c b a
+            if (n == 1) { return 0; }
+            let period = 2 * n - 2;
+            var r = c % period;
+            if (r < 0) { r += period; }
+            if (r >= n) { r = period - r; }
+            return r;
+        }
+        case 2u: { return clamp(c, 0, n - 1); }
+        case 3u: {
+            var r = c % n;
+            if (r < 0) { r += n; }
+            return r;
+        }
+        default: { return -1; }
+    }
+}
+
+// scipy casts each pass's double result to the output dtype with a C cast:
+// truncation toward zero, then wrap-around modulo 2^bits.
+fn quantize(v: f32) -> f32 {
+    if (p.quantize_bits == 0u) {
+        return v;
+    }
+    let span = exp2(f32(p.quantize_bits));
+    let t = trunc(v);
+    var w = t - floor(t / span) * span;
+    if (p.quantize_signed != 0u && w >= span * 0.5) {
+        w -= span;
+    }
+    return w;
+}
+
+@compute @workgroup_size(256)
+fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.x + gid.y * groups.x * 256u;
+    let nx = p.out_shape.x;
+    let ny = p.out_shape.y;
+    if (i >= nx * ny * p.out_shape.z) {
+        return;
+    }
+    let ox = i % nx;
+    let oy = (i / nx) % ny;
+    let oz = i / (nx * ny);
+    let o = vec3<u32>(ox, oy, oz);
+    if (p.mode == 4u && (any(o < p.valid_lo.xyz) || any(o >= p.valid_hi.xyz))) {
+        dst[i] = p.cval;
+        return;
+    }
+    let in_n = vec3<i32>(p.in_shape.xyz);
+    var acc = 0.0;
+    var w = 0u;
+    for (var kz = 0u; kz < p.klen.z; kz++) {
+        let cz = map_coordinate(i32(oz + p.offset.z + kz) - i32(p.left.z), in_n.z);
+        for (var ky = 0u; ky < p.klen.y; ky++) {
+            let cy = map_coordinate(i32(oy + p.offset.y + ky) - i32(p.left.y), in_n.y);
+            for (var kx = 0u; kx < p.klen.x; kx++) {
+                let cx = map_coordinate(i32(ox + p.offset.x + kx) - i32(p.left.x), in_n.x);
+                var v = p.cval;
+                if (cz >= 0 && cy >= 0 && cx >= 0) {
+                    v = src[(u32(cz) * p.in_shape.y + u32(cy)) * p.in_shape.x + u32(cx)];
+                }
+                acc += weights[w] * v;
+                w++;
+            }
+        }
+    }
+    dst[i] = quantize(acc);
+}
