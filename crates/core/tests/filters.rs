@@ -1,0 +1,200 @@
+//! The filters' GPU path against their CPU reference on lavapipe, for every
+//! mode, 1-D to 3-D, separable and full kernels, float and integer outputs,
+//! and through the chunk planner.
+
+mod common;
+
+use common::{gpu, noise, tiny_gpu};
+use gpuscope_core::Gpu;
+use gpuscope_core::filters::{self, Boundary, Filter, Mode, Output};
+
+const MODES: [Mode; 5] = [
+    Mode::Reflect,
+    Mode::Mirror,
+    Mode::Nearest,
+    Mode::Wrap,
+    Mode::Constant,
+];
+
+/// GPU values are f32 sums of f32 products; the reference sums in f64.
+/// Tolerance: 1e-5 of the largest magnitude in the reference (f32 has 24
+/// bits; kernels here have at most a few hundred taps).
+fn assert_close(gpu: &[f32], cpu: &[f64], what: &str) {
+    assert_eq!(gpu.len(), cpu.len(), "{what}: length");
+    let scale = cpu.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
+    for (i, (&g, &c)) in gpu.iter().zip(cpu).enumerate() {
+        assert!(
+            (f64::from(g) - c).abs() <= 1e-5 * scale,
+            "{what}: element {i}: gpu {g} cpu {c}"
+        );
+    }
+}
+
+fn run_both(
+    device: &Gpu,
+    filter: &Filter,
+    shape: &[usize],
+    boundary: Boundary,
+    seed: u64,
+) -> (Vec<f32>, Vec<f64>) {
+    let n = shape.iter().product();
+    let input: Vec<f64> = noise(n, seed).iter().map(|v| v * 10.0 - 3.0).collect();
+    let input32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
+    let input_rounded: Vec<f64> = input32.iter().map(|&v| f64::from(v)).collect();
+    let g = pollster::block_on(filters::apply(
+        device,
+        filter,
+        &input32,
+        shape,
+        boundary,
+        Output::Float,
+    ))
+    .unwrap();
+    let c = filters::cpu::apply(filter, &input_rounded, shape, boundary, Output::Float).unwrap();
+    (g, c)
+}
+
+#[test]
+fn gaussian_matches_reference_in_every_mode_and_dimension() {
+    for mode in MODES {
+        let boundary = Boundary { mode, cval: 1.5 };
+        for (shape, sigma) in [
+            (vec![37], vec![2.0]),
+            (vec![23, 31], vec![1.0, 2.5]),
+            (vec![9, 11, 13], vec![1.0, 0.0, 1.7]),
+            (vec![3, 2], vec![4.0]), // kernel much wider than the image
+        ] {
+            let f = Filter::gaussian(shape.len(), &sigma, 4.0).unwrap();
+            let (g, c) = run_both(gpu(), &f, &shape, boundary, 1);
+            assert_close(&g, &c, &format!("gaussian {mode:?} {shape:?}"));
+        }
+    }
+}
+
+#[test]
+fn convolve_and_correlate_match_reference_for_odd_and_even_kernels() {
+    let k: Vec<f64> = noise(5 * 4, 7).iter().map(|v| v - 0.4).collect();
+    for mode in MODES {
+        let boundary = Boundary { mode, cval: -2.0 };
+        let conv = Filter::convolve(2, &k, &[5, 4]).unwrap();
+        let corr = Filter::correlate(2, &k, &[4, 5]).unwrap();
+        for f in [&conv, &corr] {
+            let (g, c) = run_both(gpu(), f, &[19, 26], boundary, 2);
+            assert_close(&g, &c, &format!("2-D kernel {mode:?}"));
+        }
+        let k3: Vec<f64> = noise(27, 9);
+        let f3 = Filter::convolve(3, &k3, &[3, 3, 3]).unwrap();
+        let (g, c) = run_both(gpu(), &f3, &[6, 7, 8], boundary, 3);
+        assert_close(&g, &c, &format!("3-D kernel {mode:?}"));
+    }
+}
+
+#[test]
+fn chunked_runs_equal_reference_on_every_mode() {
+    // 64 KiB bindings: 16384 floats per box, so these split on z and y.
+    for mode in MODES {
+        let boundary = Boundary { mode, cval: 0.25 };
+        let gauss = Filter::gaussian(3, &[1.0, 2.0, 1.5], 4.0).unwrap();
+        let (g, c) = run_both(tiny_gpu(), &gauss, &[12, 70, 60], boundary, 4);
+        assert_close(&g, &c, &format!("chunked gaussian {mode:?}"));
+        let k: Vec<f64> = noise(7 * 7, 5);
+        let conv = Filter::convolve(2, &k, &[7, 7]).unwrap();
+        let (g, c) = run_both(tiny_gpu(), &conv, &[300, 200], boundary, 5);
+        assert_close(&g, &c, &format!("chunked convolve {mode:?}"));
+        // A 1-D signal longer than a binding splits along its only axis.
+        let g1 = Filter::gaussian(1, &[3.0], 4.0).unwrap();
+        let (g, c) = run_both(tiny_gpu(), &g1, &[50_000], boundary, 6);
+        assert_close(&g, &c, &format!("chunked 1-D {mode:?}"));
+    }
+}
+
+#[test]
+fn integer_outputs_truncate_and_wrap_between_passes_like_scipy() {
+    let shape = [40, 33];
+    let input: Vec<f64> = noise(40 * 33, 11).iter().map(|v| (v * 255.0).floor()).collect();
+    let input32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
+    let out = Output::Integer {
+        bits: 8,
+        signed: false,
+    };
+    let boundary = Boundary::default();
+    let f = Filter::gaussian(2, &[1.5], 4.0).unwrap();
+    let g = pollster::block_on(filters::apply(gpu(), &f, &input32, &shape, boundary, out)).unwrap();
+    let c = filters::cpu::apply(&f, &input, &shape, boundary, out).unwrap();
+    // f32 and f64 sums can straddle an integer: allow 1 count on <0.5% of pixels.
+    let off: Vec<_> = g.iter().zip(&c).filter(|(g, c)| f64::from(**g) != **c).collect();
+    assert!(off.iter().all(|(g, c)| (f64::from(**g) - **c).abs() <= 1.0), "{off:?}");
+    assert!(off.len() * 200 < g.len(), "{} of {} differ", off.len(), g.len());
+    // A Laplacian goes negative: uint8 wraps around as scipy's C cast does.
+    let lap = Filter::convolve(2, &[0., 1., 0., 1., -4., 1., 0., 1., 0.], &[3, 3]).unwrap();
+    let g = pollster::block_on(filters::apply(gpu(), &lap, &input32, &shape, boundary, out)).unwrap();
+    let c = filters::cpu::apply(&lap, &input, &shape, boundary, out).unwrap();
+    assert!(c.iter().all(|v| (0.0..256.0).contains(v)));
+    assert_eq!(g.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), c);
+}
+
+#[test]
+fn input_larger_than_one_lavapipe_binding_is_chunked_correctly() {
+    // 9000 x 4000 f32 = 144 MB > lavapipe's 128 MiB binding limit.
+    let shape = [9000, 4000];
+    let n: usize = 9000 * 4000;
+    assert!(4 * n as u64 > gpu().max_binding_size());
+    let input: Vec<f32> = (0..n).map(|i| ((i * 7919) % 1000) as f32).collect();
+    let f = Filter::gaussian(2, &[1.0], 4.0).unwrap();
+    let boundary = Boundary {
+        mode: Mode::Mirror,
+        cval: 0.0,
+    };
+    let g = pollster::block_on(filters::apply(gpu(), &f, &input, &shape, boundary, Output::Float))
+        .unwrap();
+    // Check rows around every possible chunk border against the reference on
+    // a band of the image (the reference on the whole would take minutes).
+    let rows = 9000;
+    let chunk_rows = (gpu().max_binding_size() / 4 / 4000) as usize;
+    for border in (chunk_rows / 2..rows).step_by(chunk_rows / 2).chain([0, rows - 8]) {
+        let lo = border.saturating_sub(8);
+        let hi = (border + 8).min(rows);
+        // The band with 4 rows of context (the kernel's radius) each side,
+        // mirrored at the image edges exactly as the full reference would.
+        let ctx_lo = lo.saturating_sub(4);
+        let ctx_hi = (hi + 4).min(rows);
+        let band: Vec<f64> = input[ctx_lo * 4000..ctx_hi * 4000].iter().map(|&v| f64::from(v)).collect();
+        let c = filters::cpu::apply(&f, &band, &[ctx_hi - ctx_lo, 4000], boundary, Output::Float).unwrap();
+        // Only rows whose context is complete (or is the true image edge) are comparable.
+        for r in lo..hi {
+            let complete = (r >= ctx_lo + 4 || ctx_lo == 0) && (r + 4 < ctx_hi || ctx_hi == rows);
+            if !complete {
+                continue;
+            }
+            let got = &g[r * 4000..(r + 1) * 4000];
+            let want = &c[(r - ctx_lo) * 4000..(r - ctx_lo + 1) * 4000];
+            assert_close(got, want, &format!("row {r}"));
+        }
+    }
+}
+
+#[test]
+fn repeated_calls_of_many_sizes_leave_no_device_memory_behind() {
+    // A device of its own: the shared one is busy with the other tests.
+    let device = pollster::block_on(Gpu::new(gpuscope_core::GpuOptions::default())).unwrap();
+    let f = Filter::gaussian(2, &[1.0], 4.0).unwrap();
+    let mut peak = 0;
+    for n in [10, 300, 17, 129, 64, 1000, 3, 1000, 1] {
+        let input = vec![1.0f32; n * n];
+        let out = pollster::block_on(filters::apply(
+            &device,
+            &f,
+            &input,
+            &[n, n],
+            Boundary::default(),
+            Output::Float,
+        ))
+        .unwrap();
+        assert!(out.iter().all(|&v| (v - 1.0).abs() < 1e-5));
+        peak = peak.max(device.live_bytes());
+    }
+    // The pool keeps buffers for reuse, bounded by a quarter of the budget.
+    assert!(peak <= device.memory_budget() / 4 + (16 << 20), "peak {peak}");
+    device.trim();
+    assert_eq!(device.live_bytes(), 0);
+}
