@@ -40,9 +40,26 @@ impl fmt::Display for IoError {
         } else {
             &self.file
         };
-        write!(f, "{file}: {}", self.message)?;
+        write!(f, "{}: {}", OneLine(file), OneLine(&self.message))?;
         if !self.hint.is_empty() {
-            write!(f, " ({})", self.hint)?;
+            write!(f, " ({})", OneLine(&self.hint))?;
+        }
+        Ok(())
+    }
+}
+
+/// Messages quote bytes from damaged files; escape control characters so the
+/// message stays one printable line.
+struct OneLine<'a>(&'a str);
+
+impl fmt::Display for OneLine<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for c in self.0.chars() {
+            if c.is_control() {
+                write!(f, "{}", c.escape_default())?;
+            } else {
+                write!(f, "{c}")?;
+            }
         }
         Ok(())
     }

@@ -21,13 +21,15 @@ const CARD: usize = 80;
 
 /// One header card: keyword and value text (strings unquoted, comments dropped).
 fn parse_card(card: &[u8]) -> (String, String) {
-    let s: String = card.iter().map(|&b| b as char).collect();
-    let key = s[..8].trim_end().to_string();
-    if &s[8..10] != "= " {
+    // Split on bytes first: latin-1 bytes above 0x7F become 2-byte chars.
+    let text = |b: &[u8]| -> String { b.iter().map(|&c| c as char).collect() };
+    let key = text(&card[..8]).trim_end().to_string();
+    if &card[8..10] != b"= " {
         // COMMENT, HISTORY, blank and other commentary cards.
-        return (key, s[8..].trim().to_string());
+        return (key, text(&card[8..]).trim().to_string());
     }
-    let rest = s[10..].trim_start();
+    let rest = text(&card[10..]);
+    let rest = rest.trim_start();
     if let Some(body) = rest.strip_prefix('\'') {
         // '' inside a string is an escaped quote.
         let mut v = String::new();

@@ -43,6 +43,8 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image> {
         .ok_or_else(|| IoError::too_large("the PNG's declared size is too large"))?;
     let mut buf = vec![0u8; size];
     let info = reader.next_frame(&mut buf).map_err(png_err)?;
+    // Read on to IEND so a file cut short after the pixel data is still reported.
+    reader.finish().map_err(png_err)?;
     let (h, w) = (info.height as usize, info.width as usize);
     if h == 0 || w == 0 {
         return Err(IoError::corrupt(format!("PNG has size {w}x{h}")));
@@ -93,6 +95,15 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<Image> {
     use zune_jpeg::zune_core::colorspace::ColorSpace;
     if !bytes.starts_with(&[0xFF, 0xD8]) {
         return Err(IoError::corrupt("not a JPEG file: the SOI marker is missing"));
+    }
+    // Entropy-coded data byte-stuff 0xFF, so an EOI after the last SOS means the
+    // scan is complete; decoders pad a cut-off scan silently otherwise.
+    let last_sos = bytes.windows(2).rposition(|w| w == [0xFF, 0xDA]);
+    let has_eoi = last_sos.is_some_and(|p| bytes[p..].windows(2).any(|w| w == [0xFF, 0xD9]));
+    if !has_eoi {
+        return Err(IoError::truncated(
+            "the JPEG has no end-of-image marker after its last scan",
+        ));
     }
     let jerr = |e: zune_jpeg::errors::DecodeErrors| IoError::corrupt(format!("JPEG decoding failed: {e}"));
     let mut dec = JpegDecoder::new(ZCursor::new(bytes));
