@@ -188,9 +188,28 @@ impl Array {
     /// An array of zeros of the given dtype.
     pub fn zeros(shape: Vec<usize>, dtype: DType) -> Result<Array> {
         let n = checked_product(&shape).ok_or_else(|| {
-            IoError::invalid(format!("shape {shape:?} is too large"), "use a smaller shape")
+            IoError::invalid(
+                format!("shape {shape:?} is too large"),
+                "use a smaller shape",
+            )
         })?;
         Array::new(shape, zero_data(dtype, n))
+    }
+
+    /// Check that the shape matches the data (the fields are public, so an
+    /// array may have been built without [`Array::new`]); writers call this.
+    pub fn validate(&self) -> Result<()> {
+        match checked_product(&self.shape) {
+            Some(n) if n == self.data.len() => Ok(()),
+            _ => Err(IoError::invalid(
+                format!(
+                    "array shape {:?} does not match its {} data elements",
+                    self.shape,
+                    self.data.len()
+                ),
+                "build arrays with Array::new",
+            )),
+        }
     }
 
     pub fn dtype(&self) -> DType {

@@ -157,9 +157,8 @@ fn parse_header(raw: &[u8]) -> Result<Header> {
         }
     }
     let need = |key: &str| -> Result<usize> {
-        parse_num(&fields, key)?.ok_or_else(|| {
-            IoError::corrupt(format!("the CBF header has no {key} field"))
-        })
+        parse_num(&fields, key)?
+            .ok_or_else(|| IoError::corrupt(format!("the CBF header has no {key} field")))
     };
     let fast = need("X-Binary-Size-Fastest-Dimension")?;
     let slow = need("X-Binary-Size-Second-Dimension")?;
@@ -172,7 +171,9 @@ fn parse_header(raw: &[u8]) -> Result<Header> {
         ));
     }
     if fast == 0 || slow == 0 {
-        return Err(IoError::corrupt(format!("CBF image has size {fast}x{slow}")));
+        return Err(IoError::corrupt(format!(
+            "CBF image has size {fast}x{slow}"
+        )));
     }
     let n = fast
         .checked_mul(slow)
@@ -344,10 +345,30 @@ fn finish(h: Header, data: &[u8]) -> Result<Image> {
     let n = h.fast * h.slow;
     let arr = match h.elem {
         // Narrow types are range-checked against their own type, then widened.
-        Elem::I8 => ArrayData::I32(byte_offset::<i8>(data, n)?.into_iter().map(i32::from).collect()),
-        Elem::U8 => ArrayData::I32(byte_offset::<u8>(data, n)?.into_iter().map(i32::from).collect()),
-        Elem::I16 => ArrayData::I32(byte_offset::<i16>(data, n)?.into_iter().map(i32::from).collect()),
-        Elem::U16 => ArrayData::I32(byte_offset::<u16>(data, n)?.into_iter().map(i32::from).collect()),
+        Elem::I8 => ArrayData::I32(
+            byte_offset::<i8>(data, n)?
+                .into_iter()
+                .map(i32::from)
+                .collect(),
+        ),
+        Elem::U8 => ArrayData::I32(
+            byte_offset::<u8>(data, n)?
+                .into_iter()
+                .map(i32::from)
+                .collect(),
+        ),
+        Elem::I16 => ArrayData::I32(
+            byte_offset::<i16>(data, n)?
+                .into_iter()
+                .map(i32::from)
+                .collect(),
+        ),
+        Elem::U16 => ArrayData::I32(
+            byte_offset::<u16>(data, n)?
+                .into_iter()
+                .map(i32::from)
+                .collect(),
+        ),
         Elem::I32 => ArrayData::I32(byte_offset::<i32>(data, n)?),
         Elem::U32 => ArrayData::U32(byte_offset::<u32>(data, n)?),
     };

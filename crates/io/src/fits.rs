@@ -130,7 +130,9 @@ pub fn decode(bytes: &[u8]) -> Result<Image> {
     let naxis = int_card(&cards, "NAXIS")?
         .ok_or_else(|| IoError::corrupt("the FITS header has no NAXIS"))?;
     if !(0..=999).contains(&naxis) {
-        return Err(IoError::corrupt(format!("FITS NAXIS = {naxis} is not valid")));
+        return Err(IoError::corrupt(format!(
+            "FITS NAXIS = {naxis} is not valid"
+        )));
     }
     if naxis == 0 {
         return Err(IoError::unsupported(
@@ -172,8 +174,12 @@ pub fn decode(bytes: &[u8]) -> Result<Image> {
     let bscale = float_card(&cards, "BSCALE")?.unwrap_or(1.0);
     let bzero = float_card(&cards, "BZERO")?.unwrap_or(0.0);
     // astropy ignores BLANK on float data.
-    let blank = if bitpix > 0 { int_card(&cards, "BLANK")? } else { None };
-    let data = scale(raw, bitpix, bscale, bzero, blank);
+    let blank = if bitpix > 0 {
+        int_card(&cards, "BLANK")?
+    } else {
+        None
+    };
+    let data = scale(raw, bscale, bzero, blank);
     Ok(Image {
         array: Array::new(shape, data)?,
         format: Format::Fits,
@@ -181,24 +187,25 @@ pub fn decode(bytes: &[u8]) -> Result<Image> {
     })
 }
 
-fn scale(raw: ArrayData, bitpix: i64, bscale: f64, bzero: f64, blank: Option<i64>) -> ArrayData {
+fn scale(raw: ArrayData, bscale: f64, bzero: f64, blank: Option<i64>) -> ArrayData {
     let unscaled = bscale == 1.0 && bzero == 0.0;
     if unscaled && blank.is_none() {
         return raw;
     }
     if !unscaled && bscale == 1.0 {
         // The FITS convention for unsigned (and signed-byte) integers.
-        match (&raw, bzero) {
-            (ArrayData::U8(v), z) if z == -128.0 => {
+        let z = bzero;
+        match &raw {
+            ArrayData::U8(v) if z == -128.0 => {
                 return ArrayData::I8(v.iter().map(|&x| (x ^ 0x80) as i8).collect());
             }
-            (ArrayData::I16(v), z) if z == 32768.0 => {
+            ArrayData::I16(v) if z == 32768.0 => {
                 return ArrayData::U16(v.iter().map(|&x| (x as u16) ^ 0x8000).collect());
             }
-            (ArrayData::I32(v), z) if z == 2147483648.0 => {
+            ArrayData::I32(v) if z == 2147483648.0 => {
                 return ArrayData::U32(v.iter().map(|&x| (x as u32) ^ 0x8000_0000).collect());
             }
-            (ArrayData::I64(v), z) if z == 9223372036854775808.0 => {
+            ArrayData::I64(v) if z == 9223372036854775808.0 => {
                 return ArrayData::U64(v.iter().map(|&x| (x as u64) ^ (1 << 63)).collect());
             }
             _ => {}
@@ -229,7 +236,6 @@ fn scale(raw: ArrayData, bitpix: i64, bscale: f64, bzero: f64, blank: Option<i64
             )
         }};
     }
-    let _ = bitpix;
     match raw {
         ArrayData::U8(v) => to_float!(v, f32, F32),
         ArrayData::I16(v) => to_float!(v, f32, F32),

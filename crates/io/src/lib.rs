@@ -9,14 +9,14 @@
 //! readers/writers are native only.
 
 mod array;
-mod error;
+#[cfg(not(target_arch = "wasm32"))]
+mod atomic;
 pub mod cbf;
+mod error;
 pub mod fits;
 pub mod npy;
 pub mod png;
 pub mod tiff;
-#[cfg(not(target_arch = "wasm32"))]
-mod atomic;
 
 pub use array::{Array, ArrayData, DType, Stats, checked_product};
 pub use error::{ErrorKind, IoError, Result};
@@ -119,6 +119,9 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Image> {
 /// Encode an array as a complete file. Only npy, TIFF and PNG can be written.
 pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
     let name = format!("({} output)", format.name());
+    if let Err(e) = array.validate() {
+        return Err(e.in_file(&name));
+    }
     let result = match format {
         Format::Npy => Ok(npy::encode(array)),
         Format::Tiff => tiff::encode(array),
@@ -137,8 +140,8 @@ pub fn read(path: &Path) -> Result<Image> {
     let name = path.to_string_lossy();
     // Check the name first so an unknown extension is reported without reading.
     format_from_name(&name)?;
-    let bytes = std::fs::read(path)
-        .map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
+    let bytes =
+        std::fs::read(path).map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
     decode(&name, &bytes)
 }
 
@@ -149,6 +152,7 @@ pub fn read(path: &Path) -> Result<Image> {
 pub fn write(path: &Path, array: &Array) -> Result<()> {
     let name = path.to_string_lossy();
     let format = format_from_name(&name)?;
+    array.validate().map_err(|e| e.in_file(&name))?;
     match format {
         // npy streams straight to disk: no second copy of a large array.
         Format::Npy => atomic::write_atomic(path, |w| npy::write_to(w, array)),

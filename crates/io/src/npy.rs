@@ -35,9 +35,7 @@ impl Header {
     pub fn data_bytes(&self) -> Result<usize> {
         self.len()?
             .checked_mul(self.dtype.size_bytes())
-            .ok_or_else(|| {
-                IoError::too_large(format!("shape {:?} has too many bytes", self.shape))
-            })
+            .ok_or_else(|| IoError::too_large(format!("shape {:?} has too many bytes", self.shape)))
     }
 }
 
@@ -58,15 +56,15 @@ fn preamble(bytes: &[u8]) -> Result<(usize, usize, u8)> {
     let major = bytes[6];
     let (pre, len) = match major {
         1 => {
-            let b = bytes.get(8..10).ok_or_else(|| {
-                IoError::truncated("the file ends inside the npy header length")
-            })?;
+            let b = bytes
+                .get(8..10)
+                .ok_or_else(|| IoError::truncated("the file ends inside the npy header length"))?;
             (10, u16::from_le_bytes([b[0], b[1]]) as usize)
         }
         2 | 3 => {
-            let b = bytes.get(8..12).ok_or_else(|| {
-                IoError::truncated("the file ends inside the npy header length")
-            })?;
+            let b = bytes
+                .get(8..12)
+                .ok_or_else(|| IoError::truncated("the file ends inside the npy header length"))?;
             (12, u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
         }
         v => {
@@ -297,9 +295,9 @@ impl Parser<'_> {
                 return Err(bad("expected a non-negative integer"));
             }
             let digits = std::str::from_utf8(&self.s[start..self.i]).unwrap_or("");
-            let d: usize = digits
-                .parse()
-                .map_err(|_| IoError::too_large(format!("npy shape entry {digits} is too large")))?;
+            let d: usize = digits.parse().map_err(|_| {
+                IoError::too_large(format!("npy shape entry {digits} is too large"))
+            })?;
             self.eat(b'L'); // Python 2 longs
             dims.push(d);
             if dims.len() > 64 {
@@ -544,6 +542,7 @@ pub fn encode(array: &Array) -> Vec<u8> {
 
 /// Stream an array to a writer as `.npy`.
 pub fn write_to<W: Write + ?Sized>(w: &mut W, array: &Array) -> Result<()> {
+    array.validate()?;
     w.write_all(&header_bytes(&array.shape, array.dtype()))
         .and_then(|_| write_data(w, &array.data))
         .map_err(|e| IoError::io("cannot write the file", e))
@@ -575,8 +574,7 @@ mod stream {
         }
 
         fn open_inner(path: &Path) -> Result<NpyReader> {
-            let mut file =
-                File::open(path).map_err(|e| IoError::io("cannot open the file", e))?;
+            let mut file = File::open(path).map_err(|e| IoError::io("cannot open the file", e))?;
             let file_len = file
                 .metadata()
                 .map_err(|e| IoError::io("cannot stat the file", e))?
@@ -642,7 +640,10 @@ mod stream {
             let n0 = self.header.shape[0];
             if z0.checked_add(nz).is_none_or(|end| end > n0) {
                 return Err(IoError::invalid(
-                    format!("slab {z0}..{} is outside the leading axis of length {n0}", z0.saturating_add(nz)),
+                    format!(
+                        "slab {z0}..{} is outside the leading axis of length {n0}",
+                        z0.saturating_add(nz)
+                    ),
                     "request slices within the array's shape",
                 ));
             }
@@ -655,7 +656,9 @@ mod stream {
                 .map_err(|e| IoError::io("cannot seek", e))?;
             self.file.read_exact(&mut buf).map_err(|e| {
                 if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    IoError::truncated("the file ended while reading a slab (was it truncated after opening?)")
+                    IoError::truncated(
+                        "the file ended while reading a slab (was it truncated after opening?)",
+                    )
                 } else {
                     IoError::io("cannot read the file", e)
                 }
@@ -726,22 +729,33 @@ mod stream {
         }
 
         fn write_slab_inner(&mut self, slab: &Array) -> Result<()> {
+            slab.validate()?;
             if slab.dtype() != self.dtype {
                 return Err(IoError::invalid(
-                    format!("slab dtype {} differs from the file's {}", slab.dtype().name(), self.dtype.name()),
+                    format!(
+                        "slab dtype {} differs from the file's {}",
+                        slab.dtype().name(),
+                        self.dtype.name()
+                    ),
                     "cast the slab with Array::cast first",
                 ));
             }
             if slab.shape.len() != self.shape.len() || slab.shape[1..] != self.shape[1..] {
                 return Err(IoError::invalid(
-                    format!("slab shape {:?} does not fit file shape {:?}", slab.shape, self.shape),
+                    format!(
+                        "slab shape {:?} does not fit file shape {:?}",
+                        slab.shape, self.shape
+                    ),
                     "slabs must have the file's shape except along the first axis",
                 ));
             }
             let after = self.written + slab.shape[0];
             if after > self.shape[0] {
                 return Err(IoError::invalid(
-                    format!("writing this slab would give {after} slices but the file declares {}", self.shape[0]),
+                    format!(
+                        "writing this slab would give {after} slices but the file declares {}",
+                        self.shape[0]
+                    ),
                     "write exactly the declared number of slices",
                 ));
             }
@@ -758,7 +772,10 @@ mod stream {
             let name = self.name.clone();
             if self.written != self.shape[0] {
                 return Err(IoError::invalid(
-                    format!("only {} of {} slices were written", self.written, self.shape[0]),
+                    format!(
+                        "only {} of {} slices were written",
+                        self.written, self.shape[0]
+                    ),
                     "write every slice before finish; no file was created",
                 )
                 .in_file(&name));

@@ -31,7 +31,9 @@ fn png_err(e: png::DecodingError) -> IoError {
 /// Decode a PNG held in memory.
 pub fn decode_png(bytes: &[u8]) -> Result<Image> {
     if !bytes.starts_with(b"\x89PNG\r\n\x1a\n") {
-        return Err(IoError::corrupt("not a PNG file: the PNG signature is missing"));
+        return Err(IoError::corrupt(
+            "not a PNG file: the PNG signature is missing",
+        ));
     }
     let limit = decoded_size_limit(bytes.len());
     let mut dec = png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: limit });
@@ -58,7 +60,7 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image> {
             return Err(IoError::unsupported("PNG palette was not expanded", ""));
         }
     };
-    let n = h * w * c;
+    let n = h.saturating_mul(w).saturating_mul(c);
     let data = match info.bit_depth {
         png::BitDepth::Eight => {
             buf.truncate(n);
@@ -78,7 +80,9 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image> {
         }
     };
     if data.len() != n {
-        return Err(IoError::truncated("the PNG holds fewer pixels than it declares"));
+        return Err(IoError::truncated(
+            "the PNG holds fewer pixels than it declares",
+        ));
     }
     let shape = if c == 1 { vec![h, w] } else { vec![h, w, c] };
     Ok(Image {
@@ -94,7 +98,9 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<Image> {
     use zune_jpeg::zune_core::bytestream::ZCursor;
     use zune_jpeg::zune_core::colorspace::ColorSpace;
     if !bytes.starts_with(&[0xFF, 0xD8]) {
-        return Err(IoError::corrupt("not a JPEG file: the SOI marker is missing"));
+        return Err(IoError::corrupt(
+            "not a JPEG file: the SOI marker is missing",
+        ));
     }
     // Entropy-coded data byte-stuff 0xFF, so an EOI after the last SOS means the
     // scan is complete; decoders pad a cut-off scan silently otherwise.
@@ -105,11 +111,19 @@ pub fn decode_jpeg(bytes: &[u8]) -> Result<Image> {
             "the JPEG has no end-of-image marker after its last scan",
         ));
     }
-    let jerr = |e: zune_jpeg::errors::DecodeErrors| IoError::corrupt(format!("JPEG decoding failed: {e}"));
+    let jerr =
+        |e: zune_jpeg::errors::DecodeErrors| IoError::corrupt(format!("JPEG decoding failed: {e}"));
     let mut dec = JpegDecoder::new(ZCursor::new(bytes));
     dec.decode_headers().map_err(jerr)?;
-    let gray = matches!(dec.input_colorspace(), Some(ColorSpace::Luma | ColorSpace::LumaA));
-    let out = if gray { ColorSpace::Luma } else { ColorSpace::RGB };
+    let gray = matches!(
+        dec.input_colorspace(),
+        Some(ColorSpace::Luma | ColorSpace::LumaA)
+    );
+    let out = if gray {
+        ColorSpace::Luma
+    } else {
+        ColorSpace::RGB
+    };
     let opts = dec.options().jpeg_set_out_colorspace(out);
     dec.set_options(opts);
     let (w, h) = dec
@@ -179,7 +193,11 @@ pub fn encode_png(array: &Array) -> Result<Vec<u8>> {
         _ => {
             let st = array.stats();
             let (lo, hi) = (st.min, st.max);
-            let scale = if st.n_finite > 0 && hi > lo { 65535.0 / (hi - lo) } else { 0.0 };
+            let scale = if st.n_finite > 0 && hi > lo {
+                65535.0 / (hi - lo)
+            } else {
+                0.0
+            };
             let px = array.to_f64_vec().into_iter().map(|x| {
                 let y = if x.is_nan() || x == f64::NEG_INFINITY {
                     0.0
@@ -190,7 +208,10 @@ pub fn encode_png(array: &Array) -> Result<Vec<u8>> {
                 };
                 y.clamp(0.0, 65535.0) as u16
             });
-            (png::BitDepth::Sixteen, px.flat_map(|x| x.to_be_bytes()).collect())
+            (
+                png::BitDepth::Sixteen,
+                px.flat_map(|x| x.to_be_bytes()).collect(),
+            )
         }
     };
     let color = match c {
@@ -199,7 +220,9 @@ pub fn encode_png(array: &Array) -> Result<Vec<u8>> {
         3 => png::ColorType::Rgb,
         _ => png::ColorType::Rgba,
     };
-    let eerr = |e: png::EncodingError| IoError::io("PNG encoding failed", std::io::Error::other(e.to_string()));
+    let eerr = |e: png::EncodingError| {
+        IoError::io("PNG encoding failed", std::io::Error::other(e.to_string()))
+    };
     let mut out = Vec::new();
     {
         let mut enc = png::Encoder::new(&mut out, w32, h32);

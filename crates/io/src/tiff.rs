@@ -99,11 +99,11 @@ fn page_info<R: Read + Seek>(dec: &mut Decoder<R>) -> Result<PageInfo> {
         32 => DType::U32,
         _ => DType::U64,
     };
-    let n = (h as usize)
+    // Checked once here so PageInfo::len() cannot overflow later.
+    (h as usize)
         .checked_mul(w as usize)
         .and_then(|n| n.checked_mul(c))
         .ok_or_else(|| IoError::too_large(format!("TIFF page {w}x{h}x{c} is too large")))?;
-    let _ = n;
     Ok(PageInfo {
         h: h as usize,
         w: w as usize,
@@ -221,11 +221,31 @@ fn layout(array: &Array) -> Result<Layout> {
     let s = &array.shape;
     let colour_ok = matches!(array.dtype(), DType::U8 | DType::U16);
     let l = match s.len() {
-        2 => Layout { pages: 1, h: s[0], w: s[1], c: 1 },
+        2 => Layout {
+            pages: 1,
+            h: s[0],
+            w: s[1],
+            c: 1,
+        },
         // (h, w, 3|4) of u8/u16 is a colour image, as on reading.
-        3 if colour_ok && matches!(s[2], 3 | 4) => Layout { pages: 1, h: s[0], w: s[1], c: s[2] },
-        3 => Layout { pages: s[0], h: s[1], w: s[2], c: 1 },
-        4 if colour_ok && matches!(s[3], 3 | 4) => Layout { pages: s[0], h: s[1], w: s[2], c: s[3] },
+        3 if colour_ok && matches!(s[2], 3 | 4) => Layout {
+            pages: 1,
+            h: s[0],
+            w: s[1],
+            c: s[2],
+        },
+        3 => Layout {
+            pages: s[0],
+            h: s[1],
+            w: s[2],
+            c: 1,
+        },
+        4 if colour_ok && matches!(s[3], 3 | 4) => Layout {
+            pages: s[0],
+            h: s[1],
+            w: s[2],
+            c: s[3],
+        },
         _ => {
             return Err(IoError::invalid(
                 format!("cannot write shape {s:?} as TIFF"),
@@ -279,7 +299,10 @@ fn write_page<W: Write + Seek, K: TiffKind>(
         (ArrayData::F64(v), 1) => enc.write_image::<colortype::Gray64Float>(w32, h32, &v[range]),
         (d, c) => {
             return Err(IoError::invalid(
-                format!("cannot write {} with {c} samples per pixel as TIFF", d.dtype().name()),
+                format!(
+                    "cannot write {} with {c} samples per pixel as TIFF",
+                    d.dtype().name()
+                ),
                 "colour TIFF is written from uint8 or uint16 only",
             ));
         }
@@ -309,7 +332,9 @@ pub fn encode(array: &Array) -> Result<Vec<u8>> {
         .map(|n| n as u64 * array.dtype().size_bytes() as u64)
         .unwrap_or(u64::MAX);
     let mut cur = Cursor::new(Vec::new());
-    let io = |e: tiff::TiffError| IoError::io("TIFF encoding failed", std::io::Error::other(e.to_string()));
+    let io = |e: tiff::TiffError| {
+        IoError::io("TIFF encoding failed", std::io::Error::other(e.to_string()))
+    };
     if bytes > CLASSIC_MAX {
         let mut enc = TiffEncoder::<_, TiffKindBig>::new_big(&mut cur).map_err(io)?;
         write_all_pages(&mut enc, array, &l)?;
@@ -353,7 +378,10 @@ mod stream {
                 .metadata()
                 .map_err(|e| IoError::io("cannot stat the file", e))?
                 .len();
-            let mut dec = open_decoder(BufReader::new(file), usize::try_from(len).unwrap_or(usize::MAX))?;
+            let mut dec = open_decoder(
+                BufReader::new(file),
+                usize::try_from(len).unwrap_or(usize::MAX),
+            )?;
             let mut info = page_info(&mut dec)?;
             // Find the sample type by decoding the first page (it is checked again on read).
             let first = decode_page(&mut dec, &info)?;
@@ -364,7 +392,11 @@ mod stream {
                 let p = page_info(&mut dec)?;
                 if (p.h, p.w, p.c) != (info.h, info.w, info.c) {
                     return Err(IoError::unsupported(
-                        format!("TIFF page {pages} has shape {:?} but page 0 has {:?}", p.shape(), info.shape()),
+                        format!(
+                            "TIFF page {pages} has shape {:?} but page 0 has {:?}",
+                            p.shape(),
+                            info.shape()
+                        ),
                         "pages of different sizes cannot form one stack",
                     ));
                 }
@@ -408,7 +440,11 @@ mod stream {
             let data = decode_page(&mut self.dec, &self.info)?;
             if data.dtype() != self.info.dtype {
                 return Err(IoError::unsupported(
-                    format!("TIFF page {i} is {} but page 0 is {}", data.dtype().name(), self.info.dtype.name()),
+                    format!(
+                        "TIFF page {i} is {} but page 0 is {}",
+                        data.dtype().name(),
+                        self.info.dtype.name()
+                    ),
                     "re-save the stack with one sample type",
                 ));
             }
@@ -422,7 +458,10 @@ mod stream {
     struct Shared(Arc<Mutex<BufWriter<File>>>);
 
     impl Shared {
-        fn with<T>(&self, f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<T>) -> std::io::Result<T> {
+        fn with<T>(
+            &self,
+            f: impl FnOnce(&mut BufWriter<File>) -> std::io::Result<T>,
+        ) -> std::io::Result<T> {
             let mut g = self
                 .0
                 .lock()
@@ -468,18 +507,37 @@ mod stream {
             Self::create_kind(path, h, w, dtype, false)
         }
         /// BigTIFF, for stacks over 4 GiB.
-        pub fn create_bigtiff(path: &Path, h: usize, w: usize, dtype: DType) -> Result<TiffStackWriter> {
+        pub fn create_bigtiff(
+            path: &Path,
+            h: usize,
+            w: usize,
+            dtype: DType,
+        ) -> Result<TiffStackWriter> {
             Self::create_kind(path, h, w, dtype, true)
         }
 
-        fn create_kind(path: &Path, h: usize, w: usize, dtype: DType, big: bool) -> Result<TiffStackWriter> {
+        fn create_kind(
+            path: &Path,
+            h: usize,
+            w: usize,
+            dtype: DType,
+            big: bool,
+        ) -> Result<TiffStackWriter> {
             let name = display_name(&path.to_string_lossy());
             (|| -> Result<TiffStackWriter> {
                 let probe = Array::zeros(vec![1, 1], dtype)?;
-                layout(&Array { shape: vec![h, w], ..probe })?;
+                layout(&Array {
+                    shape: vec![h, w],
+                    ..probe
+                })?;
                 let (tmp, file) = TempFile::create(path)?;
                 let shared = Shared(Arc::new(Mutex::new(BufWriter::new(file))));
-                let io = |e: tiff::TiffError| IoError::io("cannot write the file", std::io::Error::other(e.to_string()));
+                let io = |e: tiff::TiffError| {
+                    IoError::io(
+                        "cannot write the file",
+                        std::io::Error::other(e.to_string()),
+                    )
+                };
                 let enc = if big {
                     Enc::Big(TiffEncoder::new_big(shared.clone()).map_err(io)?)
                 } else {
@@ -507,6 +565,7 @@ mod stream {
         }
 
         fn write_page_inner(&mut self, page: &Array) -> Result<()> {
+            page.validate()?;
             if page.shape != [self.h, self.w] || page.dtype() != self.dtype {
                 return Err(IoError::invalid(
                     format!(
@@ -534,7 +593,12 @@ mod stream {
                     write_page(e, &page.data, 0..n, self.h, self.w, 1)?
                 }
                 Some(Enc::Big(e)) => write_page(e, &page.data, 0..n, self.h, self.w, 1)?,
-                None => return Err(IoError::invalid("the writer is already finished", "create a new writer")),
+                None => {
+                    return Err(IoError::invalid(
+                        "the writer is already finished",
+                        "create a new writer",
+                    ));
+                }
             }
             self.bytes = after;
             self.pages += 1;
@@ -556,7 +620,9 @@ mod stream {
             let w = Arc::try_unwrap(arc)
                 .ok()
                 .and_then(|m| m.into_inner().ok())
-                .ok_or_else(|| IoError::invalid("the TIFF writer is still in use", "").in_file(&name))?;
+                .ok_or_else(|| {
+                    IoError::invalid("the TIFF writer is still in use", "").in_file(&name)
+                })?;
             match self.tmp.take() {
                 Some(tmp) => tmp.commit(w).map_err(|e| e.in_file(&name)),
                 None => Err(IoError::invalid("the writer is already finished", "").in_file(&name)),

@@ -7,9 +7,33 @@ use std::io::{Read, Write};
 /// tests/fixtures/cbf_reference.py, which runs /work/shared/tools/cbf.py
 /// (numpy int64 sum of the int32 image); its output is in fixtures/cbf_reference.txt.
 const REAL: [(&str, usize, usize, i64, i32, i32, usize); 3] = [
-    ("DLS_I03_smargon_0001.cbf.gz", 2527, 2463, 36200, -2, 336, 527314),
-    ("DLS_I23_P12M_thau_00001.cbf.gz", 5071, 2463, 814049, -2, 12446, 1193058),
-    ("dlsnxs2cbf_therm_0001.cbf.gz", 4362, 4148, -1210773, -2, 404, 1253320),
+    (
+        "DLS_I03_smargon_0001.cbf.gz",
+        2527,
+        2463,
+        36200,
+        -2,
+        336,
+        527314,
+    ),
+    (
+        "DLS_I23_P12M_thau_00001.cbf.gz",
+        5071,
+        2463,
+        814049,
+        -2,
+        12446,
+        1193058,
+    ),
+    (
+        "dlsnxs2cbf_therm_0001.cbf.gz",
+        4362,
+        4148,
+        -1210773,
+        -2,
+        404,
+        1253320,
+    ),
 ];
 
 #[test]
@@ -18,36 +42,63 @@ fn real_frames_match_the_python_reader() {
         let img = read(&shared_data(&format!("diffraction/{f}"))).unwrap();
         assert_eq!(img.format, Format::Cbf);
         assert_eq!(img.array.shape, vec![slow, fast], "{f}");
-        let ArrayData::I32(v) = &img.array.data else { panic!("{f}: not int32") };
+        let ArrayData::I32(v) = &img.array.data else {
+            panic!("{f}: not int32")
+        };
         assert_eq!(v.iter().map(|&x| x as i64).sum::<i64>(), sum, "{f} sum");
         assert_eq!(*v.iter().min().unwrap(), min, "{f} min");
         assert_eq!(*v.iter().max().unwrap(), max, "{f} max");
         assert_eq!(v.iter().filter(|&&x| x < 0).count(), neg, "{f} masked");
-        assert_eq!(img.header_value("X-Binary-Size-Fastest-Dimension"), Some(fast.to_string().as_str()));
-        assert_eq!(img.header_value("X-Binary-Size-Second-Dimension"), Some(slow.to_string().as_str()));
-        assert!(img.header_value("Detector").is_some(), "{f}: {:?}", img.header);
-        assert!(img.header_value("Wavelength").is_some_and(|w| w.ends_with(" A")), "{f}");
+        assert_eq!(
+            img.header_value("X-Binary-Size-Fastest-Dimension"),
+            Some(fast.to_string().as_str())
+        );
+        assert_eq!(
+            img.header_value("X-Binary-Size-Second-Dimension"),
+            Some(slow.to_string().as_str())
+        );
+        assert!(
+            img.header_value("Detector").is_some(),
+            "{f}: {:?}",
+            img.header
+        );
+        assert!(
+            img.header_value("Wavelength")
+                .is_some_and(|w| w.ends_with(" A")),
+            "{f}"
+        );
     }
 }
 
 #[test]
 fn header_fields_of_the_full_cbf() {
     let img = read(&shared_data("diffraction/DLS_I03_smargon_0001.cbf.gz")).unwrap();
-    assert_eq!(img.header_value("Detector"), Some("PILATUS3 6M, S/N 60-0126"));
+    assert_eq!(
+        img.header_value("Detector"),
+        Some("PILATUS3 6M, S/N 60-0126")
+    );
     assert_eq!(img.header_value("Pixel_size"), Some("172e-6 m x 172e-6 m"));
     assert_eq!(img.header_value("Exposure_time"), Some("0.0090000 s"));
     assert_eq!(img.header_value("Wavelength"), Some("0.97625 A"));
-    assert_eq!(img.header_value("Beam_xy"), Some("(1229.30, 1200.48) pixels"));
+    assert_eq!(
+        img.header_value("Beam_xy"),
+        Some("(1229.30, 1200.48) pixels")
+    );
     assert_eq!(img.header_value("N_excluded_pixels"), Some("1161"));
     assert_eq!(img.header_value("Date"), Some("2017-11-23T15:23:41.880"));
-    assert_eq!(img.header_value("X-Binary-Element-Type"), Some("signed 32-bit integer"));
+    assert_eq!(
+        img.header_value("X-Binary-Element-Type"),
+        Some("signed 32-bit integer")
+    );
     // Template comments after the detector block are not detector fields.
     assert_eq!(img.header_value("This"), None);
 }
 
 fn gunzip(b: &[u8]) -> Vec<u8> {
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(b).read_to_end(&mut out).unwrap();
+    flate2::read::MultiGzDecoder::new(b)
+        .read_to_end(&mut out)
+        .unwrap();
     out
 }
 
@@ -95,7 +146,14 @@ fn byte_offset_encode(v: &[i64]) -> Vec<u8> {
     out
 }
 
-fn mini_cbf(fast: usize, slow: usize, data: &[u8], elem: &str, conv: &str, size: Option<usize>) -> Vec<u8> {
+fn mini_cbf(
+    fast: usize,
+    slow: usize,
+    data: &[u8],
+    elem: &str,
+    conv: &str,
+    size: Option<usize>,
+) -> Vec<u8> {
     let head = format!(
         "###CBF: VERSION 1.5\r\ndata_test\r\n_array_data.header_convention \"PILATUS_1.2\"\r\n\
          _array_data.header_contents\r\n;\r\n# Detector: TEST 1M\r\n# Exposure_time 0.1 s\r\n\
@@ -118,28 +176,77 @@ fn mini_cbf(fast: usize, slow: usize, data: &[u8], elem: &str, conv: &str, size:
 fn synthetic_values() -> Vec<i64> {
     // Every escape level: 8, 16, 32-bit deltas and a 64-bit one (a jump
     // from i32::MIN to i32::MAX needs 2^32 - 1).
-    vec![0, 5, -1, -2, 100, 127, -128, 30000, -30000, 40000, -2147483648, 2147483647, 7, 1000000, -1, 3, 3, 3, 0, 12, 1, 2, 3, 4]
+    vec![
+        0,
+        5,
+        -1,
+        -2,
+        100,
+        127,
+        -128,
+        30000,
+        -30000,
+        40000,
+        -2147483648,
+        2147483647,
+        7,
+        1000000,
+        -1,
+        3,
+        3,
+        3,
+        0,
+        12,
+        1,
+        2,
+        3,
+        4,
+    ]
 }
 
 #[test]
 fn synthetic_cbf_covers_every_escape_level() {
     let v = synthetic_values();
-    let b = mini_cbf(6, 4, &byte_offset_encode(&v), "signed 32-bit integer", "x-CBF_BYTE_OFFSET", None);
+    let b = mini_cbf(
+        6,
+        4,
+        &byte_offset_encode(&v),
+        "signed 32-bit integer",
+        "x-CBF_BYTE_OFFSET",
+        None,
+    );
     let img = decode("syn.cbf", &b).unwrap();
     assert_eq!(img.array.shape, vec![4, 6]);
-    assert_eq!(img.array.data, ArrayData::I32(v.iter().map(|&x| x as i32).collect()));
+    assert_eq!(
+        img.array.data,
+        ArrayData::I32(v.iter().map(|&x| x as i32).collect())
+    );
     assert_eq!(img.header_value("Detector"), Some("TEST 1M"));
     assert_eq!(img.header_value("Exposure_time"), Some("0.1 s"));
     // Gzipped copy decodes the same.
     assert_eq!(decode("syn.cbf.gz", &gzip(&b)).unwrap(), img);
     // Unsigned 32-bit gives uint32.
     let u: Vec<i64> = vec![0, 4000000000, 1, 2];
-    let b = mini_cbf(2, 2, &byte_offset_encode(&u), "unsigned 32-bit integer", "x-CBF_BYTE_OFFSET", None);
+    let b = mini_cbf(
+        2,
+        2,
+        &byte_offset_encode(&u),
+        "unsigned 32-bit integer",
+        "x-CBF_BYTE_OFFSET",
+        None,
+    );
     let img = decode("u.cbf", &b).unwrap();
     assert_eq!(img.array.dtype(), DType::U32);
     assert_eq!(img.array.to_f64_vec(), vec![0.0, 4e9, 1.0, 2.0]);
     // Values outside the declared type are an error, not a silent wrap.
-    let b = mini_cbf(2, 2, &byte_offset_encode(&[0, 40000, 1, 2]), "signed 16-bit integer", "x-CBF_BYTE_OFFSET", None);
+    let b = mini_cbf(
+        2,
+        2,
+        &byte_offset_encode(&[0, 40000, 1, 2]),
+        "signed 16-bit integer",
+        "x-CBF_BYTE_OFFSET",
+        None,
+    );
     expect_err("range.cbf", &b, "outside the declared element type");
 }
 
@@ -147,37 +254,109 @@ fn synthetic_cbf_covers_every_escape_level() {
 fn bad_cbf_headers_are_clear_errors() {
     let v = synthetic_values();
     let data = byte_offset_encode(&v);
-    let e = expect_err("packed.cbf", &mini_cbf(6, 4, &data, "signed 32-bit integer", "x-CBF_PACKED", None), "x-CBF_PACKED");
+    let e = expect_err(
+        "packed.cbf",
+        &mini_cbf(6, 4, &data, "signed 32-bit integer", "x-CBF_PACKED", None),
+        "x-CBF_PACKED",
+    );
     assert_eq!(e.kind, ErrorKind::Unsupported);
-    expect_err("float.cbf", &mini_cbf(6, 4, &data, "signed 32-bit real IEEE", "x-CBF_BYTE_OFFSET", None), "element type");
+    expect_err(
+        "float.cbf",
+        &mini_cbf(
+            6,
+            4,
+            &data,
+            "signed 32-bit real IEEE",
+            "x-CBF_BYTE_OFFSET",
+            None,
+        ),
+        "element type",
+    );
     // Declared compressed size larger than the file.
-    expect_err("beam.cbf", &mini_cbf(6, 4, &data, "signed 32-bit integer", "x-CBF_BYTE_OFFSET", Some(10500)), "header declares 10500 bytes of data but the file holds");
+    expect_err(
+        "beam.cbf",
+        &mini_cbf(
+            6,
+            4,
+            &data,
+            "signed 32-bit integer",
+            "x-CBF_BYTE_OFFSET",
+            Some(10500),
+        ),
+        "header declares 10500 bytes of data but the file holds",
+    );
     // 10^12 elements: refused before allocating anything.
-    let huge = mini_cbf(1_000_000, 1_000_000, &data, "signed 32-bit integer", "x-CBF_BYTE_OFFSET", Some(1_000_000_000_000));
+    let huge = mini_cbf(
+        1_000_000,
+        1_000_000,
+        &data,
+        "signed 32-bit integer",
+        "x-CBF_BYTE_OFFSET",
+        Some(1_000_000_000_000),
+    );
     let e = decode("huge.cbf", &huge).unwrap_err();
     assert_good_error(&e, "huge.cbf", "huge");
     // Dimensions that need more bytes than the section holds.
-    let b = mini_cbf(600, 400, &data, "signed 32-bit integer", "x-CBF_BYTE_OFFSET", None);
+    let b = mini_cbf(
+        600,
+        400,
+        &data,
+        "signed 32-bit integer",
+        "x-CBF_BYTE_OFFSET",
+        None,
+    );
     expect_err("dims.cbf", &b, "pixels but only");
     // Zero-sized image.
-    expect_err("zero.cbf", &mini_cbf(0, 4, &data, "signed 32-bit integer", "x-CBF_BYTE_OFFSET", None), "size");
+    expect_err(
+        "zero.cbf",
+        &mini_cbf(
+            0,
+            4,
+            &data,
+            "signed 32-bit integer",
+            "x-CBF_BYTE_OFFSET",
+            None,
+        ),
+        "size",
+    );
     // No binary marker, or not a CBF at all.
-    expect_err("nomarker.cbf", b"###CBF: VERSION 1.5\r\nnothing here\r\n", "marker");
+    expect_err(
+        "nomarker.cbf",
+        b"###CBF: VERSION 1.5\r\nnothing here\r\n",
+        "marker",
+    );
     expect_err("empty.cbf.gz", &gzip(b""), "empty");
     // Compressed data that end early.
     let short = &data[..data.len() - 3];
-    expect_err("short.cbf", &mini_cbf(6, 4, short, "signed 32-bit integer", "x-CBF_BYTE_OFFSET", None), "ends after");
+    expect_err(
+        "short.cbf",
+        &mini_cbf(
+            6,
+            4,
+            short,
+            "signed 32-bit integer",
+            "x-CBF_BYTE_OFFSET",
+            None,
+        ),
+        "ends after",
+    );
 }
 
 #[test]
 fn damaged_gzip_streams_are_errors() {
     let gz = read_bytes(&shared_data("diffraction/DLS_I03_smargon_0001.cbf.gz"));
     // Truncated gzip: inside the header, inside the data, one byte short.
-    truncations("DLS_I03_smargon_0001.cbf.gz", &gz, gz.len(), &[2000, 4000, gz.len() - 8]);
+    truncations(
+        "DLS_I03_smargon_0001.cbf.gz",
+        &gz,
+        gz.len(),
+        &[2000, 4000, gz.len() - 8],
+    );
     // Corrupt deflate data and a corrupt CRC.
     let mut m = gz.clone();
-    for i in (gz.len() / 2)..(gz.len() / 2 + 64) {
-        m[i] ^= 0x5A;
+    let mid = gz.len() / 2;
+    for x in &mut m[mid..mid + 64] {
+        *x ^= 0x5A;
     }
     expect_err("DLS_I03_smargon_0001.cbf.gz", &m, "gzip");
     let mut m = gz.clone();
@@ -189,7 +368,14 @@ fn damaged_gzip_streams_are_errors() {
 #[test]
 fn mutated_cbfs_never_panic() {
     let v = synthetic_values();
-    let b = mini_cbf(6, 4, &byte_offset_encode(&v), "signed 32-bit integer", "x-CBF_BYTE_OFFSET", None);
+    let b = mini_cbf(
+        6,
+        4,
+        &byte_offset_encode(&v),
+        "signed 32-bit integer",
+        "x-CBF_BYTE_OFFSET",
+        None,
+    );
     fuzz("syn.cbf", &b, 200, 42, 0..b.len());
     let header_end = b.len() - 60;
     fuzz("syn.cbf", &b, 200, 43, 500..header_end);
@@ -198,8 +384,16 @@ fn mutated_cbfs_never_panic() {
     // Real frames: the header region of the plain file, and the gzip bytes.
     let gz = read_bytes(&shared_data("diffraction/dlsnxs2cbf_therm_0001.cbf.gz"));
     let plain = gunzip(&gz);
-    let marker = plain.windows(4).position(|w| w == [0x0C, 0x1A, 0x04, 0xD5]).unwrap();
+    let marker = plain
+        .windows(4)
+        .position(|w| w == [0x0C, 0x1A, 0x04, 0xD5])
+        .unwrap();
     fuzz("dlsnxs2cbf_therm_0001.cbf", &plain, 40, 45, 0..marker + 4);
     fuzz("dlsnxs2cbf_therm_0001.cbf.gz", &gz, 20, 46, 0..gz.len());
-    truncations("dlsnxs2cbf_therm_0001.cbf", &plain, marker + 4 + 18093590, &[marker, marker + 4]);
+    truncations(
+        "dlsnxs2cbf_therm_0001.cbf",
+        &plain,
+        marker + 4 + 18093590,
+        &[marker, marker + 4],
+    );
 }

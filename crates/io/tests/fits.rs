@@ -25,7 +25,12 @@ fn matches_astropy_for_every_case() {
         assert_eq!(img.format, Format::Fits);
         let want = read(&fixture(&format!("fits/{stem}.npy"))).unwrap().array;
         assert_eq!(want.dtype(), dtype, "{stem}: fixture dtype");
-        assert!(same(&img.array, &want), "{stem}: {:?} vs astropy {:?}", &img.array, &want);
+        assert!(
+            same(&img.array, &want),
+            "{stem}: {:?} vs astropy {:?}",
+            &img.array,
+            &want
+        );
         assert_eq!(img.header_value("SIMPLE"), Some("T"));
     }
     let img = read(&fixture("fits/bitpix32_3d.fits")).unwrap();
@@ -37,7 +42,11 @@ fn matches_astropy_for_every_case() {
 fn primary_without_image_is_a_clear_error() {
     let e = read(&fixture("fits/naxis0_with_extension.fits")).unwrap_err();
     assert_eq!(e.kind, ErrorKind::Unsupported);
-    assert!(e.to_string().starts_with("naxis0_with_extension.fits: the primary HDU has no image"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("naxis0_with_extension.fits: the primary HDU has no image"),
+        "{e}"
+    );
 }
 
 fn fits_bytes(cards: &[String], data: &[u8]) -> Vec<u8> {
@@ -60,13 +69,30 @@ fn card(k: &str, v: &str) -> String {
 fn damaged_headers_are_clear_errors() {
     let base = |naxis1: &str, bitpix: &str| {
         fits_bytes(
-            &[card("SIMPLE", "T"), card("BITPIX", bitpix), card("NAXIS", "2"), card("NAXIS1", naxis1), card("NAXIS2", "3")],
+            &[
+                card("SIMPLE", "T"),
+                card("BITPIX", bitpix),
+                card("NAXIS", "2"),
+                card("NAXIS1", naxis1),
+                card("NAXIS2", "3"),
+            ],
             &[0u8; 2880],
         )
     };
-    assert_eq!(decode("ok.fits", &base("4", "16")).unwrap().array.shape, vec![3, 4]);
-    expect_err("huge.fits", &base("1000000000000", "16"), "truncated: header declares");
-    expect_err("overflow.fits", &base("9000000000000000000", "64"), "too large");
+    assert_eq!(
+        decode("ok.fits", &base("4", "16")).unwrap().array.shape,
+        vec![3, 4]
+    );
+    expect_err(
+        "huge.fits",
+        &base("1000000000000", "16"),
+        "truncated: header declares",
+    );
+    expect_err(
+        "overflow.fits",
+        &base("9000000000000000000", "64"),
+        "too large",
+    );
     expect_err("neg.fits", &base("-4", "16"), "negative");
     expect_err("zero.fits", &base("0", "16"), "no pixels");
     expect_err("bitpix.fits", &base("4", "12"), "BITPIX");

@@ -20,7 +20,11 @@ const CODES: [(&str, DType); 11] = [
 #[test]
 fn reads_every_dtype_in_both_byte_orders() {
     for (code, dtype) in CODES {
-        let tags: &[&str] = if dtype.size_bytes() == 1 { &["na"] } else { &["le", "be"] };
+        let tags: &[&str] = if dtype.size_bytes() == 1 {
+            &["na"]
+        } else {
+            &["le", "be"]
+        };
         for tag in tags {
             let name = format!("npy/{code}_{tag}.npy");
             let img = read(&fixture(&name)).unwrap();
@@ -71,7 +75,14 @@ fn refuses_unsupported_dtypes_clearly() {
 #[test]
 fn round_trips_every_dtype_and_shape() {
     for dtype in DType::ALL {
-        for shape in [vec![], vec![7], vec![3, 5], vec![2, 3, 4], vec![0, 4], vec![2, 0, 3]] {
+        for shape in [
+            vec![],
+            vec![7],
+            vec![3, 5],
+            vec![2, 3, 4],
+            vec![0, 4],
+            vec![2, 0, 3],
+        ] {
             let a = convention_array(shape.clone(), dtype);
             let bytes = encode(Format::Npy, &a).unwrap();
             // numpy aligns the data start to 64 bytes.
@@ -102,7 +113,12 @@ fn uses_v2_header_when_needed() {
     let h = gpuscope_io::npy::header_bytes(&shape, DType::U8);
     assert_eq!(h[6], 1);
     let a = Array::zeros(vec![1; 40], DType::U8).unwrap();
-    assert_eq!(decode("a.npy", &encode(Format::Npy, &a).unwrap()).unwrap().array, a);
+    assert_eq!(
+        decode("a.npy", &encode(Format::Npy, &a).unwrap())
+            .unwrap()
+            .array,
+        a
+    );
 }
 
 #[test]
@@ -140,9 +156,14 @@ fn streaming_reader_reads_only_requested_slabs() {
     assert!(e.to_string().starts_with("s.npy: "), "{e}");
     // Big-endian files stream too.
     let mut r = NpyReader::open(&fixture("npy/f8_be.npy")).unwrap();
-    assert_eq!(r.read_slab(1, 1).unwrap().to_f64_vec(), convention_array(vec![3, 4], DType::F64).to_f64_vec()[4..8]);
+    assert_eq!(
+        r.read_slab(1, 1).unwrap().to_f64_vec(),
+        convention_array(vec![3, 4], DType::F64).to_f64_vec()[4..8]
+    );
     // Fortran order cannot be streamed by slab: clear error.
-    let e = NpyReader::open(&fixture("npy/f8_fortran.npy")).err().unwrap();
+    let e = NpyReader::open(&fixture("npy/f8_fortran.npy"))
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("Fortran"), "{e}");
 }
 
@@ -152,29 +173,41 @@ fn streaming_writer_writes_whole_file_or_nothing() {
     let a = convention_array(vec![5, 2, 3], DType::F64);
     let mut w = NpyWriter::create(&dir.path("w.npy"), vec![5, 2, 3], DType::F64).unwrap();
     let v = a.to_f64_vec();
-    w.write_slab(&Array::from_f64(vec![2, 2, 3], v[..12].to_vec()).unwrap()).unwrap();
-    w.write_slab(&Array::from_f64(vec![3, 2, 3], v[12..].to_vec()).unwrap()).unwrap();
-    assert!(w.write_slab(&Array::from_f64(vec![1, 2, 3], vec![0.0; 6]).unwrap()).is_err());
+    w.write_slab(&Array::from_f64(vec![2, 2, 3], v[..12].to_vec()).unwrap())
+        .unwrap();
+    w.write_slab(&Array::from_f64(vec![3, 2, 3], v[12..].to_vec()).unwrap())
+        .unwrap();
+    assert!(
+        w.write_slab(&Array::from_f64(vec![1, 2, 3], vec![0.0; 6]).unwrap())
+            .is_err()
+    );
     w.finish().unwrap();
     assert_eq!(read(&dir.path("w.npy")).unwrap().array, a);
     assert_eq!(dir.entries(), vec!["w.npy"]);
 
     // Incomplete: finish errors and leaves no file.
     let mut w = NpyWriter::create(&dir.path("part.npy"), vec![5, 2, 3], DType::F64).unwrap();
-    w.write_slab(&Array::from_f64(vec![1, 2, 3], vec![1.0; 6]).unwrap()).unwrap();
+    w.write_slab(&Array::from_f64(vec![1, 2, 3], vec![1.0; 6]).unwrap())
+        .unwrap();
     let e = w.finish().unwrap_err();
     assert!(e.to_string().starts_with("part.npy: only 1 of 5"), "{e}");
     // Wrong dtype or trailing shape is refused.
     let mut w = NpyWriter::create(&dir.path("bad.npy"), vec![2, 2], DType::U8).unwrap();
-    assert!(w.write_slab(&Array::from_f64(vec![1, 2], vec![1.0; 2]).unwrap()).is_err());
-    assert!(w.write_slab(&Array::from_u8(vec![1, 3], vec![1; 3]).unwrap()).is_err());
+    assert!(
+        w.write_slab(&Array::from_f64(vec![1, 2], vec![1.0; 2]).unwrap())
+            .is_err()
+    );
+    assert!(
+        w.write_slab(&Array::from_u8(vec![1, 3], vec![1; 3]).unwrap())
+            .is_err()
+    );
     drop(w);
     assert_eq!(dir.entries(), vec!["w.npy"]);
 }
 
 fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
-    let mut h = format!("{dict}");
-    while (10 + h.len() + 1) % 64 != 0 {
+    let mut h = dict.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
         h.push(' ');
     }
     h.push('\n');
@@ -188,19 +221,41 @@ fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {
 #[test]
 fn damaged_headers_are_clear_errors() {
     // Shapes far beyond the data: refused before any allocation.
-    let b = npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000, 1000000000), }", &[0; 64]);
-    expect_err("huge.npy", &b, "truncated: header declares 8000000000000000000 bytes");
-    let b = npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000, 100000000000), }", &[0; 64]);
+    let b = npy_with_header(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000000, 1000000000), }",
+        &[0; 64],
+    );
+    expect_err(
+        "huge.npy",
+        &b,
+        "truncated: header declares 8000000000000000000 bytes",
+    );
+    let b = npy_with_header(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (100000000000, 100000000000), }",
+        &[0; 64],
+    );
     expect_err("overflow.npy", &b, "too many");
-    let b = npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999,), }", &[]);
+    let b = npy_with_header(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (99999999999999999999999,), }",
+        &[],
+    );
     expect_err("big.npy", &b, "too large");
-    let b = npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (-3,), }", &[]);
+    let b = npy_with_header(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (-3,), }",
+        &[],
+    );
     expect_err("neg.npy", &b, "shape");
-    let b = npy_with_header("{'descr': '<f2', 'fortran_order': False, 'shape': (1,), }", &[0; 2]);
+    let b = npy_with_header(
+        "{'descr': '<f2', 'fortran_order': False, 'shape': (1,), }",
+        &[0; 2],
+    );
     expect_err("half.npy", &b, "not supported");
     let b = npy_with_header("{'descr': '<f8', 'shape': (1,), }", &[0; 8]);
     expect_err("nofortran.npy", &b, "fortran_order");
-    let b = npy_with_header("{'descr': '<f8', 'fortran_order': False, 'shape': (2,)", &[0; 16]);
+    let b = npy_with_header(
+        "{'descr': '<f8', 'fortran_order': False, 'shape': (2,)",
+        &[0; 16],
+    );
     expect_err("unclosed.npy", &b, "dict");
     // Wrong magic and unknown versions.
     let mut b = read_bytes(&fixture("npy/f4_le.npy"));
@@ -219,7 +274,14 @@ fn damaged_headers_are_clear_errors() {
 
 #[test]
 fn truncated_and_mutated_files_never_panic() {
-    for f in ["f8_le.npy", "i2_be.npy", "u4_fortran.npy", "f4_v2.npy", "i4_v3.npy", "b1_na.npy"] {
+    for f in [
+        "f8_le.npy",
+        "i2_be.npy",
+        "u4_fortran.npy",
+        "f4_v2.npy",
+        "i4_v3.npy",
+        "b1_na.npy",
+    ] {
         let b = read_bytes(&fixture(&format!("npy/{f}")));
         truncations(f, &b, b.len(), &[9, 11, 50, 127, 128, 129]);
         fuzz(f, &b, 200, 0x5eed + b.len() as u64, 0..b.len());

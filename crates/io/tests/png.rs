@@ -40,13 +40,22 @@ fn reads_gray_jpeg_close_to_pillows_input() {
     // Quality 95 JPEG of the convention values (0..99): small errors only.
     let want = convention_array(vec![16, 24], DType::U8).to_f64_vec();
     let got = img.array.to_f64_vec();
-    let mean_err: f64 = got.iter().zip(&want).map(|(a, b)| (a - b).abs()).sum::<f64>() / got.len() as f64;
+    let mean_err: f64 = got
+        .iter()
+        .zip(&want)
+        .map(|(a, b)| (a - b).abs())
+        .sum::<f64>()
+        / got.len() as f64;
     assert!(mean_err < 6.0, "mean abs error {mean_err}");
 }
 
 #[test]
 fn png_write_mappings() {
-    let rt = |a: &Array| decode("p.png", &encode(Format::Png, a).unwrap()).unwrap().array;
+    let rt = |a: &Array| {
+        decode("p.png", &encode(Format::Png, a).unwrap())
+            .unwrap()
+            .array
+    };
     let u8a = convention_array(vec![4, 5], DType::U8);
     assert_eq!(rt(&u8a), u8a);
     let u16a = convention_array(vec![4, 5], DType::U16);
@@ -115,7 +124,11 @@ fn crc32(data: &[u8]) -> u32 {
     for &b in data {
         c ^= b as u32;
         for _ in 0..8 {
-            c = if c & 1 != 0 { 0xEDB8_8320 ^ (c >> 1) } else { c >> 1 };
+            c = if c & 1 != 0 {
+                0xEDB8_8320 ^ (c >> 1)
+            } else {
+                c >> 1
+            };
         }
     }
     !c

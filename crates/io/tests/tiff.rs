@@ -26,8 +26,16 @@ fn reads_tifffile_and_pillow_fixtures() {
         assert_eq!(img.format, Format::Tiff);
         let want = expected(stem);
         assert_eq!(img.array, want, "{stem}");
-        let pages = if want.ndim() == 3 && stem.contains("stack") { want.shape[0] } else { 1 };
-        assert_eq!(img.header_value("pages"), Some(pages.to_string().as_str()), "{stem}");
+        let pages = if want.ndim() == 3 && stem.contains("stack") {
+            want.shape[0]
+        } else {
+            1
+        };
+        assert_eq!(
+            img.header_value("pages"),
+            Some(pages.to_string().as_str()),
+            "{stem}"
+        );
     }
 }
 
@@ -42,13 +50,21 @@ fn reads_the_shared_multipage_tiff() {
 #[test]
 fn separate_planes_are_refused_clearly() {
     let e = read(&fixture("tiff/planar_rgb.tif")).unwrap_err();
-    assert!(e.to_string().starts_with("planar_rgb.tif: TIFF with separate colour planes"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("planar_rgb.tif: TIFF with separate colour planes"),
+        "{e}"
+    );
 }
 
 #[test]
 fn pages_of_different_shapes_are_refused() {
     let e = read(&fixture("tiff/mixed_shapes.tif")).unwrap_err();
-    assert!(e.to_string().starts_with("mixed_shapes.tif: TIFF page 1 has shape [5, 4]"), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with("mixed_shapes.tif: TIFF page 1 has shape [5, 4]"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -59,21 +75,46 @@ fn round_trips_every_dtype() {
             let bytes = encode(Format::Tiff, &a).unwrap();
             let back = decode("t.tif", &bytes).unwrap().array;
             // bool is stored as uint8 0/1.
-            let want = if dtype == DType::Bool { a.cast(DType::U8) } else { a };
+            let want = if dtype == DType::Bool {
+                a.cast(DType::U8)
+            } else {
+                a
+            };
             assert_eq!(back, want, "{dtype:?} {shape:?}");
         }
     }
-    for (dtype, c) in [(DType::U8, 3), (DType::U8, 4), (DType::U16, 3), (DType::U16, 4)] {
+    for (dtype, c) in [
+        (DType::U8, 3),
+        (DType::U8, 4),
+        (DType::U16, 3),
+        (DType::U16, 4),
+    ] {
         let a = convention_array(vec![3, 5, c], dtype);
-        assert_eq!(decode("c.tif", &encode(Format::Tiff, &a).unwrap()).unwrap().array, a);
+        assert_eq!(
+            decode("c.tif", &encode(Format::Tiff, &a).unwrap())
+                .unwrap()
+                .array,
+            a
+        );
         let a = convention_array(vec![2, 3, 5, c], dtype);
-        assert_eq!(decode("c.tif", &encode(Format::Tiff, &a).unwrap()).unwrap().array, a);
+        assert_eq!(
+            decode("c.tif", &encode(Format::Tiff, &a).unwrap())
+                .unwrap()
+                .array,
+            a
+        );
     }
 }
 
 #[test]
 fn refuses_unwritable_shapes() {
-    for shape in [vec![5], vec![0, 3], vec![3, 0], vec![0, 2, 2], vec![2, 2, 2, 2]] {
+    for shape in [
+        vec![5],
+        vec![0, 3],
+        vec![3, 0],
+        vec![0, 2, 2],
+        vec![2, 2, 2, 2],
+    ] {
         let a = Array::zeros(shape.clone(), DType::F32).unwrap();
         let e = encode(Format::Tiff, &a).unwrap_err();
         assert!(e.to_string().contains("TIFF"), "{shape:?}: {e}");
@@ -87,12 +128,22 @@ fn stack_writer_and_reader() {
     let v = a.to_f32_vec();
     let mut w = TiffStackWriter::create(&dir.path("s.tif"), 6, 5, DType::F32).unwrap();
     for p in 0..4 {
-        w.write_page(&Array::from_f32(vec![6, 5], v[p * 30..(p + 1) * 30].to_vec()).unwrap()).unwrap();
+        w.write_page(&Array::from_f32(vec![6, 5], v[p * 30..(p + 1) * 30].to_vec()).unwrap())
+            .unwrap();
     }
     // Wrong shape or dtype is refused and the writer carries on.
-    assert!(w.write_page(&Array::zeros(vec![5, 5], DType::F32).unwrap()).is_err());
-    assert!(w.write_page(&Array::zeros(vec![6, 5], DType::U8).unwrap()).is_err());
-    assert!(!dir.entries().contains(&"s.tif".to_string()), "output must not appear before finish");
+    assert!(
+        w.write_page(&Array::zeros(vec![5, 5], DType::F32).unwrap())
+            .is_err()
+    );
+    assert!(
+        w.write_page(&Array::zeros(vec![6, 5], DType::U8).unwrap())
+            .is_err()
+    );
+    assert!(
+        !dir.entries().contains(&"s.tif".to_string()),
+        "output must not appear before finish"
+    );
     w.finish().unwrap();
     assert_eq!(dir.entries(), vec!["s.tif"]);
     assert_eq!(read(&dir.path("s.tif")).unwrap().array, a);
@@ -107,9 +158,13 @@ fn stack_writer_and_reader() {
 
     // BigTIFF variant.
     let mut w = TiffStackWriter::create_bigtiff(&dir.path("b.tif"), 2, 2, DType::U16).unwrap();
-    w.write_page(&Array::from_u16(vec![2, 2], vec![1, 2, 3, 4]).unwrap()).unwrap();
+    w.write_page(&Array::from_u16(vec![2, 2], vec![1, 2, 3, 4]).unwrap())
+        .unwrap();
     w.finish().unwrap();
-    assert_eq!(read(&dir.path("b.tif")).unwrap().array.to_f64_vec(), vec![1.0, 2.0, 3.0, 4.0]);
+    assert_eq!(
+        read(&dir.path("b.tif")).unwrap().array.to_f64_vec(),
+        vec![1.0, 2.0, 3.0, 4.0]
+    );
 
     // No pages: error, no file.
     let w = TiffStackWriter::create(&dir.path("empty.tif"), 2, 2, DType::U8).unwrap();
@@ -167,7 +222,15 @@ fn absurd_dimensions_are_errors_not_oom() {
 
 #[test]
 fn damaged_files_never_panic() {
-    for stem in ["u16_stack", "u8_zlib", "rgb_u8", "u8_tiff_lzw", "u8_packbits", "i32_tiled", "u8_bigtiff"] {
+    for stem in [
+        "u16_stack",
+        "u8_zlib",
+        "rgb_u8",
+        "u8_tiff_lzw",
+        "u8_packbits",
+        "i32_tiled",
+        "u8_bigtiff",
+    ] {
         let name = format!("{stem}.tif");
         let b = read_bytes(&fixture(&format!("tiff/{name}")));
         fuzz(&name, &b, 200, 0x71ff + b.len() as u64, 0..b.len());

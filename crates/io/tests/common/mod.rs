@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
-use gpuscope_io::{Array, ArrayData, DType, IoError, Image, decode};
+use gpuscope_io::{Array, ArrayData, DType, Image, IoError, decode};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::PathBuf;
 
@@ -60,8 +60,8 @@ impl Drop for TempDir {
 /// The value convention of make_fixtures.py for element k.
 pub fn convention(k: usize, dtype: DType) -> f64 {
     match dtype {
-        DType::Bool => (k % 3 == 0) as u8 as f64,
-        d if matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64) => ((k * 7) % 100) as f64,
+        DType::Bool => k.is_multiple_of(3) as u8 as f64,
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => ((k * 7) % 100) as f64,
         _ => ((k * 7) % 100) as f64 - 50.0,
     }
 }
@@ -78,12 +78,14 @@ pub fn same(a: &Array, b: &Array) -> bool {
         return false;
     }
     match (&a.data, &b.data) {
-        (ArrayData::F32(x), ArrayData::F32(y)) => {
-            x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
-        }
-        (ArrayData::F64(x), ArrayData::F64(y)) => {
-            x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan()))
-        }
+        (ArrayData::F32(x), ArrayData::F32(y)) => x
+            .iter()
+            .zip(y)
+            .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan())),
+        (ArrayData::F64(x), ArrayData::F64(y)) => x
+            .iter()
+            .zip(y)
+            .all(|(p, q)| p.to_bits() == q.to_bits() || (p.is_nan() && q.is_nan())),
         (x, y) => x == y,
     }
 }
@@ -92,18 +94,32 @@ pub fn same(a: &Array, b: &Array) -> bool {
 pub fn assert_good_error(e: &IoError, name: &str, context: &str) {
     let msg = e.to_string();
     let base = name.rsplit('/').next().unwrap();
-    assert!(msg.starts_with(&format!("{base}: ")), "{context}: message does not start with the file name: {msg}");
-    assert!(!msg.contains('\n'), "{context}: message is not one line: {msg}");
-    assert!(msg.len() > base.len() + 10, "{context}: message says too little: {msg}");
+    assert!(
+        msg.starts_with(&format!("{base}: ")),
+        "{context}: message does not start with the file name: {msg}"
+    );
+    assert!(
+        !msg.contains('\n'),
+        "{context}: message is not one line: {msg}"
+    );
+    assert!(
+        msg.len() > base.len() + 10,
+        "{context}: message says too little: {msg}"
+    );
 }
 
 pub fn expect_err(name: &str, bytes: &[u8], must_contain: &str) -> IoError {
     match decode(name, bytes) {
-        Ok(img) => panic!("{name}: expected an error containing '{must_contain}', got Ok {:?}", img.array.shape),
+        Ok(img) => panic!(
+            "{name}: expected an error containing '{must_contain}', got Ok {:?}",
+            img.array.shape
+        ),
         Err(e) => {
             assert_good_error(&e, name, must_contain);
             assert!(
-                e.to_string().to_lowercase().contains(&must_contain.to_lowercase()),
+                e.to_string()
+                    .to_lowercase()
+                    .contains(&must_contain.to_lowercase()),
                 "{name}: error '{e}' does not mention '{must_contain}'"
             );
             e
@@ -168,21 +184,40 @@ pub fn fuzz(name: &str, bytes: &[u8], count: usize, seed: u64, range: std::ops::
             Err(msg) => panics.push(format!("mutation {i} (kind {kind}) at offset {pos}: {msg}")),
         }
     }
-    assert!(panics.is_empty(), "{name}: decoding panicked:\n{}", panics.join("\n"));
+    assert!(
+        panics.is_empty(),
+        "{name}: decoding panicked:\n{}",
+        panics.join("\n")
+    );
 }
 
 /// Truncate at several points (in the header, in the data, one byte short of
 /// `essential`, the length the data need): each must be an Err naming the file.
 pub fn truncations(name: &str, bytes: &[u8], essential: usize, extra_points: &[usize]) {
     let n = essential;
-    let mut points = vec![0, 1, 4, 8, 12, 40, 100, n / 3, n / 2, n.saturating_sub(100), n - 1];
+    let mut points = vec![
+        0,
+        1,
+        4,
+        8,
+        12,
+        40,
+        100,
+        n / 3,
+        n / 2,
+        n.saturating_sub(100),
+        n - 1,
+    ];
     points.extend_from_slice(extra_points);
     for k in points {
         if k >= n {
             continue;
         }
         match decode_no_panic(name, &bytes[..k]) {
-            Ok(Ok(img)) => panic!("{name}: truncated to {k} of {n} bytes but decoded as {:?}", img.array.shape),
+            Ok(Ok(img)) => panic!(
+                "{name}: truncated to {k} of {n} bytes but decoded as {:?}",
+                img.array.shape
+            ),
             Ok(Err(e)) => assert_good_error(&e, name, &format!("truncated to {k}")),
             Err(msg) => panic!("{name}: truncated to {k} bytes panicked: {msg}"),
         }
