@@ -1,1 +1,12 @@
+//! gpuscope in the browser: a wasm-bindgen API over `gpuscope-core` (WebGPU
+//! and the CPU reference of every operation) and `gpuscope-io` (decoding any
+//! supported file from bytes). The page in `web/` imports the module that
+//! `cargo xtask build-web` generates in `web/pkg/`.
+//!
+//! [`ops`] holds everything that does not touch JS and builds natively; the
+//! bindings exist only in the wasm32 build.
 
+pub mod ops;
+
+#[cfg(target_arch = "wasm32")]
+mod bindings;

@@ -1,0 +1,369 @@
+//! The wasm-bindgen surface: JS types in, JS types out, nothing else. Every
+//! operation exists twice with the same parameters, as an async `Engine`
+//! method (WebGPU) and as a free function (CPU reference), and returns
+//! `{data, shape, ms, kernelMs?}` so a timing panel can compare the two.
+
+use gpuscope_core::{Error, Gpu, GpuOptions};
+use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint8Array};
+use wasm_bindgen::prelude::*;
+
+use crate::ops::{self, Linear};
+
+#[wasm_bindgen]
+extern "C" {
+    // `performance` exists in windows and workers alike.
+    #[wasm_bindgen(js_namespace = performance, js_name = now)]
+    fn performance_now() -> f64;
+}
+
+#[wasm_bindgen(start)]
+fn start() {
+    console_error_panic_hook::set_once();
+}
+
+fn js_err(e: impl std::fmt::Display) -> JsError {
+    JsError::new(&e.to_string())
+}
+
+fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
+    // Setting a property on a fresh plain object cannot fail.
+    let _ = Reflect::set(obj, &JsValue::from_str(key), &value.into());
+}
+
+fn shape_array(shape: &[u32]) -> Array {
+    shape.iter().map(|&n| JsValue::from(n)).collect()
+}
+
+/// `{data, shape, ms}` plus `kernelMs` when the GPU measured its kernels.
+fn result(data: JsValue, shape: &[u32], ms: f64, kernel_ms: Option<f64>) -> JsValue {
+    let obj = Object::new();
+    set(&obj, "data", data);
+    set(&obj, "shape", shape_array(shape));
+    set(&obj, "ms", ms);
+    if let Some(k) = kernel_ms {
+        set(&obj, "kernelMs", k);
+    }
+    obj.into()
+}
+
+/// The WebGPU device, opened once per page.
+#[wasm_bindgen]
+pub struct Engine {
+    gpu: Gpu,
+}
+
+/// Opens the browser's WebGPU adapter. Fails with a message the page can
+/// show as is when WebGPU is missing or offers no adapter; the CPU
+/// functions keep working in that case.
+#[wasm_bindgen]
+pub async fn open_gpu() -> Result<Engine, JsError> {
+    let navigator = Reflect::get(&js_sys::global(), &"navigator".into()).unwrap_or_default();
+    let has_gpu = !navigator.is_undefined()
+        && Reflect::get(&navigator, &"gpu".into()).is_ok_and(|g| !g.is_undefined() && !g.is_null());
+    if !has_gpu {
+        return Err(JsError::new(
+            "WebGPU is not available in this browser (navigator.gpu is missing): use a \
+             WebGPU-capable browser (Chrome or Edge 113+, Safari 26+, Firefox 141+ on Windows) \
+             over https or localhost; the CPU path is used meanwhile",
+        ));
+    }
+    match Gpu::new(GpuOptions::default()).await {
+        Ok(gpu) => Ok(Engine { gpu }),
+        Err(Error::NoAdapter(why)) => Err(JsError::new(&format!(
+            "WebGPU is present but gave no usable adapter ({why}): check that hardware \
+             acceleration is enabled; the CPU path is used meanwhile"
+        ))),
+        Err(e) => Err(js_err(e)),
+    }
+}
+
+#[wasm_bindgen]
+impl Engine {
+    /// `{name, backend, deviceType, driver, maxBindingSize, maxBufferSize,
+    /// memoryBudget, timestamps}` of the opened adapter.
+    pub fn device_info(&self) -> JsValue {
+        let s = self.gpu.summary();
+        let obj = Object::new();
+        set(&obj, "name", s.name);
+        set(&obj, "backend", s.backend);
+        set(&obj, "deviceType", s.device_type);
+        set(&obj, "driver", s.driver);
+        // f64 is exact for any real limit (< 2^53 bytes).
+        set(&obj, "maxBindingSize", s.max_binding_size as f64);
+        set(&obj, "maxBufferSize", s.max_buffer_size as f64);
+        set(&obj, "memoryBudget", s.memory_budget as f64);
+        set(&obj, "timestamps", s.timestamps);
+        obj.into()
+    }
+
+    /// Frees the pooled device buffers (after a large image, for instance).
+    pub fn trim(&self) {
+        self.gpu.trim();
+    }
+
+    fn kernel_ms(&self) -> Option<f64> {
+        self.gpu
+            .last_kernel_ns()
+            .filter(|&ns| ns > 0)
+            .map(|ns| ns as f64 / 1e6)
+    }
+
+    /// `scipy.ndimage.gaussian_filter` on the GPU; `data` is f32.
+    pub async fn gaussian_filter(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        sigma: Vec<f64>,
+        mode: String,
+        cval: f64,
+        truncate: f64,
+    ) -> Result<JsValue, JsError> {
+        let op =
+            Linear::gaussian(data.len(), &shape, &sigma, &mode, cval, truncate).map_err(js_err)?;
+        self.linear(op, &data, &shape).await
+    }
+
+    /// `scipy.ndimage.convolve` on the GPU; `weights` in C order of `weights_shape`.
+    pub async fn convolve(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        weights: Vec<f64>,
+        weights_shape: Vec<u32>,
+        mode: String,
+        cval: f64,
+    ) -> Result<JsValue, JsError> {
+        let op = Linear::kernel(
+            data.len(),
+            &shape,
+            &weights,
+            &weights_shape,
+            &mode,
+            cval,
+            true,
+        )
+        .map_err(js_err)?;
+        self.linear(op, &data, &shape).await
+    }
+
+    /// `scipy.ndimage.correlate` on the GPU.
+    pub async fn correlate(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        weights: Vec<f64>,
+        weights_shape: Vec<u32>,
+        mode: String,
+        cval: f64,
+    ) -> Result<JsValue, JsError> {
+        let op = Linear::kernel(
+            data.len(),
+            &shape,
+            &weights,
+            &weights_shape,
+            &mode,
+            cval,
+            false,
+        )
+        .map_err(js_err)?;
+        self.linear(op, &data, &shape).await
+    }
+
+    /// `data > value` on the GPU as a 0/1 `Uint8Array` mask.
+    pub async fn threshold(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        value: f64,
+    ) -> Result<JsValue, JsError> {
+        let t0 = performance_now();
+        let mask = ops::threshold_gpu(&self.gpu, &data, &shape, value)
+            .await
+            .map_err(js_err)?;
+        let ms = performance_now() - t0;
+        Ok(result(
+            Uint8Array::from(&mask[..]).into(),
+            &shape,
+            ms,
+            self.kernel_ms(),
+        ))
+    }
+
+    async fn linear(&self, op: Linear, data: &[f32], shape: &[u32]) -> Result<JsValue, JsError> {
+        let t0 = performance_now();
+        let out = op.run_gpu(&self.gpu, data).await.map_err(js_err)?;
+        let ms = performance_now() - t0;
+        Ok(result(
+            Float32Array::from(&out[..]).into(),
+            shape,
+            ms,
+            self.kernel_ms(),
+        ))
+    }
+}
+
+fn linear_cpu(op: Linear, data: &[f32], shape: &[u32]) -> Result<JsValue, JsError> {
+    let t0 = performance_now();
+    let out = op.run_cpu(data).map_err(js_err)?;
+    let ms = performance_now() - t0;
+    Ok(result(Float64Array::from(&out[..]).into(), shape, ms, None))
+}
+
+/// `scipy.ndimage.gaussian_filter` on the CPU (f64 reference).
+#[wasm_bindgen]
+pub fn gaussian_filter(
+    data: &[f32],
+    shape: Vec<u32>,
+    sigma: Vec<f64>,
+    mode: &str,
+    cval: f64,
+    truncate: f64,
+) -> Result<JsValue, JsError> {
+    let op = Linear::gaussian(data.len(), &shape, &sigma, mode, cval, truncate).map_err(js_err)?;
+    linear_cpu(op, data, &shape)
+}
+
+/// `scipy.ndimage.convolve` on the CPU (f64 reference).
+#[wasm_bindgen]
+pub fn convolve(
+    data: &[f32],
+    shape: Vec<u32>,
+    weights: Vec<f64>,
+    weights_shape: Vec<u32>,
+    mode: &str,
+    cval: f64,
+) -> Result<JsValue, JsError> {
+    let op = Linear::kernel(
+        data.len(),
+        &shape,
+        &weights,
+        &weights_shape,
+        mode,
+        cval,
+        true,
+    )
+    .map_err(js_err)?;
+    linear_cpu(op, data, &shape)
+}
+
+/// `scipy.ndimage.correlate` on the CPU (f64 reference).
+#[wasm_bindgen]
+pub fn correlate(
+    data: &[f32],
+    shape: Vec<u32>,
+    weights: Vec<f64>,
+    weights_shape: Vec<u32>,
+    mode: &str,
+    cval: f64,
+) -> Result<JsValue, JsError> {
+    let op = Linear::kernel(
+        data.len(),
+        &shape,
+        &weights,
+        &weights_shape,
+        mode,
+        cval,
+        false,
+    )
+    .map_err(js_err)?;
+    linear_cpu(op, data, &shape)
+}
+
+/// `data > value` on the CPU as a 0/1 `Uint8Array` mask.
+#[wasm_bindgen]
+pub fn threshold(data: &[f32], shape: Vec<u32>, value: f64) -> Result<JsValue, JsError> {
+    let t0 = performance_now();
+    let mask = ops::threshold_cpu(data, &shape, value).map_err(js_err)?;
+    let ms = performance_now() - t0;
+    Ok(result(Uint8Array::from(&mask[..]).into(), &shape, ms, None))
+}
+
+/// A decoded file: f32 samples plus what the file said about them.
+#[wasm_bindgen]
+pub struct Volume {
+    inner: ops::Decoded,
+}
+
+/// Decodes any format gpuscope-io reads (npy, tiff, png, jpeg, cbf, fits);
+/// `name`'s extension picks the format.
+#[wasm_bindgen]
+pub fn decode(name: &str, bytes: &[u8]) -> Result<Volume, JsError> {
+    ops::decode(name, bytes)
+        .map(|inner| Volume { inner })
+        .map_err(js_err)
+}
+
+#[wasm_bindgen]
+impl Volume {
+    /// Extents, slowest axis first (C order).
+    pub fn shape(&self) -> Vec<u32> {
+        // Decoded extents come from byte-checked headers, so they fit u32 in wasm.
+        self.inner.shape.iter().map(|&n| n as u32).collect()
+    }
+
+    /// The file's own dtype (`uint8`, `int32`, `float32`...).
+    pub fn dtype(&self) -> String {
+        self.inner.dtype.to_string()
+    }
+
+    /// The file format that was decoded (`png`, `cbf`...).
+    pub fn format(&self) -> String {
+        self.inner.format.to_string()
+    }
+
+    /// Number of samples.
+    pub fn len(&self) -> usize {
+        self.inner.data.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inner.data.is_empty()
+    }
+
+    /// The samples as f32 (a copy out of wasm memory).
+    pub fn data(&self) -> Float32Array {
+        Float32Array::from(&self.inner.data[..])
+    }
+
+    /// `{min, max, mean}` over the finite samples of the original dtype.
+    pub fn stats(&self) -> JsValue {
+        let obj = Object::new();
+        set(&obj, "min", self.inner.min);
+        set(&obj, "max", self.inner.max);
+        set(&obj, "mean", self.inner.mean);
+        obj.into()
+    }
+
+    /// Header fields as `[[key, value], ...]` (CBF, FITS, TIFF pages).
+    pub fn header(&self) -> Array {
+        self.inner
+            .header
+            .iter()
+            .map(|(k, v)| -> JsValue {
+                [JsValue::from_str(k), JsValue::from_str(v)]
+                    .iter()
+                    .collect::<Array>()
+                    .into()
+            })
+            .collect()
+    }
+}
+
+/// f32 samples as a file to download: `npy` and `tiff` keep float32, `png`
+/// is 8-bit grey scaled min..max (for viewing).
+#[wasm_bindgen]
+pub fn encode(format: &str, data: &[f32], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
+    ops::encode(format, data, &shape).map_err(|e| JsError::new(&e))
+}
+
+/// `encode("npy", data, shape)`.
+#[wasm_bindgen]
+pub fn encode_npy(data: &[f32], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
+    encode("npy", data, shape)
+}
+
+/// A 0/1 mask as uint8 `npy`/`tiff`, or a 0/255 `png`.
+#[wasm_bindgen]
+pub fn encode_mask(format: &str, mask: &[u8], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
+    ops::encode_mask(format, mask, &shape).map_err(|e| JsError::new(&e))
+}

@@ -1,0 +1,279 @@
+//! Target-independent half of the web API: parameter parsing, the CPU path of
+//! every operation and the GPU path through the core, all on plain Rust
+//! types. The wasm bindings only convert to and from JS values, so this part
+//! builds and is unit-tested natively.
+
+use gpuscope_core::filters::{self, Boundary, Filter, Mode, Output};
+use gpuscope_core::segment::threshold;
+use gpuscope_core::{Error, Gpu, Result, Samples};
+use gpuscope_io::{Array, Format, IoError};
+
+/// A shape from JS (u32 extents) as the core wants it, checked against the
+/// number of values so that no product can overflow later (usize is 32 bits
+/// in wasm).
+pub fn shape_of(shape: &[u32], len: usize) -> Result<Vec<usize>> {
+    let shape: Vec<usize> = shape.iter().map(|&n| n as usize).collect();
+    match gpuscope_io::checked_product(&shape) {
+        Some(n) if n == len => Ok(shape),
+        Some(n) => Err(Error::InvalidInput(format!(
+            "shape {shape:?} needs {n} values but the data holds {len}"
+        ))),
+        None => Err(Error::InvalidInput(format!("shape {shape:?} is too large"))),
+    }
+}
+
+/// scipy's `mode` and `cval`.
+pub fn boundary(mode: &str, cval: f64) -> Result<Boundary> {
+    let mode: Mode = mode.parse()?;
+    if !cval.is_finite() {
+        return Err(Error::InvalidParameter {
+            name: "cval",
+            problem: format!("{cval} (must be a finite number)"),
+        });
+    }
+    Ok(Boundary { mode, cval })
+}
+
+/// The parameters of one linear filter, shared by the CPU and GPU paths.
+pub struct Linear {
+    pub filter: Filter,
+    pub shape: Vec<usize>,
+    pub boundary: Boundary,
+}
+
+impl Linear {
+    /// `gaussian_filter(input, sigma, mode, cval, truncate)`.
+    pub fn gaussian(
+        len: usize,
+        shape: &[u32],
+        sigma: &[f64],
+        mode: &str,
+        cval: f64,
+        truncate: f64,
+    ) -> Result<Linear> {
+        let shape = shape_of(shape, len)?;
+        Ok(Linear {
+            filter: Filter::gaussian(shape.len(), sigma, truncate)?,
+            boundary: boundary(mode, cval)?,
+            shape,
+        })
+    }
+
+    /// `convolve` (`flip = true`) or `correlate` with an n-D kernel.
+    pub fn kernel(
+        len: usize,
+        shape: &[u32],
+        weights: &[f64],
+        weights_shape: &[u32],
+        mode: &str,
+        cval: f64,
+        flip: bool,
+    ) -> Result<Linear> {
+        let shape = shape_of(shape, len)?;
+        let wshape: Vec<usize> = weights_shape.iter().map(|&n| n as usize).collect();
+        let filter = if flip {
+            Filter::convolve(shape.len(), weights, &wshape)?
+        } else {
+            Filter::correlate(shape.len(), weights, &wshape)?
+        };
+        Ok(Linear {
+            filter,
+            boundary: boundary(mode, cval)?,
+            shape,
+        })
+    }
+
+    /// The CPU reference, in f64 as scipy computes for float input.
+    pub fn run_cpu(&self, data: &[f32]) -> Result<Vec<f64>> {
+        let input: Vec<f64> = data.iter().map(|&v| f64::from(v)).collect();
+        filters::cpu::apply(
+            &self.filter,
+            &input,
+            &self.shape,
+            self.boundary,
+            Output::Float,
+        )
+    }
+
+    /// The GPU path, in f32.
+    pub async fn run_gpu(&self, gpu: &Gpu, data: &[f32]) -> Result<Vec<f32>> {
+        filters::apply(
+            gpu,
+            &self.filter,
+            data,
+            &self.shape,
+            self.boundary,
+            Output::Float,
+        )
+        .await
+    }
+}
+
+/// `data > value` as a 0/1 mask on the CPU.
+pub fn threshold_cpu(data: &[f32], shape: &[u32], value: f64) -> Result<Vec<u8>> {
+    shape_of(shape, data.len())?;
+    let mask = threshold::cpu::threshold_above(Samples::F32(data), value)?;
+    Ok(mask.into_iter().map(u8::from).collect())
+}
+
+/// `data > value` as a 0/1 mask on the GPU.
+pub async fn threshold_gpu(gpu: &Gpu, data: &[f32], shape: &[u32], value: f64) -> Result<Vec<u8>> {
+    shape_of(shape, data.len())?;
+    let mask = threshold::threshold_above(gpu, Samples::F32(data), value).await?;
+    Ok(mask.into_iter().map(u8::from).collect())
+}
+
+/// A decoded file reduced to what the page works on: f32 samples (what the
+/// GPU computes in) plus the original dtype's name, summary and header.
+#[derive(Clone, Debug)]
+pub struct Decoded {
+    pub shape: Vec<usize>,
+    pub dtype: &'static str,
+    pub format: &'static str,
+    pub data: Vec<f32>,
+    pub min: f64,
+    pub max: f64,
+    pub mean: f64,
+    pub header: Vec<(String, String)>,
+}
+
+/// Decodes any file gpuscope-io reads; the format comes from `name`.
+pub fn decode(name: &str, bytes: &[u8]) -> Result<Decoded, IoError> {
+    let image = gpuscope_io::decode(name, bytes)?;
+    let stats = image.array.stats();
+    Ok(Decoded {
+        dtype: image.array.dtype().name(),
+        format: image.format.name(),
+        data: image.array.to_f32_vec(),
+        shape: image.array.shape,
+        min: stats.min,
+        max: stats.max,
+        mean: stats.mean,
+        header: image.header,
+    })
+}
+
+/// Encodes f32 samples as a downloadable file: `npy` or `tiff` keep f32;
+/// `png` is written as 8-bit grey scaled from min..max, for viewing only.
+pub fn encode(format: &str, data: &[f32], shape: &[u32]) -> Result<Vec<u8>, String> {
+    let shape = shape_of(shape, data.len()).map_err(|e| e.to_string())?;
+    let array = match format {
+        "npy" | "tiff" => Array::from_f32(shape, data.to_vec()),
+        "png" => Array::from_u8(shape, to_u8_scaled(data)),
+        other => return Err(format!("cannot encode '{other}': choose npy, tiff or png")),
+    }
+    .map_err(|e| e.to_string())?;
+    let format = match format {
+        "npy" => Format::Npy,
+        "tiff" => Format::Tiff,
+        _ => Format::Png,
+    };
+    gpuscope_io::encode(format, &array).map_err(|e| e.to_string())
+}
+
+/// Encodes a 0/1 mask as an 8-bit array (npy, tiff or png with 0/255).
+pub fn encode_mask(format: &str, mask: &[u8], shape: &[u32]) -> Result<Vec<u8>, String> {
+    let shape = shape_of(shape, mask.len()).map_err(|e| e.to_string())?;
+    let (format, scale) = match format {
+        "npy" => (Format::Npy, 1),
+        "tiff" => (Format::Tiff, 1),
+        "png" => (Format::Png, 255),
+        other => return Err(format!("cannot encode '{other}': choose npy, tiff or png")),
+    };
+    let values = mask.iter().map(|&m| u8::from(m != 0) * scale).collect();
+    let array = Array::from_u8(shape, values).map_err(|e| e.to_string())?;
+    gpuscope_io::encode(format, &array).map_err(|e| e.to_string())
+}
+
+/// Linear min..max → 0..255 over the finite values (NaN → 0).
+pub fn to_u8_scaled(data: &[f32]) -> Vec<u8> {
+    let (lo, hi) = data
+        .iter()
+        .filter(|v| v.is_finite())
+        .fold((f32::INFINITY, f32::NEG_INFINITY), |(lo, hi), &v| {
+            (lo.min(v), hi.max(v))
+        });
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    data.iter()
+        .map(|&v| {
+            if v.is_finite() {
+                ((v - lo) / span * 255.0).round().clamp(0.0, 255.0) as u8
+            } else {
+                0
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shapes_are_checked_against_the_data() {
+        assert_eq!(shape_of(&[2, 3], 6).unwrap(), vec![2, 3]);
+        let e = shape_of(&[2, 3], 5).unwrap_err().to_string();
+        assert!(e.contains("needs 6 values"), "{e}");
+        assert!(shape_of(&[u32::MAX, u32::MAX, u32::MAX], 1).is_err());
+    }
+
+    #[test]
+    fn bad_parameters_give_the_core_messages() {
+        let e = Linear::gaussian(4, &[2, 2], &[-1.0], "reflect", 0.0, 4.0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("sigma"), "{e}");
+        let e = Linear::gaussian(4, &[2, 2], &[1.0], "bogus", 0.0, 4.0)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("mode"), "{e}");
+        assert!(Linear::gaussian(4, &[2, 2], &[1.0], "constant", f64::NAN, 4.0).is_err());
+        assert!(threshold_cpu(&[1.0, 2.0], &[2], f64::NAN).is_err());
+    }
+
+    #[test]
+    fn cpu_gaussian_keeps_a_constant_image() {
+        let data = vec![3.0f32; 30];
+        let op = Linear::gaussian(30, &[5, 6], &[1.5], "reflect", 0.0, 4.0).unwrap();
+        let out = op.run_cpu(&data).unwrap();
+        assert!(out.iter().all(|&v| (v - 3.0).abs() < 1e-12));
+    }
+
+    #[test]
+    fn convolve_and_threshold_on_the_cpu() {
+        let op = Linear::kernel(3, &[3], &[1.0, 2.0], &[2], "constant", 0.0, true).unwrap();
+        // scipy.ndimage.convolve([1., 2, 3], [1., 2], mode='constant') (scipy 1.x).
+        assert_eq!(op.run_cpu(&[1.0, 2.0, 3.0]).unwrap(), vec![4.0, 7.0, 6.0]);
+        assert_eq!(
+            threshold_cpu(&[0.5, 1.0, 1.5], &[3], 1.0).unwrap(),
+            vec![0, 0, 1]
+        );
+    }
+
+    #[test]
+    fn decode_and_encode_round_trip_through_npy() {
+        let bytes = encode("npy", &[1.0, -2.0, 3.5, 4.0], &[2, 2]).unwrap();
+        let d = decode("x.npy", &bytes).unwrap();
+        assert_eq!((d.shape.clone(), d.dtype), (vec![2, 2], "float32"));
+        assert_eq!(d.data, vec![1.0, -2.0, 3.5, 4.0]);
+        assert_eq!((d.min, d.max), (-2.0, 4.0));
+        assert!(decode("x.npy", b"garbage").is_err());
+        assert!(encode("gif", &[1.0], &[1]).is_err());
+        assert!(
+            !encode_mask("png", &[0, 1, 1, 0], &[2, 2])
+                .unwrap()
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn scaling_to_u8_spans_the_range() {
+        assert_eq!(
+            to_u8_scaled(&[0.0, 0.5, 1.0, f32::NAN]),
+            vec![0, 128, 255, 0]
+        );
+        assert_eq!(to_u8_scaled(&[2.0, 2.0]), vec![0, 0]);
+    }
+}
