@@ -1,1 +1,118 @@
-fn main(){}
+//! Build helpers for gpuscope: `cargo xtask <command>` (alias in
+//! `.cargo/config.toml`). Only std plus wasm-bindgen's own CLI support crate,
+//! so no tool has to be installed beyond cargo, rustup and node.
+
+mod serve;
+mod web;
+
+use std::process::ExitCode;
+
+const USAGE: &str = "\
+usage: cargo xtask <command> [options]
+
+commands:
+  build-web [--dev]               build crates/web for wasm32 and generate web/pkg/
+  serve [--port N] [--dev] [--no-build]
+                                  build, then serve the repository root on 127.0.0.1
+                                  (default port 8000; a busy port falls back to a free one)
+  test-web [--dev]                build, then run the browser tests (web/tests/) in
+                                  headless Chromium with WebGPU
+
+--dev builds with the `web-dev` profile (no LTO: fast relinks) instead of `release-web`.
+CARGO_TARGET_DIR is honoured.";
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match run(&args) {
+        Ok(code) => code,
+        Err(message) => {
+            eprintln!("xtask: {message}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: &[String]) -> Result<ExitCode, String> {
+    let Some((command, rest)) = args.split_first() else {
+        println!("{USAGE}");
+        return Ok(ExitCode::SUCCESS);
+    };
+    let opts = Options::parse(rest)?;
+    match command.as_str() {
+        "build-web" => {
+            opts.only(&["--dev"])?;
+            web::build(opts.profile())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        "serve" => {
+            opts.only(&["--dev", "--port", "--no-build"])?;
+            if !opts.no_build {
+                web::build(opts.profile())?;
+            }
+            let root = web::root();
+            let server = serve::Server::bind(&root, opts.port.unwrap_or(8000))?;
+            println!("gpuscope web app: {}", server.url());
+            server.run();
+            Ok(ExitCode::SUCCESS)
+        }
+        "test-web" => {
+            opts.only(&["--dev"])?;
+            web::test(opts.profile())
+        }
+        "help" | "--help" | "-h" => {
+            println!("{USAGE}");
+            Ok(ExitCode::SUCCESS)
+        }
+        other => Err(format!("unknown command '{other}'\n\n{USAGE}")),
+    }
+}
+
+#[derive(Default)]
+struct Options {
+    dev: bool,
+    no_build: bool,
+    port: Option<u16>,
+    given: Vec<&'static str>,
+}
+
+impl Options {
+    fn parse(args: &[String]) -> Result<Options, String> {
+        let mut opts = Options::default();
+        let mut it = args.iter();
+        while let Some(arg) = it.next() {
+            match arg.as_str() {
+                "--dev" => {
+                    opts.dev = true;
+                    opts.given.push("--dev");
+                }
+                "--no-build" => {
+                    opts.no_build = true;
+                    opts.given.push("--no-build");
+                }
+                "--port" => {
+                    let value = it.next().ok_or("--port needs a number")?;
+                    opts.port = Some(
+                        value
+                            .parse()
+                            .map_err(|_| format!("--port {value}: not a port number (0-65535)"))?,
+                    );
+                    opts.given.push("--port");
+                }
+                other => return Err(format!("unknown option '{other}'\n\n{USAGE}")),
+            }
+        }
+        Ok(opts)
+    }
+
+    /// Rejects options that the command does not take.
+    fn only(&self, allowed: &[&str]) -> Result<(), String> {
+        match self.given.iter().find(|g| !allowed.contains(g)) {
+            Some(g) => Err(format!("option {g} does not apply to this command")),
+            None => Ok(()),
+        }
+    }
+
+    fn profile(&self) -> &'static str {
+        if self.dev { "web-dev" } else { "release-web" }
+    }
+}
