@@ -59,13 +59,28 @@ fn map_coordinate(c: i32, n: i32) -> i32 {
 }
 
 // scipy casts each pass's double result to the output dtype with a C cast:
-// truncation toward zero, then wrap-around modulo 2^bits.
+// truncation toward zero, then wrap-around modulo 2^bits. scipy's f64 sum of
+// a flat region is the integer itself, where an f32 sum may land one ulp
+// below it and truncate a whole count away: results within f32 rounding of
+// an integer are taken as that integer.
 fn quantize(v: f32) -> f32 {
     if (p.quantize_bits == 0u) {
         return v;
     }
     let span = exp2(f32(p.quantize_bits));
-    let t = trunc(v);
+    let nearest = round(v);
+    var t = trunc(v);
+    if (abs(v - nearest) <= 1e-6 * max(abs(v), 1.0)) {
+        t = nearest;
+    }
+    var lo = 0.0;
+    if (p.quantize_signed != 0u) {
+        lo = -0.5 * span;
+    }
+    // In range: no wrap (the modulo below loses precision for 32-bit types).
+    if (t >= lo && t < lo + span) {
+        return t;
+    }
     var w = t - floor(t / span) * span;
     if (p.quantize_signed != 0u && w >= span * 0.5) {
         w -= span;

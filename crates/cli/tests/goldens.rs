@@ -1,0 +1,88 @@
+//! `gpuscope convolve` against scipy.ndimage goldens (tests/golden, made by
+//! make_goldens.py) on real images, on the GPU and with --cpu.
+//!
+//! Tolerances: float outputs within 1e-5 of the largest golden magnitude on
+//! the GPU (f32 sums; scipy sums in f64) and 1e-6 on the CPU reference
+//! (f64 sums, same order as scipy up to rounding). Integer outputs are exact
+//! on the CPU; on the GPU an f32 sum can fall on the other side of an integer
+//! from scipy's f64 sum, so at most 0.1% of pixels may differ, by one count.
+
+mod common;
+
+use common::{data, gpuscope, repo, scratch, stderr};
+use gpuscope_io::Array;
+use serde_json::Value;
+
+fn resolve(spec: &str) -> String {
+    let golden = repo().join("tests/golden");
+    match spec.strip_prefix("golden:") {
+        Some(name) => golden.join(name).display().to_string(),
+        None => data(spec.trim_start_matches("shared/data/")).display().to_string(),
+    }
+}
+
+fn crop(a: &Array, crop: &Value) -> Vec<f64> {
+    let v = a.to_f64_vec();
+    if crop.is_null() {
+        return v;
+    }
+    let r = |i: usize, j: usize| crop[i][j].as_u64().unwrap() as usize;
+    let w = a.shape[1];
+    let inner: usize = a.shape[2..].iter().product();
+    let mut out = Vec::new();
+    for y in r(0, 0)..r(0, 1) {
+        let row = (y * w + r(1, 0)) * inner;
+        out.extend_from_slice(&v[row..row + (r(1, 1) - r(1, 0)) * inner]);
+    }
+    out
+}
+
+#[test]
+fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
+    let manifest = std::fs::read_to_string(repo().join("tests/golden/MANIFEST.json")).unwrap();
+    let cases: Vec<Value> = serde_json::from_str(&manifest).unwrap();
+    assert!(cases.len() >= 10);
+    let dir = scratch("goldens");
+    for case in &cases {
+        let name = case["name"].as_str().unwrap();
+        let golden = gpuscope_io::read(&repo().join("tests/golden").join(case["output"].as_str().unwrap()))
+            .unwrap()
+            .array;
+        let want = golden.to_f64_vec();
+        let scale = want.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
+        let exact = case["exact"].as_bool().unwrap();
+        for cpu in [false, true] {
+            let out = dir.join(format!("{name}_{cpu}.npy"));
+            let mut args: Vec<String> = Vec::new();
+            if cpu {
+                args.push("--cpu".into());
+            }
+            args.extend(["convolve".into(), resolve(case["input"].as_str().unwrap()), out.display().to_string()]);
+            for a in case["args"].as_array().unwrap() {
+                let a = a.as_str().unwrap();
+                args.push(if a.starts_with("golden:") { resolve(a) } else { a.to_string() });
+            }
+            let refs: Vec<&str> = args.iter().map(String::as_str).collect();
+            let o = gpuscope(&refs);
+            assert!(o.status.success(), "{name} cpu={cpu}: {}", stderr(&o));
+            let got_array = gpuscope_io::read(&out).unwrap().array;
+            assert_eq!(got_array.dtype(), golden.dtype(), "{name}: dtype as scipy");
+            let got = crop(&got_array, &case["crop"]);
+            assert_eq!(got.len(), want.len(), "{name}: shape");
+            let diffs: Vec<f64> = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).collect();
+            let worst = diffs.iter().cloned().fold(0.0, f64::max);
+            if exact {
+                let differing = diffs.iter().filter(|&&d| d > 0.0).count();
+                if cpu {
+                    assert_eq!(differing, 0, "{name} cpu: {differing} pixels differ (max {worst})");
+                } else {
+                    assert!(worst <= 1.0 && differing * 1000 <= want.len(),
+                        "{name} gpu: {differing} of {} pixels differ, max {worst}", want.len());
+                }
+            } else {
+                let tol = if cpu { 1e-6 } else { 1e-5 } * scale;
+                assert!(worst <= tol, "{name} cpu={cpu}: max difference {worst} > {tol}");
+            }
+        }
+    }
+}
