@@ -14,7 +14,11 @@ use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::json;
 
 #[derive(Parser)]
-#[command(name = "gpuscope", version, about = "Scientific image analysis on any GPU")]
+#[command(
+    name = "gpuscope",
+    version,
+    about = "Scientific image analysis on any GPU"
+)]
 struct Cli {
     /// Run the CPU reference path instead of the GPU.
     #[arg(long, global = true)]
@@ -61,7 +65,14 @@ struct ConvolveArgs {
     input: PathBuf,
     output: PathBuf,
     /// Gaussian sigma: one value, or one per axis (axis 0 first).
-    #[arg(long, value_name = "SIGMA[,SIGMA...]", value_delimiter = ',', allow_negative_numbers = true, conflicts_with = "kernel", required_unless_present = "kernel")]
+    #[arg(
+        long,
+        value_name = "SIGMA[,SIGMA...]",
+        value_delimiter = ',',
+        allow_negative_numbers = true,
+        conflicts_with = "kernel",
+        required_unless_present = "kernel"
+    )]
     gaussian: Option<Vec<f64>>,
     /// Kernel weights as an .npy (or any readable) array with one axis per image axis.
     #[arg(long, value_name = "K.npy")]
@@ -202,7 +213,13 @@ fn info(file: &Path, json: bool) -> CliResult {
     let image = gpuscope_io::read(file)?;
     let a = &image.array;
     let s = a.stats();
-    let finite = |v: f64| if s.n_finite > 0 { json!(v) } else { json!(null) };
+    let finite = |v: f64| {
+        if s.n_finite > 0 {
+            json!(v)
+        } else {
+            json!(null)
+        }
+    };
     if json {
         let out = json!({
             "shape": a.shape,
@@ -264,14 +281,38 @@ fn integer_output(dtype: DType) -> CliResult<Output> {
     use DType::*;
     Ok(match dtype {
         F32 | F64 => Output::Float,
-        U8 => Output::Integer { bits: 8, signed: false },
-        I8 => Output::Integer { bits: 8, signed: true },
-        U16 => Output::Integer { bits: 16, signed: false },
-        I16 => Output::Integer { bits: 16, signed: true },
-        U32 => Output::Integer { bits: 32, signed: false },
-        I32 => Output::Integer { bits: 32, signed: true },
-        U64 => Output::Integer { bits: 64, signed: false },
-        I64 => Output::Integer { bits: 64, signed: true },
+        U8 => Output::Integer {
+            bits: 8,
+            signed: false,
+        },
+        I8 => Output::Integer {
+            bits: 8,
+            signed: true,
+        },
+        U16 => Output::Integer {
+            bits: 16,
+            signed: false,
+        },
+        I16 => Output::Integer {
+            bits: 16,
+            signed: true,
+        },
+        U32 => Output::Integer {
+            bits: 32,
+            signed: false,
+        },
+        I32 => Output::Integer {
+            bits: 32,
+            signed: true,
+        },
+        U64 => Output::Integer {
+            bits: 64,
+            signed: false,
+        },
+        I64 => Output::Integer {
+            bits: 64,
+            signed: true,
+        },
         Bool => {
             return Err(Failure(
                 "a boolean output dtype is not supported for filters (use --dtype uint8 or float32)".into(),

@@ -17,8 +17,14 @@ fn assert_clean_failure(o: &std::process::Output, needle: &str, out: &std::path:
     assert_eq!(o.status.code(), Some(1), "{e}");
     let lines: Vec<&str> = e.lines().filter(|l| !l.starts_with("warning:")).collect();
     assert_eq!(lines.len(), 1, "one line expected: {e}");
-    assert!(lines[0].starts_with("error: ") && lines[0].contains(needle), "{e}");
-    assert!(!e.contains("panicked") && !e.contains("RUST_BACKTRACE"), "{e}");
+    assert!(
+        lines[0].starts_with("error: ") && lines[0].contains(needle),
+        "{e}"
+    );
+    assert!(
+        !e.contains("panicked") && !e.contains("RUST_BACKTRACE"),
+        "{e}"
+    );
     assert!(!out.exists(), "partial output left at {}", out.display());
 }
 
@@ -56,7 +62,14 @@ fn threshold_gives_a_bool_mask_equal_on_gpu_and_cpu() {
         if cpu {
             args.push("--cpu");
         }
-        args.extend(["threshold", coins.to_str().unwrap(), out.to_str().unwrap(), "--above", "100.5", "--json"]);
+        args.extend([
+            "threshold",
+            coins.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--above",
+            "100.5",
+            "--json",
+        ]);
         let v = json(&gpuscope(&args));
         let mask = gpuscope_io::read(&out).unwrap().array;
         assert_eq!(mask.dtype(), gpuscope_io::DType::Bool);
@@ -72,12 +85,19 @@ fn threshold_gives_a_bool_mask_equal_on_gpu_and_cpu() {
 fn damaged_input_files_fail_cleanly_without_output() {
     let dir = scratch("damaged");
     let out = dir.join("out.npy");
-    for src in ["images/coins.png", "diffraction/dlsnxs2cbf_therm_0001.cbf.gz", "images/multipage.tif"] {
+    for src in [
+        "images/coins.png",
+        "diffraction/dlsnxs2cbf_therm_0001.cbf.gz",
+        "images/multipage.tif",
+    ] {
         let bytes = std::fs::read(data(src)).unwrap();
         let name = src.rsplit('/').next().unwrap();
         let truncated = dir.join(format!("cut_{name}"));
         std::fs::write(&truncated, &bytes[..bytes.len() / 2]).unwrap();
-        for cmd in [&["convolve", "--gaussian", "1"][..], &["threshold", "--above", "1"][..]] {
+        for cmd in [
+            &["convolve", "--gaussian", "1"][..],
+            &["threshold", "--above", "1"][..],
+        ] {
             let mut args = vec![cmd[0], truncated.to_str().unwrap(), out.to_str().unwrap()];
             args.extend(&cmd[1..]);
             assert_clean_failure(&gpuscope(&args), "cut_", &out);
@@ -89,7 +109,13 @@ fn damaged_input_files_fail_cleanly_without_output() {
     }
     let missing = dir.join("missing.npy");
     assert_clean_failure(
-        &gpuscope(&["convolve", missing.to_str().unwrap(), out.to_str().unwrap(), "--gaussian", "1"]),
+        &gpuscope(&[
+            "convolve",
+            missing.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--gaussian",
+            "1",
+        ]),
         "missing.npy",
         &out,
     );
@@ -107,16 +133,39 @@ fn absurd_parameters_and_unwritable_outputs_fail_cleanly() {
         (vec!["convolve", c, o, "--gaussian", "-1"], "sigma"),
         (vec!["convolve", c, o, "--gaussian", "1,2,3"], "sigma"),
         (vec!["convolve", c, o, "--gaussian", "1e9"], "sigma"),
-        (vec!["convolve", c, o, "--gaussian", "1", "--truncate", "0"], "truncate"),
-        (vec!["convolve", c, o, "--kernel", k3.to_str().unwrap()], "weights"),
-        (vec!["convolve", c, "/nonexistent-dir/x.npy", "--gaussian", "1"], "x.npy"),
-        (vec!["convolve", c, &format!("{}/x.jpg", dir.display()), "--gaussian", "1"], "x.jpg"),
+        (
+            vec!["convolve", c, o, "--gaussian", "1", "--truncate", "0"],
+            "truncate",
+        ),
+        (
+            vec!["convolve", c, o, "--kernel", k3.to_str().unwrap()],
+            "weights",
+        ),
+        (
+            vec!["convolve", c, "/nonexistent-dir/x.npy", "--gaussian", "1"],
+            "x.npy",
+        ),
+        (
+            vec![
+                "convolve",
+                c,
+                &format!("{}/x.jpg", dir.display()),
+                "--gaussian",
+                "1",
+            ],
+            "x.jpg",
+        ),
     ] {
         assert_clean_failure(&gpuscope(&args), needle, &out);
     }
     // Usage errors exit with 2.
     assert_eq!(gpuscope(&["convolve", c, o]).status.code(), Some(2));
-    assert_eq!(gpuscope(&["convolve", c, o, "--gaussian", "1", "--mode", "bogus"]).status.code(), Some(2));
+    assert_eq!(
+        gpuscope(&["convolve", c, o, "--gaussian", "1", "--mode", "bogus"])
+            .status
+            .code(),
+        Some(2)
+    );
     assert_eq!(gpuscope(&["frobnicate"]).status.code(), Some(2));
     assert!(!out.exists());
 }
@@ -129,30 +178,67 @@ fn tiny_nan_and_stack_inputs() {
         gpuscope_io::write(&p, &a).unwrap();
         p
     };
-    let one = write("one.npy", gpuscope_io::Array::from_f32(vec![1, 1], vec![3.5]).unwrap());
+    let one = write(
+        "one.npy",
+        gpuscope_io::Array::from_f32(vec![1, 1], vec![3.5]).unwrap(),
+    );
     let nan = write(
         "nan.npy",
-        gpuscope_io::Array::from_f32(vec![2, 3], vec![1.0, f32::NAN, 2.0, f32::INFINITY, 0.0, -1.0]).unwrap(),
+        gpuscope_io::Array::from_f32(
+            vec![2, 3],
+            vec![1.0, f32::NAN, 2.0, f32::INFINITY, 0.0, -1.0],
+        )
+        .unwrap(),
     );
     for cpu in [false, true] {
         let flag = if cpu { "--cpu" } else { "--adapter=" };
         let out = dir.join("o.npy");
-        let o = gpuscope(&[flag, "convolve", one.to_str().unwrap(), out.to_str().unwrap(), "--gaussian", "3"]);
+        let o = gpuscope(&[
+            flag,
+            "convolve",
+            one.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--gaussian",
+            "3",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
-        assert_eq!(gpuscope_io::read(&out).unwrap().array.to_f64_vec(), vec![3.5]);
+        assert_eq!(
+            gpuscope_io::read(&out).unwrap().array.to_f64_vec(),
+            vec![3.5]
+        );
         // NaN spreads through the kernel's reach, as in scipy.
-        let o = gpuscope(&[flag, "convolve", nan.to_str().unwrap(), out.to_str().unwrap(), "--gaussian", "0,1"]);
+        let o = gpuscope(&[
+            flag,
+            "convolve",
+            nan.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--gaussian",
+            "0,1",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         let v = gpuscope_io::read(&out).unwrap().array.to_f64_vec();
         assert!(v[..3].iter().all(|x| x.is_nan()), "{v:?}");
-        let o = gpuscope(&[flag, "threshold", nan.to_str().unwrap(), out.to_str().unwrap(), "--above", "0.5"]);
+        let o = gpuscope(&[
+            flag,
+            "threshold",
+            nan.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--above",
+            "0.5",
+        ]);
         assert!(o.status.success(), "{}", stderr(&o));
         let m = gpuscope_io::read(&out).unwrap().array.to_f64_vec();
         assert_eq!(m, vec![1.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
     }
     // A multi-page TIFF is a stack: filtered as a 3-D array.
     let out = dir.join("stack.tif");
-    let o = gpuscope(&["convolve", data("images/multipage.tif").to_str().unwrap(), out.to_str().unwrap(), "--gaussian", "0,1,1"]);
+    let o = gpuscope(&[
+        "convolve",
+        data("images/multipage.tif").to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--gaussian",
+        "0,1,1",
+    ]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert_eq!(gpuscope_io::read(&out).unwrap().array.ndim(), 3);
 }

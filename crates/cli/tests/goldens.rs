@@ -17,7 +17,9 @@ fn resolve(spec: &str) -> String {
     let golden = repo().join("tests/golden");
     match spec.strip_prefix("golden:") {
         Some(name) => golden.join(name).display().to_string(),
-        None => data(spec.trim_start_matches("shared/data/")).display().to_string(),
+        None => data(spec.trim_start_matches("shared/data/"))
+            .display()
+            .to_string(),
     }
 }
 
@@ -45,9 +47,13 @@ fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
     let dir = scratch("goldens");
     for case in &cases {
         let name = case["name"].as_str().unwrap();
-        let golden = gpuscope_io::read(&repo().join("tests/golden").join(case["output"].as_str().unwrap()))
-            .unwrap()
-            .array;
+        let golden = gpuscope_io::read(
+            &repo()
+                .join("tests/golden")
+                .join(case["output"].as_str().unwrap()),
+        )
+        .unwrap()
+        .array;
         let want = golden.to_f64_vec();
         let scale = want.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
         let exact = case["exact"].as_bool().unwrap();
@@ -57,10 +63,18 @@ fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
             if cpu {
                 args.push("--cpu".into());
             }
-            args.extend(["convolve".into(), resolve(case["input"].as_str().unwrap()), out.display().to_string()]);
+            args.extend([
+                "convolve".into(),
+                resolve(case["input"].as_str().unwrap()),
+                out.display().to_string(),
+            ]);
             for a in case["args"].as_array().unwrap() {
                 let a = a.as_str().unwrap();
-                args.push(if a.starts_with("golden:") { resolve(a) } else { a.to_string() });
+                args.push(if a.starts_with("golden:") {
+                    resolve(a)
+                } else {
+                    a.to_string()
+                });
             }
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let o = gpuscope(&refs);
@@ -74,14 +88,23 @@ fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
             if exact {
                 let differing = diffs.iter().filter(|&&d| d > 0.0).count();
                 if cpu {
-                    assert_eq!(differing, 0, "{name} cpu: {differing} pixels differ (max {worst})");
+                    assert_eq!(
+                        differing, 0,
+                        "{name} cpu: {differing} pixels differ (max {worst})"
+                    );
                 } else {
-                    assert!(worst <= 1.0 && differing * 1000 <= want.len(),
-                        "{name} gpu: {differing} of {} pixels differ, max {worst}", want.len());
+                    assert!(
+                        worst <= 1.0 && differing * 1000 <= want.len(),
+                        "{name} gpu: {differing} of {} pixels differ, max {worst}",
+                        want.len()
+                    );
                 }
             } else {
                 let tol = if cpu { 1e-6 } else { 1e-5 } * scale;
-                assert!(worst <= tol, "{name} cpu={cpu}: max difference {worst} > {tol}");
+                assert!(
+                    worst <= tol,
+                    "{name} cpu={cpu}: max difference {worst} > {tol}"
+                );
             }
         }
     }

@@ -85,9 +85,7 @@ pub fn plan(shape: Shape3, halo: Shape3, max_elements: u64) -> Result<Vec<Chunk>
                 let mut core_lo = [z, y, 0];
                 let mut core_hi = [z + 1, y + 1, shape[2]];
                 let mut pad = [0; 3];
-                for b in 0..axis {
-                    pad[b] = halo[b];
-                }
+                pad[..axis].copy_from_slice(&halo[..axis]);
                 core_lo[axis] = lo;
                 core_hi[axis] = hi;
                 for b in axis + 1..3 {
@@ -206,9 +204,8 @@ mod tests {
     #[test]
     fn modes_match_scipy_tables() {
         // abcd with 3 extra on each side, from scipy.ndimage's mode docs.
-        let row = |mode| -> Vec<Option<usize>> {
-            (-3..7).map(|c| map_coordinate(c, 4, mode)).collect()
-        };
+        let row =
+            |mode| -> Vec<Option<usize>> { (-3..7).map(|c| map_coordinate(c, 4, mode)).collect() };
         let s = |v: &[usize]| v.iter().map(|&x| Some(x)).collect::<Vec<_>>();
         assert_eq!(row(Mode::Reflect), s(&[2, 1, 0, 0, 1, 2, 3, 3, 2, 1]));
         assert_eq!(row(Mode::Mirror), s(&[3, 2, 1, 0, 1, 2, 3, 2, 1, 0]));
@@ -231,7 +228,10 @@ mod tests {
             let chunks = plan(shape, halo, max).unwrap();
             let mut seen = vec![0u8; shape.iter().product()];
             for c in &chunks {
-                assert!(c.box_shape().iter().product::<usize>() as u64 <= max, "{c:?}");
+                assert!(
+                    c.box_shape().iter().product::<usize>() as u64 <= max,
+                    "{c:?}"
+                );
                 for z in c.core_lo[0]..c.core_hi[0] {
                     for y in c.core_lo[1]..c.core_hi[1] {
                         for x in c.core_lo[2]..c.core_hi[2] {

@@ -61,7 +61,8 @@ pub struct Gpu {
 /// Lists the adapters this machine offers (native only; browsers expose one).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn list_adapters() -> Vec<String> {
-    let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
     pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
         .iter()
         .map(|a| {
@@ -75,7 +76,8 @@ impl Gpu {
     /// Opens an adapter and a device with the adapter's own limits, so that
     /// chunk sizes follow what the hardware really offers.
     pub async fn new(options: GpuOptions) -> Result<Gpu> {
-        let instance = wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+        let instance =
+            wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
         let adapter = match &options.adapter {
             Some(wanted) => pick_adapter(&instance, wanted).await?,
             None => instance
@@ -108,7 +110,7 @@ impl Gpu {
             .await
             .map_err(|e| Error::NoAdapter(format!("{}: {e}", info.name)))?;
         let max_buffer = limits.max_buffer_size;
-        let mut max_binding = u64::from(limits.max_storage_buffer_binding_size).min(max_buffer);
+        let mut max_binding = limits.max_storage_buffer_binding_size.min(max_buffer);
         if let Some(cap) = options.max_binding_size {
             max_binding = max_binding.min(cap.max(1024));
         }
@@ -391,7 +393,13 @@ impl Recorder<'_> {
                 layout: &layout,
                 entries: &entries,
             });
-        let (x, y) = grid(threads, self.gpu.device.limits().max_compute_workgroups_per_dimension)?;
+        let (x, y) = grid(
+            threads,
+            self.gpu
+                .device
+                .limits()
+                .max_compute_workgroups_per_dimension,
+        )?;
         let timestamp_writes = match &self.queries {
             Some(q) if self.passes < MAX_TIMED_PASSES => Some(wgpu::ComputePassTimestampWrites {
                 query_set: q,

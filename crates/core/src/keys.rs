@@ -116,7 +116,11 @@ fn key_f32(x: f32) -> u32 {
         return 0;
     }
     let b = x.to_bits();
-    if b & 0x8000_0000 != 0 { !b } else { b | 0x8000_0000 }
+    if b & 0x8000_0000 != 0 {
+        !b
+    } else {
+        b | 0x8000_0000
+    }
 }
 
 fn key_f64(x: f64) -> u64 {
@@ -159,11 +163,17 @@ mod tests {
         let Keys::K32(k) = Samples::F32(&f).keys(0..3) else {
             panic!()
         };
-        assert_eq!(k.iter().map(|&k| k >= t).collect::<Vec<_>>(), [false, true, false]);
+        assert_eq!(
+            k.iter().map(|&k| k >= t).collect::<Vec<_>>(),
+            [false, true, false]
+        );
         assert_eq!(Samples::U8(&[]).key_above(254.5), Some(255));
         assert_eq!(Samples::U8(&[]).key_above(255.0), None);
         assert_eq!(Samples::U8(&[]).key_above(-3.0), Some(0));
-        assert_eq!(Samples::I16(&[]).key_above(-1.5), Some(u64::from(key_i32(-1))));
+        assert_eq!(
+            Samples::I16(&[]).key_above(-1.5),
+            Some(u64::from(key_i32(-1)))
+        );
         assert_eq!(Samples::F64(&[]).key_above(f64::INFINITY), None);
         assert!(Samples::F64(&[]).key_above(f64::NEG_INFINITY).unwrap() > 0);
         assert_eq!(Samples::F32(&[]).key_above(f64::INFINITY), None);

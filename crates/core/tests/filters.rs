@@ -111,7 +111,10 @@ fn chunked_runs_equal_reference_on_every_mode() {
 #[test]
 fn integer_outputs_truncate_and_wrap_between_passes_like_scipy() {
     let shape = [40, 33];
-    let input: Vec<f64> = noise(40 * 33, 11).iter().map(|v| (v * 255.0).floor()).collect();
+    let input: Vec<f64> = noise(40 * 33, 11)
+        .iter()
+        .map(|v| (v * 255.0).floor())
+        .collect();
     let input32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
     let out = Output::Integer {
         bits: 8,
@@ -122,12 +125,25 @@ fn integer_outputs_truncate_and_wrap_between_passes_like_scipy() {
     let g = pollster::block_on(filters::apply(gpu(), &f, &input32, &shape, boundary, out)).unwrap();
     let c = filters::cpu::apply(&f, &input, &shape, boundary, out).unwrap();
     // f32 and f64 sums can straddle an integer: allow 1 count on <0.5% of pixels.
-    let off: Vec<_> = g.iter().zip(&c).filter(|(g, c)| f64::from(**g) != **c).collect();
-    assert!(off.iter().all(|(g, c)| (f64::from(**g) - **c).abs() <= 1.0), "{off:?}");
-    assert!(off.len() * 200 < g.len(), "{} of {} differ", off.len(), g.len());
+    let off: Vec<_> = g
+        .iter()
+        .zip(&c)
+        .filter(|(g, c)| f64::from(**g) != **c)
+        .collect();
+    assert!(
+        off.iter().all(|(g, c)| (f64::from(**g) - **c).abs() <= 1.0),
+        "{off:?}"
+    );
+    assert!(
+        off.len() * 200 < g.len(),
+        "{} of {} differ",
+        off.len(),
+        g.len()
+    );
     // A Laplacian goes negative: uint8 wraps around as scipy's C cast does.
     let lap = Filter::convolve(2, &[0., 1., 0., 1., -4., 1., 0., 1., 0.], &[3, 3]).unwrap();
-    let g = pollster::block_on(filters::apply(gpu(), &lap, &input32, &shape, boundary, out)).unwrap();
+    let g =
+        pollster::block_on(filters::apply(gpu(), &lap, &input32, &shape, boundary, out)).unwrap();
     let c = filters::cpu::apply(&lap, &input, &shape, boundary, out).unwrap();
     assert!(c.iter().all(|v| (0.0..256.0).contains(v)));
     assert_eq!(g.iter().map(|&v| f64::from(v)).collect::<Vec<_>>(), c);
@@ -145,21 +161,35 @@ fn input_larger_than_one_lavapipe_binding_is_chunked_correctly() {
         mode: Mode::Mirror,
         cval: 0.0,
     };
-    let g = pollster::block_on(filters::apply(gpu(), &f, &input, &shape, boundary, Output::Float))
-        .unwrap();
+    let g = pollster::block_on(filters::apply(
+        gpu(),
+        &f,
+        &input,
+        &shape,
+        boundary,
+        Output::Float,
+    ))
+    .unwrap();
     // Check rows around every possible chunk border against the reference on
     // a band of the image (the reference on the whole would take minutes).
     let rows = 9000;
     let chunk_rows = (gpu().max_binding_size() / 4 / 4000) as usize;
-    for border in (chunk_rows / 2..rows).step_by(chunk_rows / 2).chain([0, rows - 8]) {
+    for border in (chunk_rows / 2..rows)
+        .step_by(chunk_rows / 2)
+        .chain([0, rows - 8])
+    {
         let lo = border.saturating_sub(8);
         let hi = (border + 8).min(rows);
         // The band with 4 rows of context (the kernel's radius) each side,
         // mirrored at the image edges exactly as the full reference would.
         let ctx_lo = lo.saturating_sub(4);
         let ctx_hi = (hi + 4).min(rows);
-        let band: Vec<f64> = input[ctx_lo * 4000..ctx_hi * 4000].iter().map(|&v| f64::from(v)).collect();
-        let c = filters::cpu::apply(&f, &band, &[ctx_hi - ctx_lo, 4000], boundary, Output::Float).unwrap();
+        let band: Vec<f64> = input[ctx_lo * 4000..ctx_hi * 4000]
+            .iter()
+            .map(|&v| f64::from(v))
+            .collect();
+        let c = filters::cpu::apply(&f, &band, &[ctx_hi - ctx_lo, 4000], boundary, Output::Float)
+            .unwrap();
         // Only rows whose context is complete (or is the true image edge) are comparable.
         for r in lo..hi {
             let complete = (r >= ctx_lo + 4 || ctx_lo == 0) && (r + 4 < ctx_hi || ctx_hi == rows);
@@ -194,7 +224,10 @@ fn repeated_calls_of_many_sizes_leave_no_device_memory_behind() {
         peak = peak.max(device.live_bytes());
     }
     // The pool keeps buffers for reuse, bounded by a quarter of the budget.
-    assert!(peak <= device.memory_budget() / 4 + (16 << 20), "peak {peak}");
+    assert!(
+        peak <= device.memory_budget() / 4 + (16 << 20),
+        "peak {peak}"
+    );
     device.trim();
     assert_eq!(device.live_bytes(), 0);
 }

@@ -51,8 +51,14 @@ fn every_dtype_is_compared_exactly() {
 #[test]
 fn nan_and_infinities_follow_numpy() {
     let v = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1.0];
-    assert_eq!(both(Samples::F32(&v), 0.0), [false, true, false, false, false, true]);
-    assert_eq!(both(Samples::F32(&v), f64::NEG_INFINITY), [false, true, false, true, true, true]);
+    assert_eq!(
+        both(Samples::F32(&v), 0.0),
+        [false, true, false, false, false, true]
+    );
+    assert_eq!(
+        both(Samples::F32(&v), f64::NEG_INFINITY),
+        [false, true, false, true, true, true]
+    );
     assert_eq!(both(Samples::F32(&v), f64::INFINITY), [false; 6]);
     let d = [f64::NAN, f64::INFINITY, -1.0];
     assert_eq!(both(Samples::F64(&d), -2.0), [false, true, true]);

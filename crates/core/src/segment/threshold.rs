@@ -44,7 +44,9 @@ pub async fn threshold_above(gpu: &Gpu, samples: Samples<'_>, value: f64) -> Res
     let entry = if wide { "threshold64" } else { "threshold32" };
     let pipeline = gpu.pipeline(shaders::THRESHOLD, entry)?;
     let chunk = max.min(n.max(4));
-    let keys_buf = gpu.storage((chunk as u64) * key_bytes, "threshold input").await?;
+    let keys_buf = gpu
+        .storage((chunk as u64) * key_bytes, "threshold input")
+        .await?;
     let mask_buf = match gpu.storage(chunk as u64, "threshold mask").await {
         Ok(b) => b,
         Err(e) => {
@@ -69,7 +71,11 @@ pub async fn threshold_above(gpu: &Gpu, samples: Samples<'_>, value: f64) -> Res
                 _pad: 0,
             });
             let mut rec = gpu.recorder();
-            rec.dispatch(&pipeline, &[&params, &keys_buf, &mask_buf], u64::from(count).div_ceil(4))?;
+            rec.dispatch(
+                &pipeline,
+                &[&params, &keys_buf, &mask_buf],
+                u64::from(count).div_ceil(4),
+            )?;
             rec.submit().await?;
             let bytes = gpu.read(&mask_buf, u64::from(count)).await?;
             mask.extend(bytes.iter().map(|&b| b != 0));

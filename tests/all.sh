@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every test of gpuscope, on a fresh Debian machine. Installs what it needs
+# (lavapipe for GPU tests without a GPU, Chromium for the browser test, the
+# wasm target, npm packages) or stops saying exactly what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+missing=()
+ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
+[ -x /usr/bin/chromium ] || missing+=(chromium)
+command -v node >/dev/null || missing+=(nodejs npm)
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+    echo "installing ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+  else
+    echo "missing packages: run 'sudo apt-get install -y ${missing[*]}' and try again" >&2
+    exit 1
+  fi
+fi
+if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
+  rustup target add wasm32-unknown-unknown
+fi
+
+export NODEVICE_SELECT=1   # silences a Mesa device-select warning
+export CARGO_TERM_COLOR=never
+
+echo "== format and lints"
+cargo fmt --all --check
+cargo clippy --workspace --all-targets -q -- -D warnings
+cargo clippy -q -p gpuscope-core -p gpuscope-io -p gpuscope-web --target wasm32-unknown-unknown -- -D warnings
+
+echo "== Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)"
+cargo test --workspace
+
+echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
+cargo xtask test-web
