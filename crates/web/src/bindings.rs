@@ -69,10 +69,11 @@ pub async fn open_gpu() -> Result<Engine, JsError> {
     }
     match Gpu::new(GpuOptions::default()).await {
         Ok(gpu) => Ok(Engine { gpu }),
-        Err(Error::NoAdapter(why)) => Err(JsError::new(&format!(
-            "WebGPU is present but gave no usable adapter ({why}): check that hardware \
-             acceleration is enabled; the CPU path is used meanwhile"
-        ))),
+        // wgpu's own text lists backends that a wasm build never has: noise here.
+        Err(Error::NoAdapter(_)) => Err(JsError::new(
+            "WebGPU is present but the browser gave no adapter (hardware acceleration may be \
+             off, or the GPU blocklisted): the CPU path is used meanwhile",
+        )),
         Err(e) => Err(js_err(e)),
     }
 }

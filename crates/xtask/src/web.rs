@@ -107,6 +107,9 @@ pub fn build(profile: &str) -> Result<(), String> {
         // As the wasm-bindgen CLI does (the library defaults to omitting it):
         // `init()` then finds the .wasm next to the glue.
         .omit_default_module_path(false)
+        // The name section is a fifth of the module; dev builds keep it for
+        // readable panic backtraces.
+        .remove_name_section(profile == "release-web")
         .generate(&out)
         .map_err(|e| format!("wasm-bindgen on {}: {e:#}", wasm.display()))?;
     let size = std::fs::metadata(out.join("gpuscope_web_bg.wasm"))
