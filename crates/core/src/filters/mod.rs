@@ -85,6 +85,9 @@ pub struct Pass {
     pub shape: Shape3,
     pub left: Shape3,
     pub weights: Vec<f64>,
+    /// A 1-D pass of `gaussian_filter` (scipy's correlate1d); otherwise an
+    /// n-D correlation. The CPU reference follows each one's summation order.
+    pub one_d: bool,
 }
 
 impl Pass {
@@ -139,6 +142,7 @@ impl Filter {
                 shape,
                 left,
                 weights,
+                one_d: true,
             });
         }
         Ok(Filter { ndim, passes })
@@ -155,6 +159,7 @@ impl Filter {
                 shape,
                 left,
                 weights,
+                one_d: false,
             }],
         })
     }
@@ -172,6 +177,7 @@ impl Filter {
                 shape,
                 left,
                 weights: flipped,
+                one_d: false,
             }],
         })
     }
