@@ -77,13 +77,13 @@ pub fn quantize(v: f64, output: Output) -> f64 {
 
 /// The offset of tap `t` along the pass's single axis.
 fn tap_offset(pass: &super::Pass, t: usize) -> [i64; 3] {
-    let mut d = [0i64; 3];
-    for a in 0..3 {
+    [0, 1, 2].map(|a| {
         if pass.shape[a] > 1 {
-            d[a] = t as i64 - pass.left[a] as i64;
+            t as i64 - pass.left[a] as i64
+        } else {
+            0
         }
-    }
-    d
+    })
 }
 
 /// scipy's NI_Correlate1D order: symmetric kernels add mirrored pairs from
