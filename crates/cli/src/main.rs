@@ -2,15 +2,18 @@
 //! one-line errors, JSON summaries) is in docs/cli.md of the shared docs and
 //! the README.
 
+mod common;
+mod filters;
+mod segment;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use clap::{Args, Parser, Subcommand};
-use gpuscope_core::filters::{self, Boundary, Filter, Mode, Output};
-use gpuscope_core::segment::threshold;
-use gpuscope_core::{Gpu, GpuOptions, Samples};
-use gpuscope_io::{Array, ArrayData, DType};
+use clap::{Parser, Subcommand};
+use common::{CliResult, Failure};
+use gpuscope_core::filters::Mode;
+use gpuscope_core::{Gpu, GpuOptions};
+use gpuscope_io::DType;
 use serde_json::json;
 
 #[derive(Parser)]
@@ -47,7 +50,7 @@ enum Command {
         json: bool,
     },
     /// Gaussian filter or convolution with any kernel (scipy.ndimage semantics).
-    Convolve(ConvolveArgs),
+    Convolve(filters::ConvolveArgs),
     /// Pixels above a value, as a boolean mask (`image > value`).
     Threshold {
         input: PathBuf,
@@ -58,41 +61,6 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
-}
-
-#[derive(Args)]
-struct ConvolveArgs {
-    input: PathBuf,
-    output: PathBuf,
-    /// Gaussian sigma: one value, or one per axis (axis 0 first).
-    #[arg(
-        long,
-        value_name = "SIGMA[,SIGMA...]",
-        value_delimiter = ',',
-        allow_negative_numbers = true,
-        conflicts_with = "kernel",
-        required_unless_present = "kernel"
-    )]
-    gaussian: Option<Vec<f64>>,
-    /// Kernel weights as an .npy (or any readable) array with one axis per image axis.
-    #[arg(long, value_name = "K.npy")]
-    kernel: Option<PathBuf>,
-    /// Correlate with the kernel instead of convolving (scipy.ndimage.correlate: no flip).
-    #[arg(long, requires = "kernel")]
-    correlate: bool,
-    #[arg(long, default_value = "reflect", value_parser = parse_mode)]
-    mode: Mode,
-    /// Value outside the image in constant mode.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
-    cval: f64,
-    /// Gaussian radius in sigmas: int(truncate * sigma + 0.5) taps each side.
-    #[arg(long, default_value_t = 4.0)]
-    truncate: f64,
-    /// Output dtype (numpy name); default: the input's, as scipy.
-    #[arg(long, value_name = "DTYPE", value_parser = parse_dtype)]
-    dtype: Option<DType>,
-    #[arg(long)]
-    json: bool,
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -131,17 +99,6 @@ fn parse_size(s: &str) -> Result<u64, String> {
     Ok((n * scale as f64) as u64)
 }
 
-/// A failure reported as one `error: ...` line with exit status 1.
-struct Failure(String);
-
-impl<E: std::fmt::Display> From<E> for Failure {
-    fn from(e: E) -> Self {
-        Failure(e.to_string())
-    }
-}
-
-type CliResult<T = ()> = Result<T, Failure>;
-
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(cli) {
@@ -153,59 +110,17 @@ fn main() -> ExitCode {
     }
 }
 
-/// Where an operation runs: the GPU, or the CPU reference.
-enum Engine {
-    Gpu(Box<Gpu>),
-    Cpu,
-}
-
-impl Engine {
-    fn open(cli: &Cli) -> CliResult<Engine> {
-        if cli.cpu {
-            return Ok(Engine::Cpu);
-        }
-        let options = GpuOptions {
-            adapter: cli.adapter.clone(),
-            memory_budget: cli.memory_budget,
-            max_binding_size: None,
-        };
-        match pollster::block_on(Gpu::new(options)) {
-            Ok(gpu) => Ok(Engine::Gpu(Box::new(gpu))),
-            // An adapter asked for by name and missing is the user's error.
-            Err(e) if cli.adapter.is_some() => Err(e.into()),
-            Err(e) => {
-                eprintln!("warning: {e}; running on the CPU");
-                Ok(Engine::Cpu)
-            }
-        }
-    }
-
-    fn name(&self) -> String {
-        match self {
-            Engine::Gpu(g) => g.summary().name,
-            Engine::Cpu => "cpu".into(),
-        }
-    }
-
-    fn kernel_ms(&self) -> Option<f64> {
-        match self {
-            Engine::Gpu(g) => g.last_kernel_ns().map(|ns| ns as f64 / 1e6),
-            Engine::Cpu => None,
-        }
-    }
-}
-
 fn run(cli: Cli) -> CliResult {
     match &cli.command {
         Command::Info { file, json } => info(file, *json),
         Command::Devices { json } => devices(*json),
-        Command::Convolve(args) => convolve(&cli, args),
+        Command::Convolve(args) => filters::convolve(&cli, args),
         Command::Threshold {
             input,
             output,
             above,
             json,
-        } => threshold_cmd(&cli, input, output, *above, *json),
+        } => segment::threshold_cmd(&cli, input, output, *above, *json),
     }
 }
 
@@ -273,158 +188,6 @@ fn devices(json: bool) -> CliResult {
                 if d.timestamps { "yes" } else { "no" }
             );
         }
-    }
-    Ok(())
-}
-
-fn integer_output(dtype: DType) -> CliResult<Output> {
-    use DType::*;
-    Ok(match dtype {
-        F32 | F64 => Output::Float,
-        U8 => Output::Integer {
-            bits: 8,
-            signed: false,
-        },
-        I8 => Output::Integer {
-            bits: 8,
-            signed: true,
-        },
-        U16 => Output::Integer {
-            bits: 16,
-            signed: false,
-        },
-        I16 => Output::Integer {
-            bits: 16,
-            signed: true,
-        },
-        U32 => Output::Integer {
-            bits: 32,
-            signed: false,
-        },
-        I32 => Output::Integer {
-            bits: 32,
-            signed: true,
-        },
-        U64 => Output::Integer {
-            bits: 64,
-            signed: false,
-        },
-        I64 => Output::Integer {
-            bits: 64,
-            signed: true,
-        },
-        Bool => {
-            return Err(Failure(
-                "a boolean output dtype is not supported for filters (use --dtype uint8 or float32)".into(),
-            ));
-        }
-    })
-}
-
-fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
-    let image = gpuscope_io::read(&args.input)?;
-    let input = image.array;
-    if input.dtype() == DType::Bool && args.dtype.is_none() {
-        return Err(Failure(format!(
-            "{}: boolean input; give --dtype uint8 or --dtype float32 for the output",
-            args.input.display()
-        )));
-    }
-    let out_dtype = args.dtype.unwrap_or(input.dtype());
-    let output = integer_output(out_dtype)?;
-    let ndim = input.ndim();
-    let filter = match (&args.gaussian, &args.kernel) {
-        (Some(sigma), _) => Filter::gaussian(ndim, sigma, args.truncate)?,
-        (None, Some(k)) => {
-            let kernel = gpuscope_io::read(k)?.array;
-            let w = kernel.to_f64_vec();
-            if args.correlate {
-                Filter::correlate(ndim, &w, &kernel.shape)?
-            } else {
-                Filter::convolve(ndim, &w, &kernel.shape)?
-            }
-        }
-        (None, None) => return Err(Failure("give --gaussian SIGMA or --kernel K.npy".into())),
-    };
-    let boundary = Boundary {
-        mode: args.mode,
-        cval: args.cval,
-    };
-    let engine = Engine::open(cli)?;
-    let start = Instant::now();
-    let result = match &engine {
-        Engine::Gpu(gpu) => {
-            let values = pollster::block_on(filters::apply(
-                gpu,
-                &filter,
-                &input.to_f32_vec(),
-                &input.shape,
-                boundary,
-                output,
-            ))?;
-            Array::from_f32(input.shape.clone(), values)?
-        }
-        Engine::Cpu => {
-            let values =
-                filters::cpu::apply(&filter, &input.to_f64_vec(), &input.shape, boundary, output)?;
-            Array::from_f64(input.shape.clone(), values)?
-        }
-    };
-    let elapsed = start.elapsed().as_secs_f64() * 1e3;
-    let result = result.cast(out_dtype);
-    gpuscope_io::write(&args.output, &result)?;
-    if args.json {
-        println!(
-            "{}",
-            json!({
-                "shape": result.shape, "dtype": out_dtype.name(), "device": engine.name(),
-                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed,
-            })
-        );
-    }
-    Ok(())
-}
-
-fn samples(a: &Array) -> CliResult<Samples<'_>> {
-    Ok(match &a.data {
-        ArrayData::U8(v) => Samples::U8(v),
-        ArrayData::I8(v) => Samples::I8(v),
-        ArrayData::U16(v) => Samples::U16(v),
-        ArrayData::I16(v) => Samples::I16(v),
-        ArrayData::U32(v) => Samples::U32(v),
-        ArrayData::I32(v) => Samples::I32(v),
-        ArrayData::F32(v) => Samples::F32(v),
-        ArrayData::U64(v) => Samples::U64(v),
-        ArrayData::I64(v) => Samples::I64(v),
-        ArrayData::F64(v) => Samples::F64(v),
-        ArrayData::Bool(_) => {
-            return Err(Failure("the input is already a boolean mask".into()));
-        }
-    })
-}
-
-fn threshold_cmd(cli: &Cli, input: &Path, output: &Path, above: f64, json: bool) -> CliResult {
-    let image = gpuscope_io::read(input)?;
-    let a = image.array;
-    let engine = Engine::open(cli)?;
-    let s = samples(&a)?;
-    let start = Instant::now();
-    let mask = match &engine {
-        Engine::Gpu(gpu) => pollster::block_on(threshold::threshold_above(gpu, s, above))?,
-        Engine::Cpu => threshold::cpu::threshold_above(s, above)?,
-    };
-    let elapsed = start.elapsed().as_secs_f64() * 1e3;
-    let count = mask.iter().filter(|&&m| m).count();
-    let result = Array::from_bool(a.shape.clone(), mask)?;
-    gpuscope_io::write(output, &result)?;
-    if json {
-        println!(
-            "{}",
-            json!({
-                "shape": a.shape, "n_above": count, "device": engine.name(),
-                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed,
-            })
-        );
     }
     Ok(())
 }

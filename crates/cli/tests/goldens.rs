@@ -1,10 +1,14 @@
-//! `gpuscope convolve` against scipy.ndimage goldens (tests/golden, made by
-//! make_goldens.py) on real images, on the GPU and with --cpu.
+//! gpuscope commands against reference-library goldens on real images, on
+//! the GPU and with --cpu. Every `MANIFEST.json` under tests/golden (the top
+//! one and one per operation family in a subfolder) lists cases; a case runs
+//! `command` (default `convolve`) with `args` and compares the output array.
+//! Each folder holds the script that generated its goldens.
 //!
 //! Tolerances: float outputs within 1e-5 of the largest golden magnitude on
 //! the GPU (f32 sums; scipy sums in f64) and 1e-6 on the CPU reference
 //! (f64 sums, same order as scipy up to rounding). Integer outputs are exact
-//! on the CPU; on the GPU an f32 sum can fall on the other side of an integer
+//! on the CPU, and on the GPU where the case says `gpu_exact` (selections,
+//! labels, masks); for sums on the GPU an f32 sum can fall on the other side of an integer
 //! from scipy's f64 sum, so at most 0.1% of pixels may differ, by one count.
 
 mod common;
@@ -13,8 +17,7 @@ use common::{data, gpuscope, repo, scratch, stderr};
 use gpuscope_io::Array;
 use serde_json::Value;
 
-fn resolve(spec: &str) -> String {
-    let golden = repo().join("tests/golden");
+fn resolve(golden: &std::path::Path, spec: &str) -> String {
     match spec.strip_prefix("golden:") {
         Some(name) => golden.join(name).display().to_string(),
         None => data(spec.trim_start_matches("shared/data/"))
@@ -39,24 +42,42 @@ fn crop(a: &Array, crop: &Value) -> Vec<f64> {
     out
 }
 
+/// Every (folder, case) of every manifest.
+fn cases() -> Vec<(std::path::PathBuf, Value)> {
+    let root = repo().join("tests/golden");
+    let mut folders = vec![root.clone()];
+    let mut subs: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.join("MANIFEST.json").is_file())
+        .collect();
+    subs.sort();
+    folders.extend(subs);
+    let mut all = Vec::new();
+    for folder in folders {
+        let text = std::fs::read_to_string(folder.join("MANIFEST.json")).unwrap();
+        let cases: Vec<Value> = serde_json::from_str(&text).unwrap();
+        all.extend(cases.into_iter().map(|c| (folder.clone(), c)));
+    }
+    all
+}
+
 #[test]
-fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
-    let manifest = std::fs::read_to_string(repo().join("tests/golden/MANIFEST.json")).unwrap();
-    let cases: Vec<Value> = serde_json::from_str(&manifest).unwrap();
+fn commands_match_reference_goldens_on_gpu_and_cpu() {
+    let cases = cases();
     assert!(cases.len() >= 10);
     let dir = scratch("goldens");
-    for case in &cases {
+    for (folder, case) in &cases {
         let name = case["name"].as_str().unwrap();
-        let golden = gpuscope_io::read(
-            &repo()
-                .join("tests/golden")
-                .join(case["output"].as_str().unwrap()),
-        )
-        .unwrap()
-        .array;
+        let command = case["command"].as_str().unwrap_or("convolve");
+        let golden = gpuscope_io::read(&folder.join(case["output"].as_str().unwrap()))
+            .unwrap()
+            .array;
         let want = golden.to_f64_vec();
         let scale = want.iter().fold(1e-30f64, |m, v| m.max(v.abs()));
         let exact = case["exact"].as_bool().unwrap();
+        // Selections and labels (median, label, masks) are exact on the GPU too.
+        let gpu_exact = case["gpu_exact"].as_bool().unwrap_or(false);
         for cpu in [false, true] {
             let out = dir.join(format!("{name}_{cpu}.npy"));
             let mut args: Vec<String> = Vec::new();
@@ -64,14 +85,14 @@ fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
                 args.push("--cpu".into());
             }
             args.extend([
-                "convolve".into(),
-                resolve(case["input"].as_str().unwrap()),
+                command.into(),
+                resolve(folder, case["input"].as_str().unwrap()),
                 out.display().to_string(),
             ]);
             for a in case["args"].as_array().unwrap() {
                 let a = a.as_str().unwrap();
                 args.push(if a.starts_with("golden:") {
-                    resolve(a)
+                    resolve(folder, a)
                 } else {
                     a.to_string()
                 });
@@ -83,14 +104,24 @@ fn convolve_matches_scipy_goldens_on_gpu_and_cpu() {
             assert_eq!(got_array.dtype(), golden.dtype(), "{name}: dtype as scipy");
             let got = crop(&got_array, &case["crop"]);
             assert_eq!(got.len(), want.len(), "{name}: shape");
-            let diffs: Vec<f64> = got.iter().zip(&want).map(|(g, w)| (g - w).abs()).collect();
+            // NaN where scipy has NaN is equal; NaN on one side only is the worst difference.
+            let diffs: Vec<f64> = got
+                .iter()
+                .zip(&want)
+                .map(|(g, w)| match (g.is_nan(), w.is_nan()) {
+                    (true, true) => 0.0,
+                    (false, false) if g == w => 0.0,
+                    (false, false) => (g - w).abs(),
+                    _ => f64::INFINITY,
+                })
+                .collect();
             let worst = diffs.iter().cloned().fold(0.0, f64::max);
             if exact {
                 let differing = diffs.iter().filter(|&&d| d > 0.0).count();
-                if cpu {
+                if cpu || gpu_exact {
                     assert_eq!(
                         differing, 0,
-                        "{name} cpu: {differing} pixels differ (max {worst})"
+                        "{name} cpu={cpu}: {differing} pixels differ (max {worst})"
                     );
                 } else {
                     assert!(

@@ -1,0 +1,123 @@
+//! What every command shares: the one-line failure, the engine choice
+//! (GPU or CPU reference) and conversions from I/O arrays to core types.
+
+use gpuscope_core::filters::Output;
+use gpuscope_core::{Gpu, GpuOptions, Samples};
+use gpuscope_io::{Array, ArrayData, DType};
+
+use crate::Cli;
+
+/// A failure reported as one `error: ...` line with exit status 1.
+pub struct Failure(pub String);
+
+impl<E: std::fmt::Display> From<E> for Failure {
+    fn from(e: E) -> Self {
+        Failure(e.to_string())
+    }
+}
+
+pub type CliResult<T = ()> = Result<T, Failure>;
+
+/// Where an operation runs: the GPU, or the CPU reference.
+pub enum Engine {
+    Gpu(Box<Gpu>),
+    Cpu,
+}
+
+impl Engine {
+    pub fn open(cli: &Cli) -> CliResult<Engine> {
+        if cli.cpu {
+            return Ok(Engine::Cpu);
+        }
+        let options = GpuOptions {
+            adapter: cli.adapter.clone(),
+            memory_budget: cli.memory_budget,
+            max_binding_size: None,
+        };
+        match pollster::block_on(Gpu::new(options)) {
+            Ok(gpu) => Ok(Engine::Gpu(Box::new(gpu))),
+            // An adapter asked for by name and missing is the user's error.
+            Err(e) if cli.adapter.is_some() => Err(e.into()),
+            Err(e) => {
+                eprintln!("warning: {e}; running on the CPU");
+                Ok(Engine::Cpu)
+            }
+        }
+    }
+
+    pub fn name(&self) -> String {
+        match self {
+            Engine::Gpu(g) => g.summary().name,
+            Engine::Cpu => "cpu".into(),
+        }
+    }
+
+    pub fn kernel_ms(&self) -> Option<f64> {
+        match self {
+            Engine::Gpu(g) => g.last_kernel_ns().map(|ns| ns as f64 / 1e6),
+            Engine::Cpu => None,
+        }
+    }
+}
+
+pub fn integer_output(dtype: DType) -> CliResult<Output> {
+    use DType::*;
+    Ok(match dtype {
+        F32 | F64 => Output::Float,
+        U8 => Output::Integer {
+            bits: 8,
+            signed: false,
+        },
+        I8 => Output::Integer {
+            bits: 8,
+            signed: true,
+        },
+        U16 => Output::Integer {
+            bits: 16,
+            signed: false,
+        },
+        I16 => Output::Integer {
+            bits: 16,
+            signed: true,
+        },
+        U32 => Output::Integer {
+            bits: 32,
+            signed: false,
+        },
+        I32 => Output::Integer {
+            bits: 32,
+            signed: true,
+        },
+        U64 => Output::Integer {
+            bits: 64,
+            signed: false,
+        },
+        I64 => Output::Integer {
+            bits: 64,
+            signed: true,
+        },
+        Bool => {
+            return Err(Failure(
+                "a boolean output dtype is not supported for filters (use --dtype uint8 or float32)".into(),
+            ));
+        }
+    })
+}
+
+pub fn samples(a: &Array) -> CliResult<Samples<'_>> {
+    Ok(match &a.data {
+        ArrayData::U8(v) => Samples::U8(v),
+        ArrayData::I8(v) => Samples::I8(v),
+        ArrayData::U16(v) => Samples::U16(v),
+        ArrayData::I16(v) => Samples::I16(v),
+        ArrayData::U32(v) => Samples::U32(v),
+        ArrayData::I32(v) => Samples::I32(v),
+        ArrayData::F32(v) => Samples::F32(v),
+        ArrayData::U64(v) => Samples::U64(v),
+        ArrayData::I64(v) => Samples::I64(v),
+        ArrayData::F64(v) => Samples::F64(v),
+        ArrayData::Bool(_) => {
+            return Err(Failure("the input is already a boolean mask".into()));
+        }
+    })
+}
