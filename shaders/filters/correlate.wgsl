@@ -26,38 +26,6 @@ struct Params {
 @group(0) @binding(2) var<storage, read> weights: array<f32>;
 @group(0) @binding(3) var<storage, read_write> dst: array<f32>;
 
-// Returns the in-range index for coordinate c on an axis of length n, or -1
-// for the constant value.
-fn map_coordinate(c: i32, n: i32) -> i32 {
-    if (c >= 0 && c < n) {
-        return c;
-    }
-    switch p.mode {
-        case 0u: { // reflect: d c b a | a b c d | d c b a
-            let period = 2 * n;
-            var r = c % period;
-            if (r < 0) { r += period; }
-            if (r >= n) { r = period - 1 - r; }
-            return r;
-        }
-        case 1u: { // mirror: d c b | a b c d | c b a
-            if (n == 1) { return 0; }
-            let period = 2 * n - 2;
-            var r = c % period;
-            if (r < 0) { r += period; }
-            if (r >= n) { r = period - r; }
-            return r;
-        }
-        case 2u: { return clamp(c, 0, n - 1); }
-        case 3u: {
-            var r = c % n;
-            if (r < 0) { r += n; }
-            return r;
-        }
-        default: { return -1; }
-    }
-}
-
 // scipy casts each pass's double result to the output dtype with a C cast:
 // truncation toward zero, then wrap-around modulo 2^bits. scipy's f64 sum of
 // a flat region is the integer itself, where an f32 sum may land one ulp
@@ -109,11 +77,11 @@ fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
     var acc = 0.0;
     var w = 0u;
     for (var kz = 0u; kz < p.klen.z; kz++) {
-        let cz = map_coordinate(i32(oz + p.offset.z + kz) - i32(p.left.z), in_n.z);
+        let cz = map_coordinate(i32(oz + p.offset.z + kz) - i32(p.left.z), in_n.z, p.mode);
         for (var ky = 0u; ky < p.klen.y; ky++) {
-            let cy = map_coordinate(i32(oy + p.offset.y + ky) - i32(p.left.y), in_n.y);
+            let cy = map_coordinate(i32(oy + p.offset.y + ky) - i32(p.left.y), in_n.y, p.mode);
             for (var kx = 0u; kx < p.klen.x; kx++) {
-                let cx = map_coordinate(i32(ox + p.offset.x + kx) - i32(p.left.x), in_n.x);
+                let cx = map_coordinate(i32(ox + p.offset.x + kx) - i32(p.left.x), in_n.x, p.mode);
                 var v = p.cval;
                 if (cz >= 0 && cy >= 0 && cx >= 0) {
                     v = src[(u32(cz) * p.in_shape.y + u32(cy)) * p.in_shape.x + u32(cx)];

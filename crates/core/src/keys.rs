@@ -107,11 +107,172 @@ impl Samples<'_> {
     }
 }
 
+/// An owned array of samples of one numeric dtype (an operation's output in
+/// the input's dtype).
+#[derive(Clone, Debug, PartialEq)]
+pub enum SampleVec {
+    U8(Vec<u8>),
+    I8(Vec<i8>),
+    U16(Vec<u16>),
+    I16(Vec<i16>),
+    U32(Vec<u32>),
+    I32(Vec<i32>),
+    F32(Vec<f32>),
+    U64(Vec<u64>),
+    I64(Vec<i64>),
+    F64(Vec<f64>),
+}
+
+impl SampleVec {
+    pub fn as_samples(&self) -> Samples<'_> {
+        match self {
+            SampleVec::U8(v) => Samples::U8(v),
+            SampleVec::I8(v) => Samples::I8(v),
+            SampleVec::U16(v) => Samples::U16(v),
+            SampleVec::I16(v) => Samples::I16(v),
+            SampleVec::U32(v) => Samples::U32(v),
+            SampleVec::I32(v) => Samples::I32(v),
+            SampleVec::F32(v) => Samples::F32(v),
+            SampleVec::U64(v) => Samples::U64(v),
+            SampleVec::I64(v) => Samples::I64(v),
+            SampleVec::F64(v) => Samples::F64(v),
+        }
+    }
+}
+
+impl Samples<'_> {
+    /// True for dtypes whose keys take 64 bits.
+    pub fn wide(&self) -> bool {
+        matches!(self, Samples::U64(_) | Samples::I64(_) | Samples::F64(_))
+    }
+
+    /// True for floating-point dtypes (NaN possible).
+    pub fn is_float(&self) -> bool {
+        matches!(self, Samples::F32(_) | Samples::F64(_))
+    }
+
+    /// The numpy name of the dtype.
+    pub fn dtype_name(&self) -> &'static str {
+        match self {
+            Samples::U8(_) => "uint8",
+            Samples::I8(_) => "int8",
+            Samples::U16(_) => "uint16",
+            Samples::I16(_) => "int16",
+            Samples::U32(_) => "uint32",
+            Samples::I32(_) => "int32",
+            Samples::F32(_) => "float32",
+            Samples::U64(_) => "uint64",
+            Samples::I64(_) => "int64",
+            Samples::F64(_) => "float64",
+        }
+    }
+
+    /// The key of `value` converted into this dtype by a monotone map (floats
+    /// rounded to nearest, integers truncated toward zero), so that selecting
+    /// among converted values equals converting the selection of the raw
+    /// values, as scipy's final cast does. NaN is `None` for float dtypes
+    /// (the caller decides); out-of-range integers are an error.
+    pub fn key_of_value(&self, value: f64) -> Result<Option<u64>, String> {
+        let int = |lo: f64, hi: f64, key: &dyn Fn(i128) -> u64| -> Result<Option<u64>, String> {
+            let t = value.trunc();
+            if value.is_nan() || t < lo || t > hi {
+                return Err(format!(
+                    "{value} is not representable in {} (give a value in [{lo}, {hi}])",
+                    self.dtype_name()
+                ));
+            }
+            Ok(Some(key(t as i128)))
+        };
+        match self {
+            Samples::U8(_) => int(0.0, 255.0, &|x| x as u64),
+            Samples::U16(_) => int(0.0, 65535.0, &|x| x as u64),
+            Samples::U32(_) => int(0.0, u32::MAX as f64, &|x| x as u64),
+            Samples::I8(_) => int(-128.0, 127.0, &|x| u64::from(key_i32(x as i32))),
+            Samples::I16(_) => int(-32768.0, 32767.0, &|x| u64::from(key_i32(x as i32))),
+            Samples::I32(_) => int(i32::MIN as f64, i32::MAX as f64, &|x| {
+                u64::from(key_i32(x as i32))
+            }),
+            Samples::U64(_) => int(0.0, 18446744073709549568.0, &|x| x as u64),
+            Samples::I64(_) => int(i64::MIN as f64, 9223372036854774784.0, &|x| {
+                (x as i64 as u64) ^ (1 << 63)
+            }),
+            Samples::F32(_) => Ok((!value.is_nan()).then(|| u64::from(key_f32(value as f32)))),
+            Samples::F64(_) => Ok((!value.is_nan()).then(|| key_f64(value))),
+        }
+    }
+
+    /// Samples of this dtype from their keys (the inverse of [`Samples::keys`]).
+    pub fn from_keys(&self, keys: Keys) -> SampleVec {
+        let k32 = |k: Keys| match k {
+            Keys::K32(v) => v,
+            Keys::K64(v) => v.into_iter().map(|x| x as u32).collect(),
+        };
+        let k64 = |k: Keys| match k {
+            Keys::K64(v) => v,
+            Keys::K32(v) => v.into_iter().map(u64::from).collect(),
+        };
+        match self {
+            Samples::U8(_) => SampleVec::U8(k32(keys).into_iter().map(|k| k as u8).collect()),
+            Samples::U16(_) => SampleVec::U16(k32(keys).into_iter().map(|k| k as u16).collect()),
+            Samples::U32(_) => SampleVec::U32(k32(keys)),
+            Samples::I8(_) => {
+                SampleVec::I8(k32(keys).into_iter().map(|k| unkey_i32(k) as i8).collect())
+            }
+            Samples::I16(_) => {
+                SampleVec::I16(k32(keys).into_iter().map(|k| unkey_i32(k) as i16).collect())
+            }
+            Samples::I32(_) => SampleVec::I32(k32(keys).into_iter().map(unkey_i32).collect()),
+            Samples::F32(_) => SampleVec::F32(k32(keys).into_iter().map(unkey_f32).collect()),
+            Samples::U64(_) => SampleVec::U64(k64(keys)),
+            Samples::I64(_) => SampleVec::I64(
+                k64(keys)
+                    .into_iter()
+                    .map(|k| (k ^ (1 << 63)) as i64)
+                    .collect(),
+            ),
+            Samples::F64(_) => SampleVec::F64(k64(keys).into_iter().map(unkey_f64).collect()),
+        }
+    }
+}
+
+/// Key of f32 -inf: where the median selects NaN (Mantid Imaging's choice).
+pub const NEG_INF_KEY_F32: u32 = 0x007f_ffff;
+/// Key of f64 -inf.
+pub const NEG_INF_KEY_F64: u64 = 0x000f_ffff_ffff_ffff;
+
+fn unkey_i32(k: u32) -> i32 {
+    (k ^ 0x8000_0000) as i32
+}
+
+/// Inverse of `key_f32`; key 0 gives NaN.
+pub fn unkey_f32(k: u32) -> f32 {
+    if k == 0 {
+        return f32::NAN;
+    }
+    if k & 0x8000_0000 != 0 {
+        f32::from_bits(k & 0x7fff_ffff)
+    } else {
+        f32::from_bits(!k)
+    }
+}
+
+/// Inverse of `key_f64`; key 0 gives NaN.
+pub fn unkey_f64(k: u64) -> f64 {
+    if k == 0 {
+        return f64::NAN;
+    }
+    if k >> 63 != 0 {
+        f64::from_bits(k & !(1 << 63))
+    } else {
+        f64::from_bits(!k)
+    }
+}
+
 fn key_i32(x: i32) -> u32 {
     (x as u32) ^ 0x8000_0000
 }
 
-fn key_f32(x: f32) -> u32 {
+pub fn key_f32(x: f32) -> u32 {
     if x.is_nan() {
         return 0;
     }
@@ -123,7 +284,7 @@ fn key_f32(x: f32) -> u32 {
     }
 }
 
-fn key_f64(x: f64) -> u64 {
+pub fn key_f64(x: f64) -> u64 {
     if x.is_nan() {
         return 0;
     }
@@ -154,6 +315,46 @@ mod tests {
         };
         assert!(k.windows(2).all(|w| w[0] <= w[1]), "{k:?}");
         assert_eq!(k[0], 0);
+    }
+
+    #[test]
+    fn keys_round_trip_for_every_dtype() {
+        let f = [
+            f32::NEG_INFINITY,
+            -2.5,
+            -0.0,
+            0.0,
+            1e-45,
+            7.0,
+            f32::INFINITY,
+        ];
+        let s = Samples::F32(&f);
+        assert_eq!(s.from_keys(s.keys(0..f.len())), SampleVec::F32(f.to_vec()));
+        let d = [f64::MIN, -1.0, 0.0, 3.25, f64::MAX];
+        let s = Samples::F64(&d);
+        assert_eq!(s.from_keys(s.keys(0..d.len())), SampleVec::F64(d.to_vec()));
+        let i = [i16::MIN, -1, 0, 1, i16::MAX];
+        let s = Samples::I16(&i);
+        assert_eq!(s.from_keys(s.keys(0..i.len())), SampleVec::I16(i.to_vec()));
+        let i = [i64::MIN, -1, 0, i64::MAX];
+        let s = Samples::I64(&i);
+        assert_eq!(s.from_keys(s.keys(0..i.len())), SampleVec::I64(i.to_vec()));
+        assert!(unkey_f32(0).is_nan() && unkey_f64(0).is_nan());
+        assert_eq!(unkey_f32(NEG_INF_KEY_F32), f32::NEG_INFINITY);
+        assert_eq!(unkey_f64(NEG_INF_KEY_F64), f64::NEG_INFINITY);
+    }
+
+    #[test]
+    fn values_convert_into_the_dtype_monotonically() {
+        assert_eq!(Samples::U8(&[]).key_of_value(2.9), Ok(Some(2)));
+        assert!(Samples::U8(&[]).key_of_value(-1.0).is_err());
+        assert!(Samples::U8(&[]).key_of_value(256.0).is_err());
+        assert_eq!(Samples::U8(&[]).key_of_value(-0.5), Ok(Some(0)));
+        assert_eq!(Samples::F32(&[]).key_of_value(f64::NAN), Ok(None));
+        assert_eq!(
+            Samples::I32(&[]).key_of_value(-1.5),
+            Ok(Some(u64::from(key_i32(-1))))
+        );
     }
 
     #[test]

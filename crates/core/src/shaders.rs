@@ -1,11 +1,33 @@
 //! WGSL sources, compiled into the binary so the wasm build needs no file
-//! access. One file per kernel family under `shaders/` at the repository root.
+//! access. One file per kernel family under `shaders/` at the repository
+//! root; snippets shared by several kernels live in `shaders/common/` and are
+//! prepended here.
 
-pub const CORRELATE: &str = include_str!("../../../shaders/filters/correlate.wgsl");
-pub const THRESHOLD: &str = include_str!("../../../shaders/segment/threshold.wgsl");
+macro_rules! shader {
+    ($($path:literal),+) => {
+        concat!($(include_str!(concat!("../../../shaders/", $path)), "\n"),+)
+    };
+}
+
+pub const CORRELATE: &str = shader!("common/boundary.wgsl", "filters/correlate.wgsl");
+pub const THRESHOLD: &str = shader!("segment/threshold.wgsl");
+/// The median template with 32-bit and 64-bit keys; `filters::median`
+/// splices generated selection networks into it.
+pub const MEDIAN32: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/median_key32.wgsl",
+    "filters/median.wgsl"
+);
+pub const MEDIAN64: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/median_key64.wgsl",
+    "filters/median.wgsl"
+);
 
 /// Every shader with its name, for validation tests and tools.
 pub const ALL: &[(&str, &str)] = &[
     ("filters/correlate.wgsl", CORRELATE),
     ("segment/threshold.wgsl", THRESHOLD),
+    ("filters/median.wgsl (32-bit keys)", MEDIAN32),
+    ("filters/median.wgsl (64-bit keys)", MEDIAN64),
 ];

@@ -7,6 +7,7 @@
 
 pub mod cpu;
 mod gpu;
+pub mod median;
 
 pub use gpu::apply;
 

@@ -1,0 +1,861 @@
+//! Median filter (`scipy.ndimage.median_filter`) and outlier removal (Mantid
+//! Imaging's `remove_outlier`, tomopy's `remove_outlier`).
+//!
+//! Both select on ordered integer keys ([`crate::keys`]), so the output is
+//! exactly one of the input values (or the constant), whatever the dtype:
+//! f64 is compared as 64-bit keys, never rounded to f32. Output dtype equals
+//! input dtype, as in scipy.
+//!
+//! NaN follows Mantid Imaging (scipy leaves it undefined): a NaN neighbour is
+//! taken as -inf, and a NaN element stays NaN.
+//!
+//! Small footprints (up to [`NETWORK_MAX`] elements) are compiled into the
+//! shader as a pruned sorting network; larger ones use a bitwise search over
+//! the window. Shader: `shaders/filters/median*.wgsl`; CPU reference: [`cpu`].
+
+use std::fmt::Write as _;
+use std::str::FromStr;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::chunk::{self, Shape3, shape3};
+use crate::engine::Gpu;
+use crate::error::{Error, Result};
+use crate::keys::{Keys, NEG_INF_KEY_F32, NEG_INF_KEY_F64, SampleVec, Samples, unkey_f32};
+use crate::shaders;
+
+use super::{Boundary, Mode};
+
+/// Largest footprint compiled into a sorting network (7×7 and 3×3×3 fit).
+pub const NETWORK_MAX: usize = 49;
+
+/// Largest footprint accepted (a 15×15×15 cube is 3375 elements).
+const FOOTPRINT_MAX: usize = 1 << 16;
+
+/// Largest extent of a footprint axis.
+const EXTENT_MAX: usize = 1025;
+
+/// The neighbourhood of a rank filter: offsets from the output element, in
+/// scipy's raster order, with the centre of each axis at `extent // 2`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    pub ndim: usize,
+    /// Offsets (z, y, x) of the selected elements.
+    pub offsets: Vec<[i32; 3]>,
+}
+
+impl Footprint {
+    /// `size=`: a full box of the given extent per axis (one value for all axes,
+    /// or one per axis, axis 0 first).
+    pub fn size(ndim: usize, size: &[usize]) -> Result<Footprint> {
+        let extents = match size.len() {
+            1 => vec![size[0]; ndim],
+            n if n == ndim => size.to_vec(),
+            n => {
+                return Err(Error::param(
+                    "size",
+                    format!("{n} values for a {ndim}-D array (give one value or one per axis)"),
+                ));
+            }
+        };
+        let count: usize = extents.iter().product();
+        Footprint::from_mask(ndim, &vec![true; count], &extents)
+    }
+
+    /// `footprint=`: a boolean array with one axis per array axis.
+    pub fn from_mask(ndim: usize, mask: &[bool], shape: &[usize]) -> Result<Footprint> {
+        if !(1..=3).contains(&ndim) {
+            return Err(Error::InvalidInput(format!(
+                "arrays of {ndim} dimensions are not supported; gpuscope filters 1-D, 2-D and 3-D arrays"
+            )));
+        }
+        if shape.len() != ndim {
+            return Err(Error::param(
+                "footprint",
+                format!(
+                    "{} axes for a {ndim}-D array (give one extent per array axis)",
+                    shape.len()
+                ),
+            ));
+        }
+        if shape.iter().any(|&n| n == 0 || n > EXTENT_MAX) {
+            return Err(Error::param(
+                "size",
+                format!("{shape:?} (each extent must be 1..={EXTENT_MAX})"),
+            ));
+        }
+        let count: usize = shape.iter().product();
+        if count != mask.len() {
+            return Err(Error::param(
+                "footprint",
+                format!("{} values for shape {shape:?}", mask.len()),
+            ));
+        }
+        let selected = mask.iter().filter(|&&m| m).count();
+        if selected == 0 {
+            return Err(Error::param(
+                "footprint",
+                "no element selected (a footprint needs at least one true value)",
+            ));
+        }
+        if selected > FOOTPRINT_MAX {
+            return Err(Error::param(
+                "size",
+                format!("{selected} elements per window; the largest supported is {FOOTPRINT_MAX}"),
+            ));
+        }
+        let mut s3 = [1usize; 3];
+        s3[3 - ndim..].copy_from_slice(shape);
+        let mut offsets = Vec::with_capacity(selected);
+        for z in 0..s3[0] {
+            for y in 0..s3[1] {
+                for x in 0..s3[2] {
+                    if mask[(z * s3[1] + y) * s3[2] + x] {
+                        let o = |i: usize, a: usize| i as i32 - (s3[a] / 2) as i32;
+                        offsets.push([o(z, 0), o(y, 1), o(x, 2)]);
+                    }
+                }
+            }
+        }
+        Ok(Footprint { ndim, offsets })
+    }
+
+    pub fn len(&self) -> usize {
+        self.offsets.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.offsets.is_empty()
+    }
+
+    /// scipy's median rank: element `n // 2` of the sorted window.
+    pub fn rank(&self) -> usize {
+        self.len() / 2
+    }
+
+    /// Largest |offset| per axis (z, y, x): the halo a chunk needs.
+    pub fn reach(&self) -> Shape3 {
+        [0, 1, 2].map(|a| {
+            self.offsets
+                .iter()
+                .map(|o| o[a].unsigned_abs() as usize)
+                .max()
+                .unwrap_or(0)
+        })
+    }
+}
+
+/// Which outliers `remove_outliers` replaces by the local median.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Outliers {
+    /// Mantid Imaging: `x - median > diff`.
+    Bright,
+    /// Mantid Imaging: `median - x > diff`.
+    Dark,
+    /// Both of the above.
+    Both,
+    /// tomopy `remove_outlier`: bright only, `x - median >= diff`.
+    Tomopy,
+}
+
+impl FromStr for Outliers {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Outliers> {
+        match s {
+            "bright" => Ok(Outliers::Bright),
+            "dark" => Ok(Outliers::Dark),
+            "both" => Ok(Outliers::Both),
+            "tomopy" => Ok(Outliers::Tomopy),
+            other => Err(Error::param(
+                "mode",
+                format!("'{other}' (expected bright, dark, both or tomopy)"),
+            )),
+        }
+    }
+}
+
+impl Outliers {
+    fn code(self) -> u32 {
+        match self {
+            Outliers::Bright => 1,
+            Outliers::Dark => 2,
+            Outliers::Both => 3,
+            Outliers::Tomopy => 4,
+        }
+    }
+}
+
+/// The parameters of an outlier removal, checked.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct OutlierRemoval {
+    pub diff: f64,
+    pub size: usize,
+    pub outliers: Outliers,
+}
+
+impl OutlierRemoval {
+    pub fn new(diff: f64, size: usize, outliers: Outliers) -> Result<OutlierRemoval> {
+        if !(diff.is_finite() && diff > 0.0) {
+            return Err(Error::param(
+                "diff",
+                format!("{diff} (must be a positive number, as in Mantid Imaging)"),
+            ));
+        }
+        if size == 0 || size > EXTENT_MAX {
+            return Err(Error::param(
+                "size",
+                format!("{size} (must be 1..={EXTENT_MAX})"),
+            ));
+        }
+        Ok(OutlierRemoval {
+            diff,
+            size,
+            outliers,
+        })
+    }
+
+    /// The median footprint: `size × size` in each 2-D slice (Mantid filters
+    /// stacks slice by slice), `size` for 1-D arrays.
+    pub fn footprint(&self, ndim: usize) -> Result<Footprint> {
+        let size: Vec<usize> = (0..ndim)
+            .map(|a| if ndim == 3 && a == 0 { 1 } else { self.size })
+            .collect();
+        Footprint::size(ndim, &size)
+    }
+
+    /// The boundary Mantid uses for the median: reflect.
+    pub fn boundary() -> Boundary {
+        Boundary {
+            mode: Mode::Reflect,
+            cval: 0.0,
+        }
+    }
+}
+
+/// `x - m > diff` (or `>=` for tomopy) on keys of `dtype`, as numpy computes
+/// it: in f32 for f32, in f64 for f64, exactly for integers (numpy would wrap
+/// around for unsigned dtypes; gpuscope does not). `x > m` is required.
+fn exceeds(dtype: Samples<'_>, x: u64, m: u64, r: &OutlierRemoval) -> bool {
+    let tomopy = r.outliers == Outliers::Tomopy;
+    match dtype {
+        Samples::F32(_) => {
+            let d = unkey_f32(x as u32) - unkey_f32(m as u32);
+            let t = r.diff as f32;
+            if tomopy { d >= t } else { d > t }
+        }
+        Samples::F64(_) => {
+            let d = crate::keys::unkey_f64(x) - crate::keys::unkey_f64(m);
+            if tomopy { d >= r.diff } else { d > r.diff }
+        }
+        // Keys of integers differ exactly by the difference of the values.
+        _ => {
+            let d = i128::from(x) - i128::from(m);
+            if tomopy {
+                d >= r.diff.ceil() as i128
+            } else {
+                d > r.diff.floor() as i128
+            }
+        }
+    }
+}
+
+/// The outlier decision for one element, on keys: the output key.
+fn outlier_key(dtype: Samples<'_>, x: u64, m: u64, r: &OutlierRemoval) -> u64 {
+    if dtype.is_float() && x == 0 {
+        return x; // NaN stays NaN
+    }
+    let bright = x > m && exceeds(dtype, x, m, r);
+    let dark = m > x && exceeds(dtype, m, x, r);
+    let replace = match r.outliers {
+        Outliers::Bright | Outliers::Tomopy => bright,
+        Outliers::Dark => dark,
+        Outliers::Both => bright || dark,
+    };
+    if replace { m } else { x }
+}
+
+/// Key of the constant for `mode = constant`: cval converted into the dtype
+/// (NaN selects as -inf, like NaN samples).
+fn cval_key(input: Samples<'_>, boundary: Boundary) -> Result<u64> {
+    if boundary.mode != Mode::Constant {
+        return Ok(0);
+    }
+    let key = input
+        .key_of_value(boundary.cval)
+        .map_err(|e| Error::param("cval", e))?;
+    Ok(key.unwrap_or(if input.wide() {
+        NEG_INF_KEY_F64
+    } else {
+        u64::from(NEG_INF_KEY_F32)
+    }))
+}
+
+fn check_input(input: Samples<'_>, shape: &[usize], footprint: &Footprint) -> Result<Shape3> {
+    let s = shape3(shape)?;
+    if shape.len() != footprint.ndim {
+        return Err(Error::InvalidInput(format!(
+            "a {}-D footprint applied to a {}-D array",
+            footprint.ndim,
+            shape.len()
+        )));
+    }
+    if s.iter().product::<usize>() != input.len() {
+        return Err(Error::InvalidInput(format!(
+            "{} values for shape {shape:?}",
+            input.len()
+        )));
+    }
+    Ok(s)
+}
+
+// ---------------------------------------------------------------- GPU path
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    in_shape: [u32; 4],
+    out_shape: [u32; 4],
+    offset: [u32; 4],
+    mode: u32,
+    nan_aware: u32,
+    count: u32,
+    rank: u32,
+    cval: [u32; 2],
+    outliers: u32,
+    diff_f32: u32,
+    diff: [u32; 2],
+    _pad: [u32; 2],
+}
+
+/// `scipy.ndimage.median_filter(input, footprint=..., mode=..., cval=...)` on
+/// the GPU, exact for every dtype.
+pub async fn median_filter(
+    gpu: &Gpu,
+    input: Samples<'_>,
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+) -> Result<SampleVec> {
+    run(gpu, input, shape, footprint, boundary, None).await
+}
+
+/// Mantid Imaging's outlier removal on the GPU: each element replaced by the
+/// median of its `size × size` slice neighbourhood (mode reflect) where it is
+/// an outlier of the chosen kind.
+pub async fn remove_outliers(
+    gpu: &Gpu,
+    input: Samples<'_>,
+    shape: &[usize],
+    removal: &OutlierRemoval,
+) -> Result<SampleVec> {
+    let footprint = removal.footprint(shape.len())?;
+    run(
+        gpu,
+        input,
+        shape,
+        &footprint,
+        OutlierRemoval::boundary(),
+        Some(removal),
+    )
+    .await
+}
+
+async fn run(
+    gpu: &Gpu,
+    input: Samples<'_>,
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+    removal: Option<&OutlierRemoval>,
+) -> Result<SampleVec> {
+    let s = check_input(input, shape, footprint)?;
+    let cval = cval_key(input, boundary)?;
+    let wide = input.wide();
+    let mut params = Params {
+        in_shape: [0; 4],
+        out_shape: [0; 4],
+        offset: [0; 4],
+        mode: boundary.mode.code(),
+        nan_aware: u32::from(input.is_float()),
+        count: footprint.len() as u32,
+        rank: footprint.rank() as u32,
+        cval: [cval as u32, (cval >> 32) as u32],
+        outliers: 0,
+        diff_f32: 0,
+        diff: [0; 2],
+        _pad: [0; 2],
+    };
+    // 64-bit dtypes finish the outlier test on the host (no f64 on GPUs).
+    if let (Some(r), false) = (removal, wide) {
+        params.outliers = r.outliers.code();
+        if matches!(input, Samples::F32(_)) {
+            params.diff_f32 = 1;
+            params.diff[0] = (r.diff as f32).to_bits();
+        } else {
+            // difference > t, with t = floor(diff) (strict) or ceil(diff) - 1 (>=).
+            let t = if r.outliers == Outliers::Tomopy {
+                r.diff.ceil() - 1.0
+            } else {
+                r.diff.floor()
+            };
+            params.diff[0] = t.min(f64::from(u32::MAX)) as u32;
+        }
+    }
+    let keys = input.keys(0..input.len());
+    let out = match keys {
+        Keys::K32(k) => {
+            Keys::K32(boxes(gpu, &k, s, footprint, boundary.mode, cval as u32, params).await?)
+        }
+        Keys::K64(k) => Keys::K64(boxes(gpu, &k, s, footprint, boundary.mode, cval, params).await?),
+    };
+    let out = match (removal, wide, out) {
+        (Some(r), true, Keys::K64(med)) => {
+            let Keys::K64(x) = input.keys(0..input.len()) else {
+                return Err(Error::Device("64-bit keys expected".into()));
+            };
+            let finished = x
+                .iter()
+                .zip(&med)
+                .map(|(&x, &m)| outlier_key(input, x, m, r))
+                .collect();
+            Keys::K64(finished)
+        }
+        (_, _, out) => out,
+    };
+    Ok(input.from_keys(out))
+}
+
+/// Runs the kernel over chunks of `keys` planned from the device limits,
+/// halving the chunks when the device runs out of memory.
+async fn boxes<T: Pod>(
+    gpu: &Gpu,
+    keys: &[T],
+    shape: Shape3,
+    footprint: &Footprint,
+    mode: Mode,
+    cval: T,
+    params: Params,
+) -> Result<Vec<T>> {
+    let word = std::mem::size_of::<T>() as u64;
+    let mut max_elements = (gpu.max_binding_size() / word).min(gpu.memory_budget() / (2 * word));
+    loop {
+        match boxes_once(
+            gpu,
+            keys,
+            shape,
+            footprint,
+            mode,
+            cval,
+            params,
+            max_elements,
+        )
+        .await
+        {
+            Err(Error::OutOfMemory { .. }) if max_elements > 1 << 16 => {
+                gpu.trim();
+                max_elements /= 2;
+            }
+            other => return other,
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn boxes_once<T: Pod>(
+    gpu: &Gpu,
+    keys: &[T],
+    shape: Shape3,
+    footprint: &Footprint,
+    mode: Mode,
+    cval: T,
+    mut params: Params,
+    max_elements: u64,
+) -> Result<Vec<T>> {
+    let word = std::mem::size_of::<T>() as u64;
+    let chunks = chunk::plan(shape, footprint.reach(), max_elements)?;
+    let largest = chunks
+        .iter()
+        .map(|c| c.box_shape().iter().product::<usize>())
+        .max()
+        .unwrap_or(0) as u64;
+    let wide = word == 8;
+    let network = footprint.len() <= NETWORK_MAX;
+    let source = if network {
+        network_source(footprint, wide)
+    } else if wide {
+        shaders::MEDIAN64.to_string()
+    } else {
+        shaders::MEDIAN32.to_string()
+    };
+    let entry = if network {
+        "median_network"
+    } else {
+        "median_search"
+    };
+    let pipeline = gpu.pipeline(&source, entry)?;
+    let mut owned = Vec::new();
+    let outcome = async {
+        let offsets = if network {
+            None
+        } else {
+            let o: Vec<[i32; 4]> = footprint
+                .offsets
+                .iter()
+                .map(|o| [o[2], o[1], o[0], 0])
+                .collect();
+            let b = gpu.storage(16 * o.len() as u64, "median footprint").await?;
+            gpu.upload(&b, bytemuck::cast_slice(&o));
+            owned.push(b);
+            Some(owned.len() - 1)
+        };
+        owned.push(gpu.storage(word * largest, "median input").await?);
+        owned.push(gpu.storage(word * largest, "median output").await?);
+        let (src, dst) = (&owned[owned.len() - 2], &owned[owned.len() - 1]);
+        let mut result = vec![cval; keys.len()];
+        for c in &chunks {
+            let data = chunk::gather(keys, shape, c, mode, cval);
+            gpu.upload(src, bytemuck::cast_slice(&data));
+            let core = c.core_shape();
+            params.in_shape = xyz(c.box_shape());
+            params.out_shape = xyz(core);
+            params.offset = xyz(c.pad);
+            let uniform = gpu.uniform(&params);
+            let mut buffers = vec![&uniform, src, dst];
+            if let Some(i) = offsets {
+                buffers.push(&owned[i]);
+            }
+            let mut rec = gpu.recorder();
+            rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?;
+            rec.submit().await?;
+            let n = core.iter().product::<usize>() as u64;
+            let bytes = gpu.read(dst, word * n).await?;
+            let part: Vec<T> = bytemuck::pod_collect_to_vec(&bytes);
+            chunk::scatter(&mut result, shape, c, &part);
+        }
+        Ok::<_, Error>(result)
+    }
+    .await;
+    for b in owned {
+        gpu.recycle(b);
+    }
+    outcome
+}
+
+/// The (x, y, z) order the shader's vec4s use.
+fn xyz(s: Shape3) -> [u32; 4] {
+    [s[2] as u32, s[1] as u32, s[0] as u32, 0]
+}
+
+/// One step of a selection network on variables `v{a}`, `v{b}`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Step {
+    /// `v{a}, v{b} = min, max`
+    Exchange(usize, usize),
+    /// `v{a} = min(v{a}, v{b})`
+    Min(usize, usize),
+    /// `v{b} = max(v{a}, v{b})`
+    Max(usize, usize),
+}
+
+/// Steps that leave element `rank` of `n` inputs (sorted ascending) in the
+/// returned variable: Batcher's odd-even merge sort on the next power of two,
+/// with the padding wires (+inf) folded away and the steps the output does
+/// not depend on pruned.
+fn selection_network(n: usize, rank: usize) -> (Vec<Step>, usize) {
+    let p = n.next_power_of_two();
+    let mut wire: Vec<Option<usize>> = (0..p).map(|i| (i < n).then_some(i)).collect();
+    let mut steps = Vec::new();
+    let mut half = 1;
+    while half < p {
+        let mut k = half;
+        while k >= 1 {
+            let mut j = k % half;
+            while j + k < p {
+                for i in 0..k.min(p - j - k) {
+                    if (i + j) / (2 * half) == (i + j + k) / (2 * half) {
+                        let (lo, hi) = (i + j, i + j + k);
+                        match (wire[lo], wire[hi]) {
+                            (_, None) => {}
+                            (None, Some(_)) => wire.swap(lo, hi),
+                            (Some(a), Some(b)) => steps.push((a, b)),
+                        }
+                    }
+                }
+                j += 2 * k;
+            }
+            k /= 2;
+        }
+        half *= 2;
+    }
+    let out = wire[rank].unwrap_or(0);
+    let mut needed = vec![false; n];
+    needed[out] = true;
+    let mut kept = Vec::new();
+    for &(a, b) in steps.iter().rev() {
+        match (needed[a], needed[b]) {
+            (true, true) => kept.push(Step::Exchange(a, b)),
+            (true, false) => {
+                kept.push(Step::Min(a, b));
+                needed[b] = true;
+            }
+            (false, true) => {
+                kept.push(Step::Max(a, b));
+                needed[a] = true;
+            }
+            (false, false) => {}
+        }
+    }
+    kept.reverse();
+    (kept, out)
+}
+
+/// The median shader with `footprint` compiled in as a selection network;
+/// interior elements read without the boundary mapping.
+fn network_source(footprint: &Footprint, wide: bool) -> String {
+    let template = if wide {
+        shaders::MEDIAN64
+    } else {
+        shaders::MEDIAN32
+    };
+    let (steps, out) = selection_network(footprint.len(), footprint.rank());
+    let lo = [0, 1, 2].map(|a| footprint.offsets.iter().map(|o| -o[a]).max().unwrap_or(0));
+    let hi = [0, 1, 2].map(|a| footprint.offsets.iter().map(|o| o[a]).max().unwrap_or(0));
+    let mut f = String::new();
+    let n = footprint.len();
+    // Writing to a String cannot fail.
+    let _ = writeln!(f, "fn network_select(c: vec3<i32>) -> Key {{");
+    for i in 0..n {
+        let _ = writeln!(f, "    var v{i}: Key;");
+    }
+    let _ = writeln!(f, "    let n = vec3<i32>(p.in_shape.xyz);");
+    let _ = writeln!(
+        f,
+        "    if (c.x >= {} && c.x < n.x - {} && c.y >= {} && c.y < n.y - {} && c.z >= {} && c.z < n.z - {}) {{",
+        lo[2], hi[2], lo[1], hi[1], lo[0], hi[0]
+    );
+    let _ = writeln!(f, "        let sy = n.x;\n        let sz = n.x * n.y;");
+    let _ = writeln!(f, "        let base = i32(centre_index(c));");
+    for (i, o) in footprint.offsets.iter().enumerate() {
+        let _ = writeln!(
+            f,
+            "        v{i} = fetch(u32(base + ({}) * sz + ({}) * sy + ({})));",
+            o[0], o[1], o[2]
+        );
+    }
+    let _ = writeln!(f, "    }} else {{");
+    for (i, o) in footprint.offsets.iter().enumerate() {
+        let _ = writeln!(
+            f,
+            "        v{i} = load(c + vec3<i32>({}, {}, {}));",
+            o[2], o[1], o[0]
+        );
+    }
+    let _ = writeln!(f, "    }}");
+    for s in steps {
+        match s {
+            Step::Exchange(a, b) => {
+                let _ = writeln!(
+                    f,
+                    "    {{ let t = key_min(v{a}, v{b}); v{b} = key_max(v{a}, v{b}); v{a} = t; }}"
+                );
+            }
+            Step::Min(a, b) => {
+                let _ = writeln!(f, "    v{a} = key_min(v{a}, v{b});");
+            }
+            Step::Max(a, b) => {
+                let _ = writeln!(f, "    v{b} = key_max(v{a}, v{b});");
+            }
+        }
+    }
+    let _ = writeln!(f, "    return v{out};\n}}");
+    splice_generated(template, &f)
+}
+
+/// Replaces the text between the GENERATED markers of the template.
+fn splice_generated(template: &str, body: &str) -> String {
+    const BEGIN: &str = "// ---- GENERATED: begin ----\n";
+    const END: &str = "// ---- GENERATED: end ----";
+    match (template.find(BEGIN), template.find(END)) {
+        (Some(b), Some(e)) if b < e => {
+            format!("{}{body}{}", &template[..b + BEGIN.len()], &template[e..])
+        }
+        // The markers are part of the committed shader; a test checks them.
+        _ => template.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------- CPU reference
+
+pub mod cpu {
+    //! CPU reference: every window gathered, the rank selected with
+    //! `select_nth_unstable` on the same keys.
+    use super::*;
+    use crate::chunk::map_coordinate;
+
+    pub fn median_filter(
+        input: Samples<'_>,
+        shape: &[usize],
+        footprint: &Footprint,
+        boundary: Boundary,
+    ) -> Result<SampleVec> {
+        run(input, shape, footprint, boundary, None)
+    }
+
+    pub fn remove_outliers(
+        input: Samples<'_>,
+        shape: &[usize],
+        removal: &OutlierRemoval,
+    ) -> Result<SampleVec> {
+        let footprint = removal.footprint(shape.len())?;
+        run(
+            input,
+            shape,
+            &footprint,
+            OutlierRemoval::boundary(),
+            Some(removal),
+        )
+    }
+
+    fn run(
+        input: Samples<'_>,
+        shape: &[usize],
+        footprint: &Footprint,
+        boundary: Boundary,
+        removal: Option<&OutlierRemoval>,
+    ) -> Result<SampleVec> {
+        let s = check_input(input, shape, footprint)?;
+        let cval = cval_key(input, boundary)?;
+        let keys: Vec<u64> = match input.keys(0..input.len()) {
+            Keys::K32(k) => k.into_iter().map(u64::from).collect(),
+            Keys::K64(k) => k,
+        };
+        let float = input.is_float();
+        let neg_inf = if input.wide() {
+            NEG_INF_KEY_F64
+        } else {
+            u64::from(NEG_INF_KEY_F32)
+        };
+        let mut window = vec![0u64; footprint.len()];
+        let mut out = vec![0u64; keys.len()];
+        for z in 0..s[0] {
+            for y in 0..s[1] {
+                for x in 0..s[2] {
+                    let i = (z * s[1] + y) * s[2] + x;
+                    for (w, o) in window.iter_mut().zip(&footprint.offsets) {
+                        let at = |a: usize, p: usize| {
+                            map_coordinate(p as i64 + i64::from(o[a]), s[a], boundary.mode)
+                        };
+                        *w = match (at(0, z), at(1, y), at(2, x)) {
+                            (Some(cz), Some(cy), Some(cx)) => {
+                                let k = keys[(cz * s[1] + cy) * s[2] + cx];
+                                if float && k == 0 { neg_inf } else { k }
+                            }
+                            _ => cval,
+                        };
+                    }
+                    let rank = footprint.rank();
+                    let med = *window.select_nth_unstable(rank).1;
+                    out[i] = if float && keys[i] == 0 {
+                        0
+                    } else {
+                        match removal {
+                            None => med,
+                            Some(r) => outlier_key(input, keys[i], med, r),
+                        }
+                    };
+                }
+            }
+        }
+        Ok(input.from_keys(if input.wide() {
+            Keys::K64(out)
+        } else {
+            Keys::K32(out.into_iter().map(|k| k as u32).collect())
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_steps(steps: &[Step], values: &mut [u32]) {
+        for &s in steps {
+            match s {
+                Step::Exchange(a, b) => {
+                    let (x, y) = (values[a].min(values[b]), values[a].max(values[b]));
+                    values[a] = x;
+                    values[b] = y;
+                }
+                Step::Min(a, b) => values[a] = values[a].min(values[b]),
+                Step::Max(a, b) => values[b] = values[a].max(values[b]),
+            }
+        }
+    }
+
+    #[test]
+    fn selection_networks_select_the_rank_for_every_size() {
+        let mut seed = 7u64;
+        for n in 1..=NETWORK_MAX {
+            for rank in [0, n / 2, n - 1] {
+                let (steps, out) = selection_network(n, rank);
+                for trial in 0..200 {
+                    let mut v: Vec<u32> = (0..n)
+                        .map(|_| {
+                            seed ^= seed << 13;
+                            seed ^= seed >> 7;
+                            seed ^= seed << 17;
+                            // Few distinct values in some trials: ties matter.
+                            (seed % if trial % 2 == 0 { 4 } else { 1000 }) as u32
+                        })
+                        .collect();
+                    let mut sorted = v.clone();
+                    sorted.sort_unstable();
+                    run_steps(&steps, &mut v);
+                    assert_eq!(v[out], sorted[rank], "n {n} rank {rank}");
+                }
+            }
+        }
+        // Pruning pays: the median of 9 needs far fewer than the 19 exchanges
+        // of a full 9-sort network on 16 wires.
+        let (steps, _) = selection_network(9, 4);
+        assert!(steps.len() <= 30, "{} steps", steps.len());
+    }
+
+    #[test]
+    fn generated_shaders_validate() {
+        for (size, ndim) in [(1, 1), (3, 2), (4, 2), (7, 2), (3, 3)] {
+            let fp = Footprint::size(ndim, &[size]).unwrap();
+            for wide in [false, true] {
+                let src = network_source(&fp, wide);
+                assert!(src.contains("v0 = fetch"), "body spliced in");
+                let module = naga::front::wgsl::parse_str(&src)
+                    .unwrap_or_else(|e| panic!("{size}: {}", e.emit_to_string(&src)));
+                naga::valid::Validator::new(
+                    naga::valid::ValidationFlags::all(),
+                    naga::valid::Capabilities::empty(),
+                )
+                .validate(&module)
+                .unwrap_or_else(|e| panic!("{size}: {e:?}"));
+            }
+        }
+    }
+
+    #[test]
+    fn footprints_follow_scipy_centres_and_reject_bad_sizes() {
+        let fp = Footprint::size(2, &[1, 4]).unwrap();
+        assert_eq!(
+            fp.offsets,
+            vec![[0, 0, -2], [0, 0, -1], [0, 0, 0], [0, 0, 1]]
+        );
+        assert_eq!(fp.rank(), 2);
+        assert_eq!(fp.reach(), [0, 0, 2]);
+        assert!(Footprint::size(2, &[0]).is_err());
+        assert!(Footprint::size(2, &[3, 3, 3]).is_err());
+        assert!(Footprint::size(4, &[3]).is_err());
+        assert!(Footprint::from_mask(2, &[false; 9], &[3, 3]).is_err());
+        assert!(Footprint::from_mask(2, &[true; 8], &[3, 3]).is_err());
+        assert!(OutlierRemoval::new(0.0, 3, Outliers::Bright).is_err());
+        assert!(OutlierRemoval::new(f64::NAN, 3, Outliers::Bright).is_err());
+        assert!("up".parse::<Outliers>().is_err());
+    }
+}

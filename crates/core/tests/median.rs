@@ -1,0 +1,301 @@
+//! Median filter and outlier removal: the GPU path against the CPU reference
+//! on lavapipe, exactly (selections are exact), for every dtype, mode,
+//! footprint kind (sorting network and bitwise search), NaN, and through the
+//! chunk planner; plus device memory left behind after many calls.
+
+mod common;
+
+use common::{gpu, noise, tiny_gpu};
+use gpuscope_core::filters::median::{self, Footprint, NETWORK_MAX, OutlierRemoval, Outliers, cpu};
+use gpuscope_core::filters::{Boundary, Mode};
+use gpuscope_core::keys::SampleVec;
+use gpuscope_core::{Gpu, GpuOptions, Samples};
+
+const MODES: [Mode; 5] = [
+    Mode::Reflect,
+    Mode::Mirror,
+    Mode::Nearest,
+    Mode::Wrap,
+    Mode::Constant,
+];
+
+/// Samples of every dtype the issue names, with many ties for the integers.
+fn dtypes(n: usize, seed: u64) -> Vec<SampleVec> {
+    let r = noise(n, seed);
+    vec![
+        SampleVec::U8(r.iter().map(|v| (v * 256.0) as u8).collect()),
+        SampleVec::U16(r.iter().map(|v| (v * 65536.0) as u16).collect()),
+        SampleVec::I16(r.iter().map(|v| (v * 65536.0 - 32768.0) as i16).collect()),
+        SampleVec::U32(r.iter().map(|v| (v * 4e9) as u32).collect()),
+        SampleVec::I32(r.iter().map(|v| (v * 4e9 - 2e9) as i32).collect()),
+        SampleVec::F32(r.iter().map(|v| (v * 200.0 - 100.0) as f32).collect()),
+        // f64 values that differ below f32 precision: rounding would tie them.
+        SampleVec::F64(r.iter().map(|v| 1.0 + v * 1e-9).collect()),
+        SampleVec::I64(r.iter().map(|v| ((v - 0.5) * 9e18) as i64).collect()),
+    ]
+}
+
+/// Bit patterns, so that NaN equals NaN (both paths give the canonical NaN).
+fn bits(v: &SampleVec) -> Vec<u64> {
+    match v {
+        SampleVec::F32(v) => v.iter().map(|x| u64::from(x.to_bits())).collect(),
+        SampleVec::F64(v) => v.iter().map(|x| x.to_bits()).collect(),
+        other => match other.as_samples().keys(0..other.as_samples().len()) {
+            gpuscope_core::keys::Keys::K32(k) => k.into_iter().map(u64::from).collect(),
+            gpuscope_core::keys::Keys::K64(k) => k,
+        },
+    }
+}
+
+fn median_both(device: &Gpu, input: &SampleVec, shape: &[usize], fp: &Footprint, b: Boundary) {
+    let s = input.as_samples();
+    let g = pollster::block_on(median::median_filter(device, s, shape, fp, b)).unwrap();
+    let c = cpu::median_filter(s, shape, fp, b).unwrap();
+    assert_eq!(g.as_samples().dtype_name(), s.dtype_name());
+    assert_eq!(
+        bits(&g),
+        bits(&c),
+        "{} {shape:?} {} elements {b:?}",
+        s.dtype_name(),
+        fp.len()
+    );
+}
+
+#[test]
+fn median_equals_reference_for_every_dtype_and_mode() {
+    let shape = [19, 23];
+    for (i, input) in dtypes(19 * 23, 3).iter().enumerate() {
+        for mode in MODES {
+            let b = Boundary { mode, cval: 7.0 };
+            for size in [3, 4] {
+                let fp = Footprint::size(2, &[size]).unwrap();
+                median_both(gpu(), input, &shape, &fp, b);
+            }
+        }
+        // One non-square size per dtype keeps the run short.
+        let fp = Footprint::size(2, &[5, 1 + 2 * (i % 3)]).unwrap();
+        median_both(gpu(), input, &shape, &fp, Boundary::default());
+    }
+}
+
+#[test]
+fn large_footprints_use_the_search_kernel_and_agree() {
+    let fp = Footprint::size(2, &[9, 7]).unwrap();
+    assert!(fp.len() > NETWORK_MAX);
+    for input in dtypes(21 * 17, 5) {
+        for mode in [Mode::Reflect, Mode::Constant] {
+            median_both(gpu(), &input, &[21, 17], &fp, Boundary { mode, cval: 0.0 });
+        }
+    }
+}
+
+#[test]
+fn three_d_footprints_1d_arrays_and_masks() {
+    let v = dtypes(7 * 9 * 11, 11);
+    let cube = Footprint::size(3, &[3]).unwrap();
+    let slices = Footprint::size(3, &[1, 5, 5]).unwrap();
+    let big = Footprint::size(3, &[5, 3, 5]).unwrap(); // 75: search kernel
+    for input in [&v[1], &v[5], &v[6]] {
+        for fp in [&cube, &slices, &big] {
+            median_both(gpu(), input, &[7, 9, 11], fp, Boundary::default());
+        }
+    }
+    // A cross-shaped footprint with an even count (upper median).
+    let cross = Footprint::from_mask(
+        2,
+        &[false, true, false, true, true, true, false, true, false],
+        &[3, 3],
+    )
+    .unwrap();
+    let mut even = cross.clone();
+    even.offsets.pop();
+    median_both(gpu(), &v[5], &[7, 99], &cross, Boundary::default());
+    median_both(gpu(), &v[0], &[7, 99], &even, Boundary::default());
+    let line = dtypes(50, 2);
+    median_both(
+        gpu(),
+        &line[0],
+        &[50],
+        &Footprint::size(1, &[5]).unwrap(),
+        Boundary::default(),
+    );
+}
+
+#[test]
+fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
+    let mut v: Vec<f32> = noise(15 * 15, 9).iter().map(|&x| x as f32).collect();
+    for i in (0..v.len()).step_by(4) {
+        v[i] = f32::NAN;
+    }
+    v[17] = f32::INFINITY;
+    v[40] = f32::NEG_INFINITY;
+    let input = SampleVec::F32(v.clone());
+    let fp = Footprint::size(2, &[3]).unwrap();
+    for mode in MODES {
+        let b = Boundary {
+            mode,
+            cval: f64::NAN,
+        };
+        median_both(gpu(), &input, &[15, 15], &fp, b);
+    }
+    let SampleVec::F32(out) =
+        cpu::median_filter(input.as_samples(), &[15, 15], &fp, Boundary::default()).unwrap()
+    else {
+        panic!("f32 output expected")
+    };
+    assert!(out[0].is_nan() && out[4].is_nan(), "NaN elements stay NaN");
+    assert!(out[1].is_finite() || out[1] == f32::NEG_INFINITY);
+    // An f64 volume with NaN goes through the 64-bit keys.
+    let mut d: Vec<f64> = noise(6 * 6 * 6, 1).to_vec();
+    d[100] = f64::NAN;
+    median_both(
+        gpu(),
+        &SampleVec::F64(d),
+        &[6, 6, 6],
+        &Footprint::size(3, &[3]).unwrap(),
+        Boundary::default(),
+    );
+}
+
+#[test]
+fn tiny_images_and_absurd_parameters() {
+    let one = SampleVec::U16(vec![42]);
+    for mode in MODES {
+        let b = Boundary { mode, cval: 3.0 };
+        median_both(gpu(), &one, &[1, 1], &Footprint::size(2, &[7]).unwrap(), b);
+    }
+    let two = SampleVec::F32(vec![1.0, 5.0, -2.0, 8.0]);
+    median_both(
+        gpu(),
+        &two,
+        &[2, 2],
+        &Footprint::size(2, &[15]).unwrap(),
+        Boundary::default(),
+    );
+    let s = Samples::U8(&[1, 2, 3, 4]);
+    let fp = Footprint::size(2, &[3]).unwrap();
+    let err = |r: gpuscope_core::Result<SampleVec>| r.unwrap_err().to_string();
+    let e = err(pollster::block_on(median::median_filter(
+        gpu(),
+        s,
+        &[2, 3],
+        &fp,
+        Boundary::default(),
+    )));
+    assert!(e.contains("4 values for shape"), "{e}");
+    let e = err(pollster::block_on(median::median_filter(
+        gpu(),
+        s,
+        &[2, 2],
+        &fp,
+        Boundary {
+            mode: Mode::Constant,
+            cval: 300.0,
+        },
+    )));
+    assert!(e.contains("cval") && e.contains("uint8"), "{e}");
+    let e = err(pollster::block_on(median::median_filter(
+        gpu(),
+        s,
+        &[4],
+        &fp,
+        Boundary::default(),
+    )));
+    assert!(e.contains("2-D footprint"), "{e}");
+    assert!(Footprint::size(2, &[2000]).is_err());
+}
+
+#[test]
+fn chunked_median_equals_unchunked() {
+    // 64 KiB bindings: 16 Ki keys per box, so these split on z and y with halos.
+    let shape = [5, 70, 90];
+    let n = 5 * 70 * 90;
+    let v = dtypes(n, 21);
+    for input in [&v[5], &v[6]] {
+        for fp in [
+            Footprint::size(3, &[3]).unwrap(),
+            Footprint::size(3, &[1, 7, 7]).unwrap(),
+        ] {
+            for mode in [Mode::Wrap, Mode::Constant, Mode::Mirror] {
+                let b = Boundary { mode, cval: -1.0 };
+                let s = input.as_samples();
+                let g = pollster::block_on(median::median_filter(tiny_gpu(), s, &shape, &fp, b))
+                    .unwrap();
+                let c = cpu::median_filter(s, &shape, &fp, b).unwrap();
+                assert_eq!(g, c, "{} {mode:?} {}", s.dtype_name(), fp.len());
+            }
+        }
+    }
+}
+
+fn outliers_both(device: &Gpu, input: &SampleVec, shape: &[usize], r: &OutlierRemoval) {
+    let s = input.as_samples();
+    let g = pollster::block_on(median::remove_outliers(device, s, shape, r)).unwrap();
+    let c = cpu::remove_outliers(s, shape, r).unwrap();
+    assert_eq!(g, c, "{} {r:?}", s.dtype_name());
+}
+
+#[test]
+fn outliers_equal_reference_for_every_kind_and_dtype() {
+    let shape = [3, 20, 24];
+    for input in dtypes(3 * 20 * 24, 13) {
+        // A diff of about a tenth of the range catches a fair share.
+        let diff = match input.as_samples() {
+            Samples::U8(_) => 25.0,
+            Samples::U16(_) | Samples::I16(_) => 6553.5,
+            Samples::U32(_) | Samples::I32(_) => 4e8,
+            Samples::F32(_) => 20.0,
+            Samples::F64(_) => 1e-10,
+            _ => 9e17,
+        };
+        for kind in [
+            Outliers::Bright,
+            Outliers::Dark,
+            Outliers::Both,
+            Outliers::Tomopy,
+        ] {
+            let r = OutlierRemoval::new(diff, 3, kind).unwrap();
+            outliers_both(gpu(), &input, &shape, &r);
+        }
+    }
+    // Integer differences exactly at the threshold: > versus >=.
+    let v = SampleVec::U8(vec![10, 10, 10, 10, 15, 10, 10, 10, 10]);
+    for (kind, replaced) in [(Outliers::Bright, false), (Outliers::Tomopy, true)] {
+        let r = OutlierRemoval::new(5.0, 3, kind).unwrap();
+        let SampleVec::U8(out) = cpu::remove_outliers(v.as_samples(), &[3, 3], &r).unwrap() else {
+            panic!()
+        };
+        assert_eq!(out[4] == 10, replaced, "{kind:?}");
+        outliers_both(gpu(), &v, &[3, 3], &r);
+    }
+    // Unsigned data darker than the median: no numpy wrap-around.
+    let v = SampleVec::U16(vec![100, 100, 100, 100, 3, 100, 100, 100, 100]);
+    let r = OutlierRemoval::new(50.0, 3, Outliers::Bright).unwrap();
+    assert_eq!(
+        cpu::remove_outliers(v.as_samples(), &[3, 3], &r).unwrap(),
+        v
+    );
+    outliers_both(gpu(), &v, &[3, 3], &r);
+}
+
+#[test]
+fn repeated_calls_of_many_sizes_leave_no_device_memory_behind() {
+    // A device of its own: other tests share gpu() concurrently.
+    let device = &pollster::block_on(Gpu::new(GpuOptions::default())).unwrap();
+    let before = device.live_bytes();
+    for (k, n) in [(3usize, 10usize), (5, 40), (9, 33), (3, 128), (7, 65)] {
+        let v = SampleVec::F32(noise(n * n, k as u64).iter().map(|&x| x as f32).collect());
+        let fp = Footprint::size(2, &[k]).unwrap();
+        pollster::block_on(median::median_filter(
+            device,
+            v.as_samples(),
+            &[n, n],
+            &fp,
+            Boundary::default(),
+        ))
+        .unwrap();
+    }
+    // The pool may keep buffers for reuse; trim() must return to the start.
+    device.trim();
+    assert_eq!(device.live_bytes(), before);
+}

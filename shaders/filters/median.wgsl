@@ -1,0 +1,124 @@
+// Median (rank) filter on ordered integer keys (crates/core/src/keys.rs): the
+// selection compares keys, never values rounded to f32, so it is exact for
+// every dtype, f64 included. One thread per output element. The key width
+// (one or two 32-bit words) comes from median_key32.wgsl or median_key64.wgsl,
+// prepended with common/boundary.wgsl by crates/core/src/shaders.rs.
+//
+// Two entry points:
+//  - median_network: the footprint is compiled into the shader as a pruned
+//    sorting network; crates/core/src/filters/median.rs writes the body of
+//    `network_select` between the GENERATED markers (small footprints).
+//  - median_search: any footprint, offsets in a buffer; the rank-th key is
+//    found bit by bit, counting the keys below a candidate.
+
+struct Params {
+    in_shape: vec4<u32>,   // x, y, z of the input box
+    out_shape: vec4<u32>,
+    offset: vec4<u32>,     // input coordinate of output element (0, 0, 0)
+    mode: u32,             // boundary mode, as common/boundary.wgsl
+    nan_aware: u32,        // float dtypes: key 0 is NaN, selected as -inf (Mantid Imaging)
+    count: u32,            // footprint elements (median_search)
+    rank: u32,             // index of the selected key in the sorted window
+    cval: vec2<u32>,       // key of the constant (low word, high word)
+    outliers: u32,         // 0 median; 1 bright, 2 dark, 3 both; 4 bright with >= (tomopy)
+    diff_f32: u32,         // 1: outlier differences in f32 (f32 input); 0: exact on integer keys
+    diff: vec2<u32>,       // f32 bits of diff, or the integer threshold t of `difference > t`
+    reach: vec2<u32>,      // (network) largest |offset| in x and y, for the interior test
+}
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> src: array<u32>;
+@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+
+// Key of input element i; NaN is selected as -inf.
+fn fetch(i: u32) -> Key {
+    let k = key_at(i);
+    if (p.nan_aware != 0u && key_is_nan(k)) {
+        return NEG_INF;
+    }
+    return k;
+}
+
+// Key at box coordinate c (x, y, z), through the boundary mode.
+fn load(c: vec3<i32>) -> Key {
+    let n = vec3<i32>(p.in_shape.xyz);
+    let x = map_coordinate(c.x, n.x, p.mode);
+    let y = map_coordinate(c.y, n.y, p.mode);
+    let z = map_coordinate(c.z, n.z, p.mode);
+    if (x < 0 || y < 0 || z < 0) {
+        return key_param(p.cval);
+    }
+    return fetch((u32(z) * p.in_shape.y + u32(y)) * p.in_shape.x + u32(x));
+}
+
+// Output element index and its input coordinate; false past the end.
+fn position(gid: vec3<u32>, groups: vec3<u32>, i: ptr<function, u32>, c: ptr<function, vec3<i32>>) -> bool {
+    *i = gid.x + gid.y * groups.x * 256u;
+    let nx = p.out_shape.x;
+    let ny = p.out_shape.y;
+    if (*i >= nx * ny * p.out_shape.z) {
+        return false;
+    }
+    let o = vec3<u32>(*i % nx, (*i / nx) % ny, *i / (nx * ny));
+    *c = vec3<i32>(o + p.offset.xyz);
+    return true;
+}
+
+fn centre_index(c: vec3<i32>) -> u32 {
+    return (u32(c.z) * p.in_shape.y + u32(c.y)) * p.in_shape.x + u32(c.x);
+}
+
+// ---- GENERATED: begin ----
+fn network_select(c: vec3<i32>) -> Key {
+    return load(c);
+}
+// ---- GENERATED: end ----
+
+@compute @workgroup_size(256)
+fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
+                  @builtin(num_workgroups) groups: vec3<u32>) {
+    var i = 0u;
+    var c = vec3<i32>();
+    if (!position(gid, groups, &i, &c)) {
+        return;
+    }
+    key_store(i, finish(key_at(centre_index(c)), network_select(c)));
+}
+
+@group(0) @binding(3) var<storage, read> offsets: array<vec4<i32>>;
+
+@compute @workgroup_size(256)
+fn median_search(@builtin(global_invocation_id) gid: vec3<u32>,
+                 @builtin(num_workgroups) groups: vec3<u32>) {
+    var i = 0u;
+    var c = vec3<i32>();
+    if (!position(gid, groups, &i, &c)) {
+        return;
+    }
+    var lo = load(c + offsets[0].xyz);
+    var hi = lo;
+    for (var k = 1u; k < p.count; k++) {
+        let v = load(c + offsets[k].xyz);
+        lo = key_min(lo, v);
+        hi = key_max(hi, v);
+    }
+    // The answer shares the bits above the highest bit where min and max
+    // differ; decide the rest from the top: keep a bit when at most `rank`
+    // keys lie below the candidate.
+    var r = lo;
+    if (any(lo != hi)) {
+        let top = key_highest_bit(key_xor(lo, hi));
+        r = key_clear_below(lo, top + 1u);
+        for (var b = i32(top); b >= 0; b--) {
+            let candidate = key_set_bit(r, u32(b));
+            var below = 0u;
+            for (var k = 0u; k < p.count; k++) {
+                below += u32(key_lt(load(c + offsets[k].xyz), candidate));
+            }
+            if (below <= p.rank) {
+                r = candidate;
+            }
+        }
+    }
+    key_store(i, finish(key_at(centre_index(c)), r));
+}

@@ -1,0 +1,65 @@
+// 32-bit keys for the median kernel: u8..u32, i8..i32 and f32 samples.
+
+alias Key = u32;
+
+// Key of f32 -inf (where NaN is selected, as Mantid Imaging does).
+const NEG_INF: Key = 0x007fffffu;
+
+fn key_at(i: u32) -> Key { return src[i]; }
+fn key_store(i: u32, k: Key) { dst[i] = k; }
+fn key_param(v: vec2<u32>) -> Key { return v.x; }
+fn key_is_nan(k: Key) -> bool { return k == 0u; }
+fn key_lt(a: Key, b: Key) -> bool { return a < b; }
+fn key_min(a: Key, b: Key) -> Key { return min(a, b); }
+fn key_max(a: Key, b: Key) -> Key { return max(a, b); }
+fn key_xor(a: Key, b: Key) -> Key { return a ^ b; }
+fn key_highest_bit(a: Key) -> u32 { return u32(firstLeadingBit(a)); }
+fn key_set_bit(a: Key, b: u32) -> Key { return a | (1u << b); }
+fn key_clear_below(a: Key, b: u32) -> Key {
+    if (b >= 32u) { return 0u; }
+    return (a >> b) << b;
+}
+
+fn f32_of_key(k: Key) -> f32 {
+    if ((k & 0x80000000u) != 0u) {
+        return bitcast<f32>(k & 0x7fffffffu);
+    }
+    return bitcast<f32>(~k);
+}
+
+// x - m > diff (or >= for tomopy), as numpy computes it: in f32 for f32 data,
+// exactly for integer data. Callers ensure x > m.
+fn exceeds(x: Key, m: Key) -> bool {
+    if (p.diff_f32 != 0u) {
+        let xf = f32_of_key(x);
+        let mf = f32_of_key(m);
+        // x > m with an infinity: the difference is +inf.
+        if (x >= 0xff800000u || m <= 0x007fffffu) {
+            return true;
+        }
+        let d = xf - mf;
+        if (p.outliers == 4u) {
+            return d >= bitcast<f32>(p.diff.x);
+        }
+        return d > bitcast<f32>(p.diff.x);
+    }
+    // Keys of integers differ by the difference of the values.
+    return x - m > p.diff.x;
+}
+
+// The output at an element whose own key is `centre` and window median `med`.
+fn finish(centre: Key, med: Key) -> Key {
+    if (p.nan_aware != 0u && key_is_nan(centre)) {
+        return centre;
+    }
+    switch p.outliers {
+        case 0u: { return med; }
+        case 1u, 4u: { return select(centre, med, centre > med && exceeds(centre, med)); }
+        case 2u: { return select(centre, med, med > centre && exceeds(med, centre)); }
+        default: {
+            let bright = centre > med && exceeds(centre, med);
+            let dark = med > centre && exceeds(med, centre);
+            return select(centre, med, bright || dark);
+        }
+    }
+}
