@@ -154,27 +154,43 @@ pub fn map_coordinate(c: i64, n: usize, mode: Mode) -> Option<usize> {
 /// Copies the box of `chunk` (core plus halo) out of `src`, mapping halo
 /// coordinates outside the array through `mode`.
 pub fn gather<T: Copy>(src: &[T], shape: Shape3, chunk: &Chunk, mode: Mode, cval: T) -> Vec<T> {
+    let plane = shape[1] * shape[2];
+    gather_with(
+        |z| &src[z * plane..(z + 1) * plane],
+        shape,
+        chunk,
+        mode,
+        cval,
+    )
+}
+
+/// [`gather`] from an array held slice by slice: `slice(z)` returns slice z
+/// (streaming keeps only the slices the current chunks need).
+pub fn gather_with<'a, T: Copy + 'a>(
+    slice: impl Fn(usize) -> &'a [T],
+    shape: Shape3,
+    chunk: &Chunk,
+    mode: Mode,
+    cval: T,
+) -> Vec<T> {
     let bs = chunk.box_shape();
-    let coords = |a: usize| -> Vec<Option<usize>> {
-        (0..bs[a])
-            .map(|i| {
-                let c = chunk.core_lo[a] as i64 - chunk.pad[a] as i64 + i as i64;
-                map_coordinate(c, shape[a], mode)
-            })
-            .collect()
-    };
-    let (zs, ys, xs) = (coords(0), coords(1), coords(2));
+    let (zs, ys, xs) = (
+        box_coordinates(shape, chunk, mode, 0),
+        box_coordinates(shape, chunk, mode, 1),
+        box_coordinates(shape, chunk, mode, 2),
+    );
     let contiguous_rows = chunk.pad[2] == 0 && chunk.core_lo[2] == 0 && bs[2] == shape[2];
     let mut out = Vec::with_capacity(bs.iter().product());
     for z in &zs {
+        let plane = z.map(&slice);
         for y in &ys {
-            match (z, y) {
-                (Some(z), Some(y)) => {
-                    let row = (z * shape[1] + y) * shape[2];
+            match (plane, y) {
+                (Some(plane), Some(y)) => {
+                    let row = &plane[y * shape[2]..(y + 1) * shape[2]];
                     if contiguous_rows {
-                        out.extend_from_slice(&src[row..row + shape[2]]);
+                        out.extend_from_slice(row);
                     } else {
-                        out.extend(xs.iter().map(|x| x.map_or(cval, |x| src[row + x])));
+                        out.extend(xs.iter().map(|x| x.map_or(cval, |x| row[x])));
                     }
                 }
                 _ => out.extend(std::iter::repeat_n(cval, bs[2])),
@@ -182,6 +198,21 @@ pub fn gather<T: Copy>(src: &[T], shape: Shape3, chunk: &Chunk, mode: Mode, cval
         }
     }
     out
+}
+
+/// The array coordinate of each box position on `axis` (`None`: the constant).
+pub fn box_coordinates(
+    shape: Shape3,
+    chunk: &Chunk,
+    mode: Mode,
+    axis: usize,
+) -> Vec<Option<usize>> {
+    (0..chunk.box_shape()[axis])
+        .map(|i| {
+            let c = chunk.core_lo[axis] as i64 - chunk.pad[axis] as i64 + i as i64;
+            map_coordinate(c, shape[axis], mode)
+        })
+        .collect()
 }
 
 /// Writes the core-shaped result `part` of `chunk` into `dst`.

@@ -56,6 +56,21 @@ pub struct Gpu {
     pool: Mutex<Vec<wgpu::Buffer>>,
     live_bytes: AtomicU64,
     last_kernel_ns: AtomicU64,
+    total_kernel_ns: AtomicU64,
+    /// Readback buffers kept for reuse by streaming operations.
+    staging: Mutex<Vec<wgpu::Buffer>>,
+}
+
+/// Work submitted with its result on the way back to the host; collect it
+/// with [`Gpu::finish`]. Streaming operations keep a few of these in flight
+/// so that transfers and kernels of consecutive chunks overlap.
+pub(crate) struct Pending {
+    staging: wgpu::Buffer,
+    bytes: u64,
+    /// Offset and count of the pass timestamps copied behind the data.
+    timestamps: Option<(u64, u32)>,
+    index: wgpu::SubmissionIndex,
+    mapped: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
 }
 
 /// Lists the adapters this machine offers (native only; browsers expose one).
@@ -133,6 +148,8 @@ impl Gpu {
             pool: Mutex::new(Vec::new()),
             live_bytes: AtomicU64::new(0),
             last_kernel_ns: AtomicU64::new(0),
+            total_kernel_ns: AtomicU64::new(0),
+            staging: Mutex::new(Vec::new()),
         })
     }
 
@@ -172,6 +189,92 @@ impl Gpu {
     pub fn last_kernel_ns(&self) -> Option<u64> {
         self.timestamp_period_ns
             .map(|_| self.last_kernel_ns.load(Ordering::Relaxed))
+    }
+
+    /// GPU time of every timed kernel since the last [`Gpu::reset_kernel_time`],
+    /// in nanoseconds, when the adapter offers timestamp queries.
+    pub fn kernel_ns_total(&self) -> Option<u64> {
+        self.timestamp_period_ns
+            .map(|_| self.total_kernel_ns.load(Ordering::Relaxed))
+    }
+
+    /// Starts a new sum for [`Gpu::kernel_ns_total`].
+    pub fn reset_kernel_time(&self) {
+        self.total_kernel_ns.store(0, Ordering::Relaxed);
+    }
+
+    fn add_kernel_ticks(&self, ticks: &[u64]) -> u64 {
+        let period = f64::from(self.timestamp_period_ns.unwrap_or(1.0));
+        let total: u64 = ticks
+            .chunks_exact(2)
+            .map(|p| p[1].saturating_sub(p[0]))
+            .sum();
+        let ns = (total as f64 * period) as u64;
+        self.total_kernel_ns.fetch_add(ns, Ordering::Relaxed);
+        ns
+    }
+
+    /// Waits for `pending` and returns its bytes.
+    pub(crate) async fn finish(&self, pending: Pending) -> Result<Vec<u8>> {
+        let Pending {
+            staging,
+            bytes,
+            timestamps,
+            index,
+            mapped,
+        } = pending;
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
+        #[cfg(target_arch = "wasm32")]
+        drop(index);
+        let outcome = async {
+            mapped
+                .await
+                .map_err(|_| Error::Device("the readback was cancelled".into()))?
+                .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
+            let view = staging
+                .get_mapped_range(..)
+                .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
+            let data = view[..bytes as usize].to_vec();
+            if let Some((offset, count)) = timestamps {
+                let raw = &view[offset as usize..(offset + 8 * u64::from(count)) as usize];
+                let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(raw);
+                self.add_kernel_ticks(&ticks);
+            }
+            drop(view);
+            staging.unmap();
+            Ok::<_, Error>(data)
+        }
+        .await;
+        self.recycle_staging(staging);
+        outcome
+    }
+
+    fn staging_buffer(&self, size: u64) -> wgpu::Buffer {
+        if let Ok(mut pool) = self.staging.lock()
+            && let Some(i) = pool.iter().position(|b| b.size() == size)
+        {
+            return pool.swap_remove(i);
+        }
+        self.live_bytes.fetch_add(size, Ordering::Relaxed);
+        self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        })
+    }
+
+    fn recycle_staging(&self, buffer: wgpu::Buffer) {
+        match self.staging.lock() {
+            Ok(mut pool) if pool.len() < 4 => pool.push(buffer),
+            _ => self.destroy(buffer),
+        }
     }
 
     /// A compute pipeline for `entry` of `source`, built once per device.
@@ -261,10 +364,13 @@ impl Gpu {
 
     /// Frees every pooled buffer.
     pub fn trim(&self) {
-        let buffers: Vec<_> = match self.pool.lock() {
+        let mut buffers: Vec<_> = match self.pool.lock() {
             Ok(mut pool) => pool.drain(..).collect(),
             Err(_) => return,
         };
+        if let Ok(mut pool) = self.staging.lock() {
+            buffers.extend(pool.drain(..));
+        }
         for b in buffers {
             self.destroy(b);
         }
@@ -451,18 +557,61 @@ impl Recorder<'_> {
             resolve.destroy();
             let ticks: &[u64] = bytemuck::try_cast_slice(&raw)
                 .map_err(|_| Error::Device("unaligned timestamp readback".into()))?;
-            let period = f64::from(gpu.timestamp_period_ns.unwrap_or(1.0));
-            let total: u64 = ticks
-                .chunks_exact(2)
-                .map(|p| p[1].saturating_sub(p[0]))
-                .sum();
-            gpu.last_kernel_ns
-                .store((total as f64 * period) as u64, Ordering::Relaxed);
+            let ns = gpu.add_kernel_ticks(ticks);
+            gpu.last_kernel_ns.store(ns, Ordering::Relaxed);
         }
         if let Some(q) = queries {
             q.destroy();
         }
         Ok(())
+    }
+}
+
+impl Recorder<'_> {
+    /// Submits the recording followed by a copy of the first `bytes` of
+    /// `buffer` (and the pass timestamps) to a readback buffer, without
+    /// waiting: collect the result with [`Gpu::finish`].
+    pub(crate) fn submit_with_readback(self, buffer: &wgpu::Buffer, bytes: u64) -> Pending {
+        let Recorder {
+            gpu,
+            mut encoder,
+            queries,
+            passes,
+        } = self;
+        let data = bytes.div_ceil(8) * 8;
+        let timed = queries
+            .as_ref()
+            .filter(|_| passes > 0)
+            .map(|q| (q, 2 * passes));
+        let size = data + timed.map_or(0, |(_, n)| 8 * u64::from(n));
+        let staging = gpu.staging_buffer(size_class(size.max(8)));
+        if bytes > 0 {
+            encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes.div_ceil(4) * 4);
+        }
+        let mut timestamps = None;
+        if let Some((q, n)) = timed {
+            let resolve = gpu.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some("timestamps"),
+                size: 8 * u64::from(n),
+                usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
+            });
+            encoder.resolve_query_set(q, 0..n, &resolve, 0);
+            encoder.copy_buffer_to_buffer(&resolve, 0, &staging, data, 8 * u64::from(n));
+            timestamps = Some((data, n));
+        }
+        let index = gpu.queue.submit([encoder.finish()]);
+        let (tx, mapped) = futures_channel::oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        Pending {
+            staging,
+            bytes,
+            timestamps,
+            index,
+            mapped,
+        }
     }
 }
 

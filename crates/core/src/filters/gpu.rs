@@ -4,10 +4,13 @@
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::chunk::{self, Chunk, Shape3, shape3};
-use crate::engine::Gpu;
+use crate::chunk::{Chunk, Shape3, shape3};
+use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::shaders;
+use crate::stream::{
+    self, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource, StreamSpec,
+};
 
 use super::{Boundary, Filter, Output};
 
@@ -59,99 +62,120 @@ pub async fn apply(
     if filter.passes.is_empty() {
         return Ok(input.to_vec());
     }
-    // Two ping-pong buffers of one box each must fit the binding and the budget.
-    let mut max_elements = (gpu.max_binding_size() / 4).min(gpu.memory_budget() / 8);
-    loop {
-        match run(gpu, filter, input, s, boundary, output, max_elements).await {
-            Err(Error::OutOfMemory { .. }) if max_elements > 1 << 16 => {
-                gpu.trim();
-                max_elements /= 2;
-            }
-            other => return other,
-        }
-    }
+    let mut result = Vec::with_capacity(input.len());
+    let mut source = MemorySource::new(input, s);
+    apply_stream(
+        gpu,
+        filter,
+        shape,
+        boundary,
+        output,
+        &mut source,
+        &mut result,
+        &mut |_, _| {},
+    )
+    .await?;
+    Ok(result)
 }
 
-async fn run(
+/// [`apply`] streamed from `source` to `sink` (f32 values, z slices in
+/// order), for stacks larger than memory.
+#[allow(clippy::too_many_arguments)]
+pub async fn apply_stream(
     gpu: &Gpu,
     filter: &Filter,
-    input: &[f32],
-    shape: Shape3,
+    shape: &[usize],
     boundary: Boundary,
     output: Output,
-    max_elements: u64,
-) -> Result<Vec<f32>> {
-    let chunks = chunk::plan(shape, filter.halo(), max_elements)?;
-    let largest = chunks
-        .iter()
-        .map(|c| c.box_shape().iter().product::<usize>())
-        .max()
-        .unwrap_or(0) as u64;
-    let source = shaders::CORRELATE;
-    let pipeline = gpu.pipeline(source, "correlate")?;
+    source: &mut dyn SliceSource<f32>,
+    sink: &mut dyn SliceSink<f32>,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let s = shape3(shape)?;
+    if shape.len() != filter.ndim {
+        return Err(Error::InvalidInput(format!(
+            "a filter for {}-D arrays applied to a {}-D array",
+            filter.ndim,
+            shape.len()
+        )));
+    }
+    if filter.passes.is_empty() {
+        let n = s.iter().product::<usize>();
+        let mut all = Vec::with_capacity(n);
+        source.read(0..s[0], &mut all)?;
+        sink.write(&all)?;
+        progress(s[0], s[0]);
+        return Ok(());
+    }
+    let pipeline = gpu.pipeline(shaders::CORRELATE, "correlate")?;
     let mut weight_buffers = Vec::with_capacity(filter.passes.len());
     for pass in &filter.passes {
         let w: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
-        let buffer = gpu.storage(4 * w.len() as u64, "filter weights").await?;
-        gpu.upload(&buffer, bytemuck::cast_slice(&w));
-        weight_buffers.push(buffer);
-    }
-    let ping = gpu.storage(4 * largest, "filter input").await;
-    let pong = gpu.storage(4 * largest, "filter output").await;
-    let (ping, pong) = match (ping, pong) {
-        (Ok(a), Ok(b)) => (a, b),
-        (a, b) => {
-            for buf in [a, b].into_iter().flatten().chain(weight_buffers) {
-                gpu.recycle(buf);
+        match gpu.storage(4 * w.len() as u64, "filter weights").await {
+            Ok(buffer) => {
+                gpu.upload(&buffer, bytemuck::cast_slice(&w));
+                weight_buffers.push(buffer);
             }
-            return Err(Error::OutOfMemory {
-                what: "filter buffers".into(),
-            });
+            Err(e) => {
+                for b in weight_buffers {
+                    gpu.recycle(b);
+                }
+                return Err(e);
+            }
         }
+    }
+    let kernel = |rec: &mut Recorder<'_>,
+                  src: &wgpu::Buffer,
+                  dst: &wgpu::Buffer,
+                  c: &Chunk|
+     -> Result<bool> {
+        record_chunk(
+            gpu,
+            rec,
+            &pipeline,
+            filter,
+            &weight_buffers,
+            [src, dst],
+            s,
+            c,
+            boundary,
+            output,
+        )?;
+        Ok(filter.passes.len() % 2 == 1)
     };
-    let mut result = vec![0f32; input.len()];
-    let outcome = async {
-        for c in &chunks {
-            let part = run_chunk(
-                gpu,
-                &pipeline,
-                filter,
-                &weight_buffers,
-                [&ping, &pong],
-                input,
-                shape,
-                c,
-                boundary,
-                output,
-            )
-            .await?;
-            chunk::scatter(&mut result, shape, c, &part);
-        }
-        Ok::<_, Error>(())
+    // Two ping-pong buffers per chunk, two chunks in flight.
+    let max_elements = (gpu.max_binding_size() / 4)
+        .min(gpu.memory_budget() / 16)
+        .min(STREAM_CHUNK_BYTES / 4);
+    let spec = StreamSpec {
+        shape: s,
+        halo: filter.halo(),
+        mode: boundary.mode,
+        cval: boundary.cval as f32,
+    };
+    let outcome = stream::run(gpu, spec, source, sink, &kernel, max_elements, progress).await;
+    for b in weight_buffers {
+        gpu.recycle(b);
     }
-    .await;
-    for buf in weight_buffers.into_iter().chain([ping, pong]) {
-        gpu.recycle(buf);
-    }
-    outcome.map(|()| result)
+    outcome
 }
 
+/// Records every pass of `filter` for chunk `c`, ping-ponging between the
+/// two buffers; the result ends in `buffers[passes % 2]`.
 #[allow(clippy::too_many_arguments)]
-async fn run_chunk(
+fn record_chunk(
     gpu: &Gpu,
+    rec: &mut Recorder<'_>,
     pipeline: &wgpu::ComputePipeline,
     filter: &Filter,
     weights: &[wgpu::Buffer],
     buffers: [&wgpu::Buffer; 2],
-    input: &[f32],
     shape: Shape3,
     c: &Chunk,
     boundary: Boundary,
     output: Output,
-) -> Result<Vec<f32>> {
+) -> Result<()> {
     let cval = boundary.cval as f32;
-    let data = chunk::gather(input, shape, c, boundary.mode, cval);
-    gpu.upload(buffers[0], bytemuck::cast_slice(&data));
     let (bits, signed) = match output {
         Output::Float => (0, false),
         Output::Integer { bits, signed } => (bits, signed),
@@ -159,8 +183,6 @@ async fn run_chunk(
     let mut in_shape = c.box_shape();
     // Halo still unconsumed on each side, per axis.
     let mut pad = c.pad;
-    let mut params = Vec::with_capacity(filter.passes.len());
-    let mut rec = gpu.recorder();
     for (i, pass) in filter.passes.iter().enumerate() {
         let reach = pass.reach();
         let mut offset = [0; 3];
@@ -199,17 +221,11 @@ async fn run_chunk(
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
         let threads = out_shape.iter().product::<usize>() as u64;
         rec.dispatch(pipeline, &[&uniform, src, &weights[i], dst], threads)?;
-        params.push(uniform);
         for a in 0..3 {
             pad[a] -= offset[a];
         }
         in_shape = out_shape;
     }
-    rec.submit().await?;
     debug_assert_eq!(in_shape, c.core_shape());
-    let last = buffers[filter.passes.len() % 2];
-    let n = in_shape.iter().product::<usize>();
-    let bytes = gpu.read(last, 4 * n as u64).await?;
-    drop(params);
-    Ok(bytemuck::pod_collect_to_vec(&bytes))
+    Ok(())
 }

@@ -19,10 +19,13 @@ use std::str::FromStr;
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{self, Shape3, shape3};
-use crate::engine::Gpu;
+use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::keys::{Keys, NEG_INF_KEY_F32, NEG_INF_KEY_F64, SampleVec, Samples, unkey_f32};
 use crate::shaders;
+use crate::stream::{
+    self, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource, StreamSpec,
+};
 
 use super::{Boundary, Mode};
 
@@ -369,14 +372,142 @@ async fn run(
     removal: Option<&OutlierRemoval>,
 ) -> Result<SampleVec> {
     let s = check_input(input, shape, footprint)?;
-    let cval = cval_key(input, boundary)?;
-    let wide = input.wide();
+    let mut none = |_: usize, _: usize| {};
+    let out = match input.keys(0..input.len()) {
+        Keys::K32(k) => {
+            let mut out = Vec::with_capacity(k.len());
+            let mut source = MemorySource::new(&k, s);
+            stream_keys(
+                gpu,
+                input,
+                s,
+                footprint,
+                boundary,
+                removal,
+                &mut source,
+                &mut out,
+                &mut none,
+            )
+            .await?;
+            Keys::K32(out)
+        }
+        Keys::K64(k) => {
+            let mut out = Vec::with_capacity(k.len());
+            let mut source = MemorySource::new(&k, s);
+            stream_keys(
+                gpu,
+                input,
+                s,
+                footprint,
+                boundary,
+                removal,
+                &mut source,
+                &mut out,
+                &mut none,
+            )
+            .await?;
+            // 64-bit dtypes finish the outlier test on the host (no f64 on GPUs).
+            if let Some(r) = removal {
+                for (m, &x) in out.iter_mut().zip(&k) {
+                    *m = outlier_key(input, x, *m, r);
+                }
+            }
+            Keys::K64(out)
+        }
+    };
+    Ok(input.from_keys(out))
+}
+
+/// The median filter streamed from `source` to `sink` as ordered keys of
+/// `dtype` (u32 words for dtypes up to 32 bits, u64 for 64-bit dtypes; see
+/// [`Samples::keys`]): for stacks larger than memory, read and written slice
+/// by slice.
+#[allow(clippy::too_many_arguments)]
+pub async fn median_filter_stream<T: Pod>(
+    gpu: &Gpu,
+    dtype: Samples<'_>,
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+    source: &mut dyn SliceSource<T>,
+    sink: &mut dyn SliceSink<T>,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let s = stream_shape(shape, footprint)?;
+    stream_keys(
+        gpu, dtype, s, footprint, boundary, None, source, sink, progress,
+    )
+    .await
+}
+
+/// Outlier removal streamed as ordered keys (see [`median_filter_stream`]).
+/// 64-bit dtypes are refused here: their outlier test runs on the host, use
+/// [`remove_outliers`].
+pub async fn remove_outliers_stream(
+    gpu: &Gpu,
+    dtype: Samples<'_>,
+    shape: &[usize],
+    removal: &OutlierRemoval,
+    source: &mut dyn SliceSource<u32>,
+    sink: &mut dyn SliceSink<u32>,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let footprint = removal.footprint(shape.len())?;
+    let s = stream_shape(shape, &footprint)?;
+    stream_keys(
+        gpu,
+        dtype,
+        s,
+        &footprint,
+        OutlierRemoval::boundary(),
+        Some(removal),
+        source,
+        sink,
+        progress,
+    )
+    .await
+}
+
+fn stream_shape(shape: &[usize], footprint: &Footprint) -> Result<Shape3> {
+    let s = shape3(shape)?;
+    if shape.len() != footprint.ndim {
+        return Err(Error::InvalidInput(format!(
+            "a {}-D footprint applied to a {}-D array",
+            footprint.ndim,
+            shape.len()
+        )));
+    }
+    Ok(s)
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn stream_keys<T: Pod>(
+    gpu: &Gpu,
+    dtype: Samples<'_>,
+    shape: Shape3,
+    footprint: &Footprint,
+    boundary: Boundary,
+    removal: Option<&OutlierRemoval>,
+    source: &mut dyn SliceSource<T>,
+    sink: &mut dyn SliceSink<T>,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let word = std::mem::size_of::<T>() as u64;
+    let wide = dtype.wide();
+    if word != if wide { 8 } else { 4 } {
+        return Err(Error::InvalidInput(format!(
+            "{}-byte keys given for {} samples",
+            word,
+            dtype.dtype_name()
+        )));
+    }
+    let cval = cval_key(dtype, boundary)?;
     let mut params = Params {
         in_shape: [0; 4],
         out_shape: [0; 4],
         offset: [0; 4],
         mode: boundary.mode.code(),
-        nan_aware: u32::from(input.is_float()),
+        nan_aware: u32::from(dtype.is_float()),
         count: footprint.len() as u32,
         rank: footprint.rank() as u32,
         cval: [cval as u32, (cval >> 32) as u32],
@@ -385,10 +516,9 @@ async fn run(
         diff: [0; 2],
         _pad: [0; 2],
     };
-    // 64-bit dtypes finish the outlier test on the host (no f64 on GPUs).
     if let (Some(r), false) = (removal, wide) {
         params.outliers = r.outliers.code();
-        if matches!(input, Samples::F32(_)) {
+        if matches!(dtype, Samples::F32(_)) {
             params.diff_f32 = 1;
             params.diff[0] = (r.diff as f32).to_bits();
         } else {
@@ -401,86 +531,8 @@ async fn run(
             params.diff[0] = t.min(f64::from(u32::MAX)) as u32;
         }
     }
-    let keys = input.keys(0..input.len());
-    let out = match keys {
-        Keys::K32(k) => {
-            Keys::K32(boxes(gpu, &k, s, footprint, boundary.mode, cval as u32, params).await?)
-        }
-        Keys::K64(k) => Keys::K64(boxes(gpu, &k, s, footprint, boundary.mode, cval, params).await?),
-    };
-    let out = match (removal, wide, out) {
-        (Some(r), true, Keys::K64(med)) => {
-            let Keys::K64(x) = input.keys(0..input.len()) else {
-                return Err(Error::Device("64-bit keys expected".into()));
-            };
-            let finished = x
-                .iter()
-                .zip(&med)
-                .map(|(&x, &m)| outlier_key(input, x, m, r))
-                .collect();
-            Keys::K64(finished)
-        }
-        (_, _, out) => out,
-    };
-    Ok(input.from_keys(out))
-}
-
-/// Runs the kernel over chunks of `keys` planned from the device limits,
-/// halving the chunks when the device runs out of memory.
-async fn boxes<T: Pod>(
-    gpu: &Gpu,
-    keys: &[T],
-    shape: Shape3,
-    footprint: &Footprint,
-    mode: Mode,
-    cval: T,
-    params: Params,
-) -> Result<Vec<T>> {
-    let word = std::mem::size_of::<T>() as u64;
-    let mut max_elements = (gpu.max_binding_size() / word).min(gpu.memory_budget() / (2 * word));
-    loop {
-        match boxes_once(
-            gpu,
-            keys,
-            shape,
-            footprint,
-            mode,
-            cval,
-            params,
-            max_elements,
-        )
-        .await
-        {
-            Err(Error::OutOfMemory { .. }) if max_elements > 1 << 16 => {
-                gpu.trim();
-                max_elements /= 2;
-            }
-            other => return other,
-        }
-    }
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn boxes_once<T: Pod>(
-    gpu: &Gpu,
-    keys: &[T],
-    shape: Shape3,
-    footprint: &Footprint,
-    mode: Mode,
-    cval: T,
-    mut params: Params,
-    max_elements: u64,
-) -> Result<Vec<T>> {
-    let word = std::mem::size_of::<T>() as u64;
-    let chunks = chunk::plan(shape, footprint.reach(), max_elements)?;
-    let largest = chunks
-        .iter()
-        .map(|c| c.box_shape().iter().product::<usize>())
-        .max()
-        .unwrap_or(0) as u64;
-    let wide = word == 8;
     let network = footprint.len() <= NETWORK_MAX;
-    let source = if network {
+    let source_text = if network {
         network_source(footprint, wide)
     } else if wide {
         shaders::MEDIAN64.to_string()
@@ -492,51 +544,51 @@ async fn boxes_once<T: Pod>(
     } else {
         "median_search"
     };
-    let pipeline = gpu.pipeline(&source, entry)?;
-    let mut owned = Vec::new();
-    let outcome = async {
-        let offsets = if network {
-            None
-        } else {
-            let o: Vec<[i32; 4]> = footprint
-                .offsets
-                .iter()
-                .map(|o| [o[2], o[1], o[0], 0])
-                .collect();
-            let b = gpu.storage(16 * o.len() as u64, "median footprint").await?;
-            gpu.upload(&b, bytemuck::cast_slice(&o));
-            owned.push(b);
-            Some(owned.len() - 1)
-        };
-        owned.push(gpu.storage(word * largest, "median input").await?);
-        owned.push(gpu.storage(word * largest, "median output").await?);
-        let (src, dst) = (&owned[owned.len() - 2], &owned[owned.len() - 1]);
-        let mut result = vec![cval; keys.len()];
-        for c in &chunks {
-            let data = chunk::gather(keys, shape, c, mode, cval);
-            gpu.upload(src, bytemuck::cast_slice(&data));
-            let core = c.core_shape();
-            params.in_shape = xyz(c.box_shape());
-            params.out_shape = xyz(core);
-            params.offset = xyz(c.pad);
-            let uniform = gpu.uniform(&params);
-            let mut buffers = vec![&uniform, src, dst];
-            if let Some(i) = offsets {
-                buffers.push(&owned[i]);
-            }
-            let mut rec = gpu.recorder();
-            rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?;
-            rec.submit().await?;
-            let n = core.iter().product::<usize>() as u64;
-            let bytes = gpu.read(dst, word * n).await?;
-            let part: Vec<T> = bytemuck::pod_collect_to_vec(&bytes);
-            chunk::scatter(&mut result, shape, c, &part);
+    let pipeline = gpu.pipeline(&source_text, entry)?;
+    let offsets = if network {
+        None
+    } else {
+        let o: Vec<[i32; 4]> = footprint
+            .offsets
+            .iter()
+            .map(|o| [o[2], o[1], o[0], 0])
+            .collect();
+        let b = gpu.storage(16 * o.len() as u64, "median footprint").await?;
+        gpu.upload(&b, bytemuck::cast_slice(&o));
+        Some(b)
+    };
+    let kernel = |rec: &mut Recorder<'_>,
+                  src: &wgpu::Buffer,
+                  dst: &wgpu::Buffer,
+                  c: &chunk::Chunk|
+     -> Result<bool> {
+        let mut p = params;
+        let core = c.core_shape();
+        p.in_shape = xyz(c.box_shape());
+        p.out_shape = xyz(core);
+        p.offset = xyz(c.pad);
+        let uniform = gpu.uniform(&p);
+        let mut buffers = vec![&uniform, src, dst];
+        if let Some(o) = &offsets {
+            buffers.push(o);
         }
-        Ok::<_, Error>(result)
-    }
-    .await;
-    for b in owned {
-        gpu.recycle(b);
+        rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?;
+        Ok(true)
+    };
+    // In and out buffers of two chunks in flight.
+    let max_elements = (gpu.max_binding_size() / word)
+        .min(gpu.memory_budget() / (4 * word))
+        .min(STREAM_CHUNK_BYTES / word);
+    let cval_word: T = bytemuck::pod_read_unaligned(&cval.to_le_bytes()[..word as usize]);
+    let spec = StreamSpec {
+        shape,
+        halo: footprint.reach(),
+        mode: boundary.mode,
+        cval: cval_word,
+    };
+    let outcome = stream::run(gpu, spec, source, sink, &kernel, max_elements, progress).await;
+    if let Some(o) = offsets {
+        gpu.recycle(o);
     }
     outcome
 }

@@ -9,7 +9,7 @@ pub mod cpu;
 mod gpu;
 pub mod median;
 
-pub use gpu::apply;
+pub use gpu::{apply, apply_stream};
 
 use std::str::FromStr;
 

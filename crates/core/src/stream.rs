@@ -1,0 +1,289 @@
+//! Streaming: an array passes through the GPU chunk by chunk, read slice by
+//! slice from a [`SliceSource`] and written in order to a [`SliceSink`], so
+//! neither device nor host ever holds more than a few chunks. Arrays in
+//! memory use the same path ([`MemorySource`], a `Vec` as sink).
+//!
+//! Chunks come from the planner ([`crate::chunk::plan`]) with the stencil's
+//! halo; two chunks are in flight at once, so the upload and kernels of one
+//! overlap the download of the other and the host's gathering of the next.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::ops::Range;
+
+use bytemuck::Pod;
+
+use crate::chunk::{self, Chunk, Shape3};
+use crate::engine::{Gpu, Pending, Recorder};
+use crate::error::{Error, Result};
+use crate::filters::Mode;
+
+/// Slices (z first, each a whole y×x plane) of an array, read on demand.
+pub trait SliceSource<T> {
+    /// Appends slices `z` to `out`.
+    fn read(&mut self, z: Range<usize>, out: &mut Vec<T>) -> Result<()>;
+
+    /// Slice `z` without copying, for sources already in memory.
+    fn borrow(&self, _z: usize) -> Option<&[T]> {
+        None
+    }
+}
+
+/// Receives the output slices in order.
+pub trait SliceSink<T> {
+    fn write(&mut self, slices: &[T]) -> Result<()>;
+}
+
+/// An array in memory as a source.
+pub struct MemorySource<'a, T> {
+    data: &'a [T],
+    plane: usize,
+}
+
+impl<'a, T> MemorySource<'a, T> {
+    pub fn new(data: &'a [T], shape: Shape3) -> Self {
+        MemorySource {
+            data,
+            plane: shape[1] * shape[2],
+        }
+    }
+}
+
+impl<T: Copy> SliceSource<T> for MemorySource<'_, T> {
+    fn read(&mut self, z: Range<usize>, out: &mut Vec<T>) -> Result<()> {
+        out.extend_from_slice(&self.data[z.start * self.plane..z.end * self.plane]);
+        Ok(())
+    }
+
+    fn borrow(&self, z: usize) -> Option<&[T]> {
+        self.data.get(z * self.plane..(z + 1) * self.plane)
+    }
+}
+
+impl<T: Copy> SliceSink<T> for Vec<T> {
+    fn write(&mut self, slices: &[T]) -> Result<()> {
+        self.extend_from_slice(slices);
+        Ok(())
+    }
+}
+
+/// Called after each write with (slices written, total slices).
+pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
+
+/// Records one chunk's kernels: reads the box from `src`, leaves the core in
+/// `dst` (returns `true`) or back in `src` (`false`).
+pub(crate) type ChunkKernel<'k> =
+    &'k dyn Fn(&mut Recorder<'_>, &wgpu::Buffer, &wgpu::Buffer, &Chunk) -> Result<bool>;
+
+/// The array and stencil a streaming run covers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct StreamSpec<T> {
+    pub shape: Shape3,
+    pub halo: Shape3,
+    pub mode: Mode,
+    pub cval: T,
+}
+
+/// Chunks in flight at once.
+const SLOTS: usize = 2;
+
+/// Largest chunk buffer when streaming: big enough to keep the bus busy,
+/// small enough that several chunks of a large stack overlap.
+pub(crate) const STREAM_CHUNK_BYTES: u64 = 64 << 20;
+
+/// Streams `source` through `kernel` into `sink`. Chunks hold at most
+/// `max_elements` words (halved on out-of-memory before anything is written).
+pub(crate) async fn run<T: Pod>(
+    gpu: &Gpu,
+    spec: StreamSpec<T>,
+    source: &mut dyn SliceSource<T>,
+    sink: &mut dyn SliceSink<T>,
+    kernel: ChunkKernel<'_>,
+    mut max_elements: u64,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let word = std::mem::size_of::<T>() as u64;
+    loop {
+        let chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
+        let largest = chunks
+            .iter()
+            .map(|c| c.box_shape().iter().product::<usize>())
+            .max()
+            .unwrap_or(0) as u64;
+        let mut buffers = Vec::with_capacity(2 * SLOTS);
+        let mut failure = None;
+        for _ in 0..2 * SLOTS {
+            match gpu.storage(word * largest, "stream chunk").await {
+                Ok(b) => buffers.push(b),
+                Err(e) => {
+                    failure = Some(e);
+                    break;
+                }
+            }
+        }
+        match failure {
+            Some(Error::OutOfMemory { .. }) if max_elements > 1 << 16 => {
+                for b in buffers {
+                    gpu.recycle(b);
+                }
+                gpu.trim();
+                max_elements /= 2;
+                continue;
+            }
+            Some(e) => {
+                for b in buffers {
+                    gpu.recycle(b);
+                }
+                return Err(e);
+            }
+            None => {}
+        }
+        let outcome = stream_chunks(
+            gpu, &spec, &chunks, &buffers, source, sink, kernel, progress,
+        )
+        .await;
+        for b in buffers {
+            gpu.recycle(b);
+        }
+        return outcome;
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn stream_chunks<T: Pod>(
+    gpu: &Gpu,
+    spec: &StreamSpec<T>,
+    chunks: &[Chunk],
+    buffers: &[wgpu::Buffer],
+    source: &mut dyn SliceSource<T>,
+    sink: &mut dyn SliceSink<T>,
+    kernel: ChunkKernel<'_>,
+    progress: Progress<'_>,
+) -> Result<()> {
+    let shape = spec.shape;
+    let plane = shape[1] * shape[2];
+    let word = std::mem::size_of::<T>() as u64;
+    let mut cache: BTreeMap<usize, Vec<T>> = BTreeMap::new();
+    let mut in_flight: VecDeque<(Chunk, Pending)> = VecDeque::new();
+    let mut output = Assembly::new(shape);
+    for (i, c) in chunks.iter().enumerate() {
+        if in_flight.len() == SLOTS
+            && let Some((done, pending)) = in_flight.pop_front()
+        {
+            let bytes = gpu.finish(pending).await?;
+            output.place(&done, bytemuck::cast_slice(&bytes), sink, progress)?;
+        }
+        let zs: Vec<usize> = chunk::box_coordinates(shape, c, spec.mode, 0)
+            .into_iter()
+            .flatten()
+            .collect();
+        if source.borrow(0).is_none() {
+            // Keep only the slices this chunk needs; chunks come in z order.
+            cache.retain(|z, _| zs.contains(z));
+            for &z in &zs {
+                if !cache.contains_key(&z) {
+                    let mut slice = Vec::with_capacity(plane);
+                    source.read(z..z + 1, &mut slice)?;
+                    if slice.len() != plane {
+                        return Err(Error::InvalidInput(format!(
+                            "slice {z} has {} values, expected {plane}",
+                            slice.len()
+                        )));
+                    }
+                    cache.insert(z, slice);
+                }
+            }
+        }
+        let data = {
+            let src: &dyn SliceSource<T> = source;
+            let slice = |z: usize| -> &[T] {
+                src.borrow(z)
+                    .or_else(|| cache.get(&z).map(Vec::as_slice))
+                    .unwrap_or(&[])
+            };
+            chunk::gather_with(slice, shape, c, spec.mode, spec.cval)
+        };
+        let slot = i % SLOTS;
+        let (src, dst) = (&buffers[2 * slot], &buffers[2 * slot + 1]);
+        gpu.upload(src, bytemuck::cast_slice(&data));
+        let mut rec = gpu.recorder();
+        let in_dst = kernel(&mut rec, src, dst, c)?;
+        let n = c.core_shape().iter().product::<usize>() as u64;
+        let result = if in_dst { dst } else { src };
+        in_flight.push_back((*c, rec.submit_with_readback(result, word * n)));
+    }
+    while let Some((done, pending)) = in_flight.pop_front() {
+        let bytes = gpu.finish(pending).await?;
+        output.place(&done, bytemuck::cast_slice(&bytes), sink, progress)?;
+    }
+    output.flush(sink, progress)
+}
+
+/// Output slices being assembled from chunks that split y or x.
+struct Assembly<T> {
+    shape: Shape3,
+    z: Range<usize>,
+    slab: Vec<T>,
+    written: usize,
+}
+
+impl<T: Pod> Assembly<T> {
+    fn new(shape: Shape3) -> Self {
+        Assembly {
+            shape,
+            z: 0..0,
+            slab: Vec::new(),
+            written: 0,
+        }
+    }
+
+    fn place(
+        &mut self,
+        c: &Chunk,
+        part: &[T],
+        sink: &mut dyn SliceSink<T>,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        let z = c.core_lo[0]..c.core_hi[0];
+        let whole_planes = c.core_lo[1] == 0
+            && c.core_hi[1] == self.shape[1]
+            && c.core_lo[2] == 0
+            && c.core_hi[2] == self.shape[2];
+        if z != self.z {
+            self.flush(sink, progress)?;
+            if whole_planes {
+                return self.emit(part, z.len(), sink, progress);
+            }
+            self.z = z.clone();
+            self.slab = vec![T::zeroed(); z.len() * self.shape[1] * self.shape[2]];
+        }
+        let slab_shape = [z.len(), self.shape[1], self.shape[2]];
+        let mut local = *c;
+        local.core_lo[0] = 0;
+        local.core_hi[0] = z.len();
+        chunk::scatter(&mut self.slab, slab_shape, &local, part);
+        Ok(())
+    }
+
+    fn flush(&mut self, sink: &mut dyn SliceSink<T>, progress: Progress<'_>) -> Result<()> {
+        if self.z.is_empty() {
+            return Ok(());
+        }
+        let slab = std::mem::take(&mut self.slab);
+        let n = self.z.len();
+        self.z = 0..0;
+        self.emit(&slab, n, sink, progress)
+    }
+
+    fn emit(
+        &mut self,
+        slices: &[T],
+        n: usize,
+        sink: &mut dyn SliceSink<T>,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        sink.write(slices)?;
+        self.written += n;
+        progress(self.written, self.shape[0]);
+        Ok(())
+    }
+}
