@@ -54,7 +54,7 @@ impl Engine {
 
     pub fn kernel_ms(&self) -> Option<f64> {
         match self {
-            Engine::Gpu(g) => g.last_kernel_ns().map(|ns| ns as f64 / 1e6),
+            Engine::Gpu(g) => g.kernel_ns_total().map(|ns| ns as f64 / 1e6),
             Engine::Cpu => None,
         }
     }

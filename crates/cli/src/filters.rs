@@ -1,14 +1,22 @@
-//! Filter commands: convolve (Gaussian or any kernel).
+//! Filter commands: convolve (Gaussian or any kernel), median, outliers.
+//! Stacks (.npy, multi-page TIFF) in and out are streamed slice by slice on
+//! the GPU path.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
+use gpuscope_core::Gpu;
+use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
 use gpuscope_core::filters::{self, Boundary, Filter, Mode};
 use gpuscope_io::{Array, DType};
 use serde_json::json;
 
-use crate::common::{CliResult, Engine, Failure, integer_output};
+use crate::common::{CliResult, Engine, Failure, integer_output, samples};
+use crate::stream::{
+    ProgressBar, Sink, Source, StackReader, StackWriter, empty_samples, f32_words, from_f32_words,
+    from_keys32, from_keys64, keys32, keys64, sample_vec_array,
+};
 use crate::{Cli, parse_dtype, parse_mode};
 
 #[derive(Args)]
@@ -47,18 +55,109 @@ pub struct ConvolveArgs {
 }
 
 pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
-    let image = gpuscope_io::read(&args.input)?;
-    let input = image.array;
-    if input.dtype() == DType::Bool && args.dtype.is_none() {
-        return Err(Failure(format!(
-            "{}: boolean input; give --dtype uint8 or --dtype float32 for the output",
-            args.input.display()
-        )));
+    let engine = Engine::open(cli)?;
+    let start = Instant::now();
+    let reader = match &engine {
+        Engine::Gpu(_) if stream_output(&args.output) => StackReader::open(&args.input)?,
+        _ => None,
+    };
+    let (shape, in_dtype) = match &reader {
+        Some(r) => (r.shape(), r.dtype()),
+        None => (Vec::new(), DType::F32),
+    };
+    let (shape, out_dtype, streamed) = match (reader, &engine) {
+        (Some(reader), Engine::Gpu(gpu)) => {
+            let out_dtype = args.dtype.unwrap_or(in_dtype);
+            let filter = make_filter(args, shape.len())?;
+            let output = integer_output(out_dtype)?;
+            let Some(writer) = StackWriter::create(&args.output, &shape, out_dtype)? else {
+                return Err(Failure("stacks are written as .npy or .tif".into()));
+            };
+            let mut bar = ProgressBar::new(shape[1] * shape[2] * in_dtype.size_bytes());
+            let mut source = Source {
+                reader,
+                to_words: f32_words,
+            };
+            let mut sink = Sink {
+                writer,
+                plane: shape[1..].to_vec(),
+                dtype: out_dtype,
+                from_words: from_f32_words,
+            };
+            pollster::block_on(filters::apply_stream(
+                gpu,
+                &filter,
+                &shape,
+                boundary(args),
+                output,
+                &mut source,
+                &mut sink,
+                &mut |done, total| bar.update(done, total),
+            ))?;
+            sink.writer.finish()?;
+            (shape, out_dtype, true)
+        }
+        _ => {
+            let image = gpuscope_io::read(&args.input)?;
+            let input = image.array;
+            if input.dtype() == DType::Bool && args.dtype.is_none() {
+                return Err(Failure(format!(
+                    "{}: boolean input; give --dtype uint8 or --dtype float32 for the output",
+                    args.input.display()
+                )));
+            }
+            let out_dtype = args.dtype.unwrap_or(input.dtype());
+            let output = integer_output(out_dtype)?;
+            let filter = make_filter(args, input.ndim())?;
+            let result = match &engine {
+                Engine::Gpu(gpu) => {
+                    let values = pollster::block_on(filters::apply(
+                        gpu,
+                        &filter,
+                        &input.to_f32_vec(),
+                        &input.shape,
+                        boundary(args),
+                        output,
+                    ))?;
+                    Array::from_f32(input.shape.clone(), values)?
+                }
+                Engine::Cpu => {
+                    let values = filters::cpu::apply(
+                        &filter,
+                        &input.to_f64_vec(),
+                        &input.shape,
+                        boundary(args),
+                        output,
+                    )?;
+                    Array::from_f64(input.shape.clone(), values)?
+                }
+            };
+            gpuscope_io::write(&args.output, &result.cast(out_dtype))?;
+            (input.shape.clone(), out_dtype, false)
+        }
+    };
+    let elapsed = start.elapsed().as_secs_f64() * 1e3;
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "shape": shape, "dtype": out_dtype.name(), "device": engine.name(),
+                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
+            })
+        );
     }
-    let out_dtype = args.dtype.unwrap_or(input.dtype());
-    let output = integer_output(out_dtype)?;
-    let ndim = input.ndim();
-    let filter = match (&args.gaussian, &args.kernel) {
+    Ok(())
+}
+
+fn boundary(args: &ConvolveArgs) -> Boundary {
+    Boundary {
+        mode: args.mode,
+        cval: args.cval,
+    }
+}
+
+fn make_filter(args: &ConvolveArgs, ndim: usize) -> CliResult<Filter> {
+    Ok(match (&args.gaussian, &args.kernel) {
         (Some(sigma), _) => Filter::gaussian(ndim, sigma, args.truncate)?,
         (None, Some(k)) => {
             let kernel = gpuscope_io::read(k)?.array;
@@ -70,42 +169,242 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             }
         }
         (None, None) => return Err(Failure("give --gaussian SIGMA or --kernel K.npy".into())),
+    })
+}
+
+#[derive(Args)]
+pub struct MedianArgs {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    /// Window extent: one value for every axis, or one per axis (1,K,K filters each slice of a stack).
+    #[arg(
+        long,
+        value_name = "K[,K...]",
+        value_delimiter = ',',
+        conflicts_with = "footprint",
+        required_unless_present = "footprint"
+    )]
+    pub size: Option<Vec<usize>>,
+    /// Footprint as a boolean (or 0/1) array with one axis per image axis.
+    #[arg(long, value_name = "F.npy")]
+    pub footprint: Option<PathBuf>,
+    #[arg(long, default_value = "reflect", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// Value outside the image in constant mode (converted to the input dtype).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub cval: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct OutliersArgs {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    /// Replace an element when it differs from its median by more than D (Mantid Imaging's diff).
+    #[arg(long, value_name = "D", allow_negative_numbers = true)]
+    pub diff: f64,
+    /// Median window extent in each 2-D slice.
+    #[arg(long, default_value_t = 3)]
+    pub size: usize,
+    /// bright (x - median > D), dark (median - x > D), both, or tomopy (bright, >=).
+    #[arg(long, default_value = "bright", value_parser = parse_outliers)]
+    pub mode: Outliers,
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn parse_outliers(s: &str) -> Result<Outliers, String> {
+    s.parse().map_err(|e: gpuscope_core::Error| e.to_string())
+}
+
+/// A rank-filter run: the median itself or outlier removal.
+enum RankOp {
+    Median(Footprint, Boundary),
+    Outliers(OutlierRemoval),
+}
+
+pub fn median(cli: &Cli, args: &MedianArgs) -> CliResult {
+    let footprint = |ndim: usize| -> CliResult<Footprint> {
+        Ok(match (&args.size, &args.footprint) {
+            (Some(size), _) => Footprint::size(ndim, size)?,
+            (None, Some(path)) => {
+                let f = gpuscope_io::read(path)?.array;
+                let mask: Vec<bool> = f.to_f64_vec().iter().map(|&v| v != 0.0).collect();
+                Footprint::from_mask(ndim, &mask, &f.shape)?
+            }
+            (None, None) => return Err(Failure("give --size K or --footprint F.npy".into())),
+        })
     };
     let boundary = Boundary {
         mode: args.mode,
         cval: args.cval,
     };
+    rank_filter(cli, &args.input, &args.output, args.json, &|ndim| {
+        Ok(RankOp::Median(footprint(ndim)?, boundary))
+    })
+}
+
+pub fn outliers(cli: &Cli, args: &OutliersArgs) -> CliResult {
+    let removal = OutlierRemoval::new(args.diff, args.size, args.mode)?;
+    rank_filter(cli, &args.input, &args.output, args.json, &|_| {
+        Ok(RankOp::Outliers(removal))
+    })
+}
+
+fn rank_filter(
+    cli: &Cli,
+    input: &Path,
+    output: &Path,
+    json: bool,
+    op: &dyn Fn(usize) -> CliResult<RankOp>,
+) -> CliResult {
     let engine = Engine::open(cli)?;
     let start = Instant::now();
-    let result = match &engine {
-        Engine::Gpu(gpu) => {
-            let values = pollster::block_on(filters::apply(
-                gpu,
-                &filter,
-                &input.to_f32_vec(),
-                &input.shape,
-                boundary,
-                output,
-            ))?;
-            Array::from_f32(input.shape.clone(), values)?
+    let reader = match &engine {
+        Engine::Gpu(_) if stream_output(output) => StackReader::open(input)?,
+        _ => None,
+    };
+    let (shape, dtype, streamed) = match (reader, &engine) {
+        (Some(reader), Engine::Gpu(gpu)) => {
+            let shape = reader.shape();
+            let dtype = reader.dtype();
+            let op = op(shape.len())?;
+            let wide = empty_samples(dtype)?.wide();
+            if wide && matches!(op, RankOp::Outliers(_)) {
+                // The 64-bit outlier test finishes on the host: not streamed.
+                run_in_memory(&engine, input, output, &op)?;
+            } else {
+                rank_streamed(gpu, reader, output, &op, wide)?;
+            }
+            (shape, dtype, true)
         }
-        Engine::Cpu => {
-            let values =
-                filters::cpu::apply(&filter, &input.to_f64_vec(), &input.shape, boundary, output)?;
-            Array::from_f64(input.shape.clone(), values)?
+        _ => {
+            let image = gpuscope_io::read(input)?;
+            let op = op(image.array.ndim())?;
+            let (shape, dtype) = (image.array.shape.clone(), image.array.dtype());
+            rank_in_memory(&engine, &image.array, output, &op)?;
+            (shape, dtype, false)
         }
     };
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
-    let result = result.cast(out_dtype);
-    gpuscope_io::write(&args.output, &result)?;
-    if args.json {
+    if json {
         println!(
             "{}",
             json!({
-                "shape": result.shape, "dtype": out_dtype.name(), "device": engine.name(),
-                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed,
+                "shape": shape, "dtype": dtype.name(), "device": engine.name(),
+                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
             })
         );
     }
     Ok(())
+}
+
+fn stream_output(path: &Path) -> bool {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    matches!(ext.as_str(), "npy" | "tif" | "tiff")
+}
+
+fn run_in_memory(engine: &Engine, input: &Path, output: &Path, op: &RankOp) -> CliResult {
+    let image = gpuscope_io::read(input)?;
+    rank_in_memory(engine, &image.array, output, op)
+}
+
+fn rank_in_memory(engine: &Engine, a: &Array, output: &Path, op: &RankOp) -> CliResult {
+    let s = samples(a)?;
+    let out = match (engine, op) {
+        (Engine::Gpu(gpu), RankOp::Median(fp, b)) => {
+            pollster::block_on(median::median_filter(gpu, s, &a.shape, fp, *b))?
+        }
+        (Engine::Gpu(gpu), RankOp::Outliers(r)) => {
+            pollster::block_on(median::remove_outliers(gpu, s, &a.shape, r))?
+        }
+        (Engine::Cpu, RankOp::Median(fp, b)) => median::cpu::median_filter(s, &a.shape, fp, *b)?,
+        (Engine::Cpu, RankOp::Outliers(r)) => median::cpu::remove_outliers(s, &a.shape, r)?,
+    };
+    gpuscope_io::write(output, &sample_vec_array(a.shape.clone(), out)?)?;
+    Ok(())
+}
+
+fn rank_streamed(
+    gpu: &Gpu,
+    reader: StackReader,
+    output: &Path,
+    op: &RankOp,
+    wide: bool,
+) -> CliResult {
+    let shape = reader.shape();
+    let dtype = reader.dtype();
+    let tag = empty_samples(dtype)?;
+    let Some(writer) = StackWriter::create(output, &shape, dtype)? else {
+        return Err(Failure(format!(
+            "{}: stacks are written as .npy or .tif",
+            output.display()
+        )));
+    };
+    let mut bar = ProgressBar::new(shape[1] * shape[2] * dtype.size_bytes());
+    let mut progress = |done: usize, total: usize| bar.update(done, total);
+    let plane = shape[1..].to_vec();
+    if wide {
+        let mut source = Source {
+            reader,
+            to_words: keys64,
+        };
+        let mut sink = Sink {
+            writer,
+            plane,
+            dtype,
+            from_words: from_keys64,
+        };
+        let RankOp::Median(fp, b) = op else {
+            return Err(Failure("64-bit outlier removal is not streamed".into()));
+        };
+        pollster::block_on(median::median_filter_stream(
+            gpu,
+            tag,
+            &shape,
+            fp,
+            *b,
+            &mut source,
+            &mut sink,
+            &mut progress,
+        ))?;
+        sink.writer.finish()
+    } else {
+        let mut source = Source {
+            reader,
+            to_words: keys32,
+        };
+        let mut sink = Sink {
+            writer,
+            plane,
+            dtype,
+            from_words: from_keys32,
+        };
+        match op {
+            RankOp::Median(fp, b) => pollster::block_on(median::median_filter_stream(
+                gpu,
+                tag,
+                &shape,
+                fp,
+                *b,
+                &mut source,
+                &mut sink,
+                &mut progress,
+            ))?,
+            RankOp::Outliers(r) => pollster::block_on(median::remove_outliers_stream(
+                gpu,
+                tag,
+                &shape,
+                r,
+                &mut source,
+                &mut sink,
+                &mut progress,
+            ))?,
+        }
+        sink.writer.finish()
+    }
 }

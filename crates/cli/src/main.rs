@@ -5,6 +5,7 @@
 mod common;
 mod filters;
 mod segment;
+mod stream;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -51,6 +52,10 @@ enum Command {
     },
     /// Gaussian filter or convolution with any kernel (scipy.ndimage semantics).
     Convolve(filters::ConvolveArgs),
+    /// Median filter (scipy.ndimage.median_filter semantics, exact for every dtype).
+    Median(filters::MedianArgs),
+    /// Replace bright/dark outliers by the local median (Mantid Imaging, tomopy).
+    Outliers(filters::OutliersArgs),
     /// Pixels above a value, as a boolean mask (`image > value`).
     Threshold {
         input: PathBuf,
@@ -115,6 +120,8 @@ fn run(cli: Cli) -> CliResult {
         Command::Info { file, json } => info(file, *json),
         Command::Devices { json } => devices(*json),
         Command::Convolve(args) => filters::convolve(&cli, args),
+        Command::Median(args) => filters::median(&cli, args),
+        Command::Outliers(args) => filters::outliers(&cli, args),
         Command::Threshold {
             input,
             output,

@@ -1,0 +1,275 @@
+//! Disk-to-disk streaming of stacks: .npy and multi-page TIFF read slice by
+//! slice and written slice by slice, so a stack larger than memory never
+//! sits in RAM. The core sees them as slice sources and sinks.
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::time::Instant;
+
+use gpuscope_core::Samples;
+use gpuscope_core::keys::{Keys, SampleVec};
+use gpuscope_core::stream::{SliceSink, SliceSource};
+use gpuscope_io::npy::{NpyReader, NpyWriter};
+use gpuscope_io::tiff::{TiffStackReader, TiffStackWriter};
+use gpuscope_io::{Array, ArrayData, DType};
+
+use crate::common::{CliResult, Failure, samples};
+
+/// A stack on disk read slice by slice.
+pub enum StackReader {
+    Npy(NpyReader),
+    Tiff(TiffStackReader),
+}
+
+fn extension(path: &Path) -> String {
+    path.extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default()
+}
+
+impl StackReader {
+    /// A reader when `path` is a 3-D .npy or a multi-page TIFF of 2-D pages;
+    /// `None` for anything better loaded whole.
+    pub fn open(path: &Path) -> CliResult<Option<StackReader>> {
+        let reader = match extension(path).as_str() {
+            "npy" => StackReader::Npy(NpyReader::open(path)?),
+            "tif" | "tiff" => StackReader::Tiff(TiffStackReader::open(path)?),
+            _ => return Ok(None),
+        };
+        let s = reader.shape();
+        Ok((s.len() == 3 && reader.dtype() != DType::Bool).then_some(reader))
+    }
+
+    pub fn shape(&self) -> Vec<usize> {
+        match self {
+            StackReader::Npy(r) => r.shape().to_vec(),
+            StackReader::Tiff(r) => r.shape(),
+        }
+    }
+
+    pub fn dtype(&self) -> DType {
+        match self {
+            StackReader::Npy(r) => r.dtype(),
+            StackReader::Tiff(r) => r.dtype(),
+        }
+    }
+
+    fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
+        Ok(match self {
+            StackReader::Npy(r) => r.read_slab(z0, nz)?,
+            StackReader::Tiff(r) => {
+                if nz != 1 {
+                    return Err(Failure("TIFF stacks are read one page at a time".into()));
+                }
+                r.read_page(z0)?
+            }
+        })
+    }
+}
+
+/// A stack written slice by slice; the file appears only on `finish`.
+pub enum StackWriter {
+    Npy(NpyWriter),
+    Tiff(TiffStackWriter),
+}
+
+impl StackWriter {
+    /// A writer when `path` is .npy or .tif; `None` for other formats.
+    pub fn create(path: &Path, shape: &[usize], dtype: DType) -> CliResult<Option<StackWriter>> {
+        Ok(Some(match extension(path).as_str() {
+            "npy" => StackWriter::Npy(NpyWriter::create(path, shape.to_vec(), dtype)?),
+            "tif" | "tiff" => {
+                let bytes = shape.iter().product::<usize>() as u64 * dtype.size_bytes() as u64;
+                // Classic TIFF stops at 4 GiB.
+                StackWriter::Tiff(if bytes > 3 << 30 {
+                    TiffStackWriter::create_bigtiff(path, shape[1], shape[2], dtype)?
+                } else {
+                    TiffStackWriter::create(path, shape[1], shape[2], dtype)?
+                })
+            }
+            _ => return Ok(None),
+        }))
+    }
+
+    fn write(&mut self, slab: &Array) -> CliResult {
+        match self {
+            StackWriter::Npy(w) => w.write_slab(slab)?,
+            StackWriter::Tiff(w) => {
+                let plane = slab.shape[1..].to_vec();
+                let n: usize = plane.iter().product();
+                let all = slab.to_f64_vec();
+                for z in 0..slab.shape[0] {
+                    let page = Array::from_f64(plane.clone(), all[z * n..(z + 1) * n].to_vec())?
+                        .cast(slab.dtype());
+                    w.write_page(&page)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    pub fn finish(self) -> CliResult {
+        match self {
+            StackWriter::Npy(w) => w.finish()?,
+            StackWriter::Tiff(w) => w.finish()?,
+        }
+        Ok(())
+    }
+}
+
+/// Converts a slab of samples to the words the GPU kernel reads.
+pub type ToWords<W> = fn(&Array) -> CliResult<Vec<W>>;
+/// Converts words back to a slab of the output dtype (shape given).
+pub type FromWords<W> = fn(Vec<usize>, DType, &[W]) -> CliResult<Array>;
+
+/// A stack reader as a slice source of words.
+pub struct Source<W> {
+    pub reader: StackReader,
+    pub to_words: ToWords<W>,
+}
+
+impl<W> SliceSource<W> for Source<W> {
+    fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<W>) -> gpuscope_core::Result<()> {
+        let mut go = || -> CliResult {
+            for i in z.clone() {
+                let slab = self.reader.read(i, 1)?;
+                out.extend((self.to_words)(&slab)?);
+            }
+            Ok(())
+        };
+        go().map_err(|Failure(m)| gpuscope_core::Error::InvalidInput(m))
+    }
+}
+
+/// A stack writer as a slice sink of words.
+pub struct Sink<W> {
+    pub writer: StackWriter,
+    pub plane: Vec<usize>,
+    pub dtype: DType,
+    pub from_words: FromWords<W>,
+}
+
+impl<W> SliceSink<W> for Sink<W> {
+    fn write(&mut self, slices: &[W]) -> gpuscope_core::Result<()> {
+        let n: usize = self.plane.iter().product();
+        let mut shape = vec![slices.len() / n.max(1)];
+        shape.extend(&self.plane);
+        let go = || -> CliResult {
+            let slab = (self.from_words)(shape, self.dtype, slices)?;
+            self.writer.write(&slab)
+        };
+        go().map_err(|Failure(m)| gpuscope_core::Error::InvalidInput(m))
+    }
+}
+
+/// Ordered keys of a slab (32-bit words; 64-bit dtypes give two words each).
+pub fn keys32(a: &Array) -> CliResult<Vec<u32>> {
+    match samples(a)?.keys(0..a.len()) {
+        Keys::K32(k) => Ok(k),
+        Keys::K64(_) => Err(Failure(
+            "64-bit samples where 32-bit keys were expected".into(),
+        )),
+    }
+}
+
+pub fn keys64(a: &Array) -> CliResult<Vec<u64>> {
+    match samples(a)?.keys(0..a.len()) {
+        Keys::K64(k) => Ok(k),
+        Keys::K32(k) => Ok(k.into_iter().map(u64::from).collect()),
+    }
+}
+
+/// A slab of `dtype` from its keys.
+pub fn from_keys32(shape: Vec<usize>, dtype: DType, keys: &[u32]) -> CliResult<Array> {
+    let tag = empty_samples(dtype)?;
+    Ok(sample_vec_array(
+        shape,
+        tag.from_keys(Keys::K32(keys.to_vec())),
+    )?)
+}
+
+pub fn from_keys64(shape: Vec<usize>, dtype: DType, keys: &[u64]) -> CliResult<Array> {
+    let tag = empty_samples(dtype)?;
+    Ok(sample_vec_array(
+        shape,
+        tag.from_keys(Keys::K64(keys.to_vec())),
+    )?)
+}
+
+pub fn f32_words(a: &Array) -> CliResult<Vec<f32>> {
+    Ok(a.to_f32_vec())
+}
+
+pub fn from_f32_words(shape: Vec<usize>, dtype: DType, v: &[f32]) -> CliResult<Array> {
+    Ok(Array::from_f32(shape, v.to_vec())?.cast(dtype))
+}
+
+/// A dtype tag for key conversions.
+pub fn empty_samples(dtype: DType) -> CliResult<Samples<'static>> {
+    Ok(match dtype {
+        DType::U8 => Samples::U8(&[]),
+        DType::I8 => Samples::I8(&[]),
+        DType::U16 => Samples::U16(&[]),
+        DType::I16 => Samples::I16(&[]),
+        DType::U32 => Samples::U32(&[]),
+        DType::I32 => Samples::I32(&[]),
+        DType::F32 => Samples::F32(&[]),
+        DType::U64 => Samples::U64(&[]),
+        DType::I64 => Samples::I64(&[]),
+        DType::F64 => Samples::F64(&[]),
+        DType::Bool => {
+            return Err(Failure(
+                "a boolean array cannot be median-filtered (convert it to uint8)".into(),
+            ));
+        }
+    })
+}
+
+pub fn sample_vec_array(shape: Vec<usize>, v: SampleVec) -> gpuscope_io::Result<Array> {
+    let data = match v {
+        SampleVec::U8(v) => ArrayData::U8(v),
+        SampleVec::I8(v) => ArrayData::I8(v),
+        SampleVec::U16(v) => ArrayData::U16(v),
+        SampleVec::I16(v) => ArrayData::I16(v),
+        SampleVec::U32(v) => ArrayData::U32(v),
+        SampleVec::I32(v) => ArrayData::I32(v),
+        SampleVec::F32(v) => ArrayData::F32(v),
+        SampleVec::U64(v) => ArrayData::U64(v),
+        SampleVec::I64(v) => ArrayData::I64(v),
+        SampleVec::F64(v) => ArrayData::F64(v),
+    };
+    Array::new(shape, data)
+}
+
+/// A progress line on stderr with throughput and ETA, only on a terminal.
+pub struct ProgressBar {
+    start: Instant,
+    bytes_per_slice: f64,
+    enabled: bool,
+}
+
+impl ProgressBar {
+    pub fn new(bytes_per_slice: usize) -> Self {
+        ProgressBar {
+            start: Instant::now(),
+            bytes_per_slice: bytes_per_slice as f64,
+            enabled: std::io::stderr().is_terminal(),
+        }
+    }
+
+    pub fn update(&mut self, done: usize, total: usize) {
+        if !self.enabled {
+            return;
+        }
+        let t = self.start.elapsed().as_secs_f64().max(1e-9);
+        let rate = done as f64 / t;
+        let eta = (total - done.min(total)) as f64 / rate.max(1e-9);
+        eprint!(
+            "\r{done}/{total} slices  {rate:.0} slices/s  {:.2} GB/s  ETA {eta:.1} s   ",
+            rate * self.bytes_per_slice / 1e9
+        );
+        if done >= total {
+            eprintln!();
+        }
+    }
+}
