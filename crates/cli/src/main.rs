@@ -2,6 +2,7 @@
 //! one-line errors, JSON summaries) is in docs/cli.md of the shared docs and
 //! the README.
 
+mod bench;
 mod common;
 mod filters;
 mod segment;
@@ -56,6 +57,8 @@ enum Command {
     Median(filters::MedianArgs),
     /// Replace bright/dark outliers by the local median (Mantid Imaging, tomopy).
     Outliers(filters::OutliersArgs),
+    /// Time the benchmark workloads on this machine's GPU.
+    Bench(bench::BenchArgs),
     /// Pixels above a value, as a boolean mask (`image > value`).
     Threshold {
         input: PathBuf,
@@ -122,6 +125,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Convolve(args) => filters::convolve(&cli, args),
         Command::Median(args) => filters::median(&cli, args),
         Command::Outliers(args) => filters::outliers(&cli, args),
+        Command::Bench(args) => bench::bench(&cli, args),
         Command::Threshold {
             input,
             output,

@@ -1,0 +1,178 @@
+//! `gpuscope bench`: the filter workloads of the benchmark suite timed on
+//! this machine's GPU. Kernel time from timestamp queries (summed over every
+//! submission of one call, min over repeats); end-to-end time from host array
+//! in to host array out (median over repeats, after a warm-up).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::Args;
+use gpuscope_core::Samples;
+use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
+use gpuscope_core::filters::{self, Boundary, Filter, Output};
+use serde_json::{Value, json};
+
+use crate::common::{CliResult, Engine, Failure};
+
+#[derive(Args)]
+pub struct BenchArgs {
+    /// Workloads to run (default: all): median-3, median-7, median-stack,
+    /// outliers-stack, gauss-2, conv-gauss15.
+    #[arg(long, value_delimiter = ',')]
+    pub only: Option<Vec<String>>,
+    /// Repeats per workload.
+    #[arg(long, default_value_t = 7)]
+    pub repeat: usize,
+    /// Slices of the stack workloads (benchmarks.md: 64).
+    #[arg(long, default_value_t = 64)]
+    pub slices: usize,
+    /// Write the results as JSON to this file (also printed).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+}
+
+/// Uniform values in [0, 1) (xorshift; the medians' work does not depend on
+/// the values).
+fn uniform(n: usize, seed: u64) -> Vec<f32> {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 40) as f32 / (1u64 << 24) as f32
+        })
+        .collect()
+}
+
+pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
+    let engine = Engine::open(cli)?;
+    let Engine::Gpu(gpu) = &engine else {
+        return Err(Failure("bench needs a GPU adapter".into()));
+    };
+    let want = |name: &str| {
+        args.only
+            .as_ref()
+            .is_none_or(|o| o.iter().any(|w| w == name))
+    };
+    let mut rows: Vec<Value> = Vec::new();
+    let n2 = 2048 * 2048;
+    let image = uniform(n2, 0);
+    let reflect = Boundary::default();
+    // One workload: `run` performs the whole host-to-host call once.
+    let mut time = |name: &str, bytes: usize, run: &mut dyn FnMut() -> CliResult| -> CliResult {
+        run()?; // warm-up: pipelines compiled, buffers pooled
+        let mut kernels = Vec::new();
+        let mut walls = Vec::new();
+        for _ in 0..args.repeat.max(1) {
+            gpu.reset_kernel_time();
+            let t = Instant::now();
+            run()?;
+            walls.push(t.elapsed().as_secs_f64() * 1e3);
+            kernels.extend(gpu.kernel_ns_total().map(|ns| ns as f64 / 1e6));
+        }
+        walls.sort_by(f64::total_cmp);
+        let kernel_ms = kernels.iter().cloned().reduce(f64::min);
+        let row = json!({
+            "workload": name, "device": engine.name(),
+            "kernel_ms": kernel_ms, "e2e_ms": walls[walls.len() / 2],
+            "bytes": bytes,
+        });
+        eprintln!("{row}");
+        rows.push(row);
+        Ok(())
+    };
+    for k in [3usize, 7] {
+        let name = format!("median-{k}");
+        if want(&name) {
+            let fp = Footprint::size(2, &[k])?;
+            time(&name, 8 * n2, &mut || {
+                pollster::block_on(median::median_filter(
+                    gpu,
+                    Samples::F32(&image),
+                    &[2048, 2048],
+                    &fp,
+                    reflect,
+                ))?;
+                Ok(())
+            })?;
+        }
+    }
+    if want("median-stack") || want("outliers-stack") {
+        let nz = args.slices;
+        let stack = uniform(nz * n2, 1);
+        let shape = [nz, 2048, 2048];
+        if want("median-stack") {
+            let fp = Footprint::size(3, &[1, 3, 3])?;
+            time("median-stack", 8 * nz * n2, &mut || {
+                pollster::block_on(median::median_filter(
+                    gpu,
+                    Samples::F32(&stack),
+                    &shape,
+                    &fp,
+                    reflect,
+                ))?;
+                Ok(())
+            })?;
+        }
+        if want("outliers-stack") {
+            let r = OutlierRemoval::new(0.5, 3, Outliers::Bright)?;
+            time("outliers-stack", 8 * nz * n2, &mut || {
+                pollster::block_on(median::remove_outliers(
+                    gpu,
+                    Samples::F32(&stack),
+                    &shape,
+                    &r,
+                ))?;
+                Ok(())
+            })?;
+        }
+    }
+    if want("gauss-2") {
+        let f = Filter::gaussian(2, &[2.0], 4.0)?;
+        time("gauss-2", 8 * n2, &mut || {
+            pollster::block_on(filters::apply(
+                gpu,
+                &f,
+                &image,
+                &[2048, 2048],
+                reflect,
+                Output::Float,
+            ))?;
+            Ok(())
+        })?;
+    }
+    if want("conv-gauss15") {
+        let mut deltas = vec![0f32; n2];
+        for y in (8..2048).step_by(16) {
+            for x in (8..2048).step_by(16) {
+                deltas[y * 2048 + x] = 1.0;
+            }
+        }
+        let g: Vec<f64> = (0..225)
+            .map(|i| {
+                let (y, x) = ((i / 15) as f64 / 3.5 - 2.0, (i % 15) as f64 / 3.5 - 2.0);
+                (-(x * x + y * y) / 2.0).exp()
+            })
+            .collect();
+        let f = Filter::convolve(2, &g, &[15, 15])?;
+        time("conv-gauss15", 8 * n2, &mut || {
+            pollster::block_on(filters::apply(
+                gpu,
+                &f,
+                &deltas,
+                &[2048, 2048],
+                reflect,
+                Output::Float,
+            ))?;
+            Ok(())
+        })?;
+    }
+    let all = json!({ "device": gpu.summary().name, "results": rows });
+    println!("{all}");
+    if let Some(path) = &args.json {
+        std::fs::write(path, all.to_string())
+            .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
+    }
+    Ok(())
+}
