@@ -23,7 +23,8 @@ struct Params {
     outliers: u32,         // 0 median; 1 bright, 2 dark, 3 both; 4 bright with >= (tomopy)
     diff_f32: u32,         // 1: outlier differences in f32 (f32 input); 0: exact on integer keys
     diff: vec2<u32>,       // f32 bits of diff, or the integer threshold t of `difference > t`
-    reach: vec2<u32>,      // (network) largest |offset| in x and y, for the interior test
+    f32_bits: u32,         // 1: the buffers hold raw f32 bits, converted to keys on load
+    _pad: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -51,19 +52,6 @@ fn load(c: vec3<i32>) -> Key {
     return fetch((u32(z) * p.in_shape.y + u32(y)) * p.in_shape.x + u32(x));
 }
 
-// Output element index and its input coordinate; false past the end.
-fn position(gid: vec3<u32>, groups: vec3<u32>, i: ptr<function, u32>, c: ptr<function, vec3<i32>>) -> bool {
-    *i = gid.x + gid.y * groups.x * 256u;
-    let nx = p.out_shape.x;
-    let ny = p.out_shape.y;
-    if (*i >= nx * ny * p.out_shape.z) {
-        return false;
-    }
-    let o = vec3<u32>(*i % nx, (*i / nx) % ny, *i / (nx * ny));
-    *c = vec3<i32>(o + p.offset.xyz);
-    return true;
-}
-
 fn centre_index(c: vec3<i32>) -> u32 {
     return (u32(c.z) * p.in_shape.y + u32(c.y)) * p.in_shape.x + u32(c.x);
 }
@@ -74,27 +62,42 @@ fn network_select(c: vec3<i32>) -> Key {
 }
 // ---- GENERATED: end ----
 
-@compute @workgroup_size(256)
+// One invocation per output element of a 3-D grid (no index divisions);
+// the loops cover grids larger than the dispatch limits.
+@compute @workgroup_size(64, 4, 1)
 fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
                   @builtin(num_workgroups) groups: vec3<u32>) {
-    var i = 0u;
-    var c = vec3<i32>();
-    if (!position(gid, groups, &i, &c)) {
-        return;
+    let stride = groups * vec3<u32>(64u, 4u, 1u);
+    for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
+        for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
+            for (var x = gid.x; x < p.out_shape.x; x += stride.x) {
+                let c = vec3<i32>(vec3<u32>(x, y, z) + p.offset.xyz);
+                let i = (z * p.out_shape.y + y) * p.out_shape.x + x;
+                key_store(i, finish(key_at(centre_index(c)), network_select(c)));
+            }
+        }
     }
-    key_store(i, finish(key_at(centre_index(c)), network_select(c)));
 }
 
 @group(0) @binding(3) var<storage, read> offsets: array<vec4<i32>>;
 
-@compute @workgroup_size(256)
+@compute @workgroup_size(64, 4, 1)
 fn median_search(@builtin(global_invocation_id) gid: vec3<u32>,
                  @builtin(num_workgroups) groups: vec3<u32>) {
-    var i = 0u;
-    var c = vec3<i32>();
-    if (!position(gid, groups, &i, &c)) {
-        return;
+    let stride = groups * vec3<u32>(64u, 4u, 1u);
+    for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
+        for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
+            for (var x = gid.x; x < p.out_shape.x; x += stride.x) {
+                let c = vec3<i32>(vec3<u32>(x, y, z) + p.offset.xyz);
+                let i = (z * p.out_shape.y + y) * p.out_shape.x + x;
+                key_store(i, finish(key_at(centre_index(c)), search_select(c)));
+            }
+        }
     }
+}
+
+// The rank-th key of the window around c, for any footprint.
+fn search_select(c: vec3<i32>) -> Key {
     var lo = load(c + offsets[0].xyz);
     var hi = lo;
     for (var k = 1u; k < p.count; k++) {
@@ -120,5 +123,5 @@ fn median_search(@builtin(global_invocation_id) gid: vec3<u32>,
             }
         }
     }
-    key_store(i, finish(key_at(centre_index(c)), r));
+    return r;
 }

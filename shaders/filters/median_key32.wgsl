@@ -5,8 +5,32 @@ alias Key = u32;
 // Key of f32 -inf (where NaN is selected, as Mantid Imaging does).
 const NEG_INF: Key = 0x007fffffu;
 
-fn key_at(i: u32) -> Key { return src[i]; }
-fn key_store(i: u32, k: Key) { dst[i] = k; }
+fn key_at(i: u32) -> Key {
+    let w = src[i];
+    if (p.f32_bits != 0u) {
+        return key_of_f32_bits(w);
+    }
+    return w;
+}
+fn key_store(i: u32, k: Key) {
+    if (p.f32_bits != 0u) {
+        dst[i] = f32_bits_of_key(k);
+    } else {
+        dst[i] = k;
+    }
+}
+
+// f32 data travels as raw bits (no conversion pass on the host); NaN is key 0.
+fn key_of_f32_bits(b: u32) -> Key {
+    if ((b & 0x7fffffffu) > 0x7f800000u) { return 0u; }
+    if ((b & 0x80000000u) != 0u) { return ~b; }
+    return b | 0x80000000u;
+}
+fn f32_bits_of_key(k: Key) -> u32 {
+    if (k == 0u) { return 0x7fc00000u; }
+    if ((k & 0x80000000u) != 0u) { return k & 0x7fffffffu; }
+    return ~k;
+}
 fn key_param(v: vec2<u32>) -> Key { return v.x; }
 fn key_is_nan(k: Key) -> bool { return k == 0u; }
 fn key_lt(a: Key, b: Key) -> bool { return a < b; }

@@ -162,8 +162,11 @@ impl<W> SliceSink<W> for Sink<W> {
     }
 }
 
-/// Ordered keys of a slab (32-bit words; 64-bit dtypes give two words each).
+/// The median kernels' words of a slab: ordered keys, raw bits for f32.
 pub fn keys32(a: &Array) -> CliResult<Vec<u32>> {
+    if let ArrayData::F32(v) = &a.data {
+        return Ok(v.iter().map(|x| x.to_bits()).collect());
+    }
     match samples(a)?.keys(0..a.len()) {
         Keys::K32(k) => Ok(k),
         Keys::K64(_) => Err(Failure(
@@ -181,6 +184,10 @@ pub fn keys64(a: &Array) -> CliResult<Vec<u64>> {
 
 /// A slab of `dtype` from its keys.
 pub fn from_keys32(shape: Vec<usize>, dtype: DType, keys: &[u32]) -> CliResult<Array> {
+    if dtype == DType::F32 {
+        let v = keys.iter().map(|&b| f32::from_bits(b)).collect();
+        return Ok(Array::new(shape, ArrayData::F32(v))?);
+    }
     let tag = empty_samples(dtype)?;
     Ok(sample_vec_array(
         shape,

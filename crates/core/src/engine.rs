@@ -214,8 +214,12 @@ impl Gpu {
         ns
     }
 
-    /// Waits for `pending` and returns its bytes.
-    pub(crate) async fn finish(&self, pending: Pending) -> Result<Vec<u8>> {
+    /// Waits for `pending` and hands its bytes, still mapped, to `take`.
+    pub(crate) async fn finish_with<R>(
+        &self,
+        pending: Pending,
+        take: impl FnOnce(&[u8]) -> Result<R>,
+    ) -> Result<R> {
         let Pending {
             staging,
             bytes,
@@ -240,15 +244,15 @@ impl Gpu {
             let view = staging
                 .get_mapped_range(..)
                 .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
-            let data = view[..bytes as usize].to_vec();
             if let Some((offset, count)) = timestamps {
                 let raw = &view[offset as usize..(offset + 8 * u64::from(count)) as usize];
                 let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(raw);
                 self.add_kernel_ticks(&ticks);
             }
+            let taken = take(&view[..bytes as usize]);
             drop(view);
             staging.unmap();
-            Ok::<_, Error>(data)
+            taken
         }
         .await;
         self.recycle_staging(staging);
@@ -482,6 +486,47 @@ impl Recorder<'_> {
         if threads == 0 {
             return Ok(());
         }
+        let (x, y) = grid(
+            threads,
+            self.gpu
+                .device
+                .limits()
+                .max_compute_workgroups_per_dimension,
+        )?;
+        self.pass(pipeline, buffers, [x, y, 1]);
+        Ok(())
+    }
+
+    /// Dispatches over a 3-D grid of `size` invocations for a kernel of
+    /// workgroup size `workgroup`. Group counts are capped at the device
+    /// limit: kernels loop with a stride of the whole grid (`num_workgroups`)
+    /// to cover the rest.
+    pub(crate) fn dispatch_grid(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+        size: [u32; 3],
+        workgroup: [u32; 3],
+    ) {
+        if size.contains(&0) {
+            return;
+        }
+        let max = self
+            .gpu
+            .device
+            .limits()
+            .max_compute_workgroups_per_dimension
+            .max(1);
+        let groups = [0, 1, 2].map(|a| size[a].div_ceil(workgroup[a].max(1)).min(max));
+        self.pass(pipeline, buffers, groups);
+    }
+
+    fn pass(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+        groups: [u32; 3],
+    ) {
         let layout = pipeline.get_bind_group_layout(0);
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
@@ -499,13 +544,6 @@ impl Recorder<'_> {
                 layout: &layout,
                 entries: &entries,
             });
-        let (x, y) = grid(
-            threads,
-            self.gpu
-                .device
-                .limits()
-                .max_compute_workgroups_per_dimension,
-        )?;
         let timestamp_writes = match &self.queries {
             Some(q) if self.passes < MAX_TIMED_PASSES => Some(wgpu::ComputePassTimestampWrites {
                 query_set: q,
@@ -525,8 +563,7 @@ impl Recorder<'_> {
             });
         pass.set_pipeline(pipeline);
         pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(x, y, 1);
-        Ok(())
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     }
 
     /// Submits the recording and, when timed, stores the summed kernel time.

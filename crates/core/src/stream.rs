@@ -26,6 +26,11 @@ pub trait SliceSource<T> {
     fn borrow(&self, _z: usize) -> Option<&[T]> {
         None
     }
+
+    /// Slices `z` as one contiguous run without copying, when in memory.
+    fn borrow_range(&self, _z: Range<usize>) -> Option<&[T]> {
+        None
+    }
 }
 
 /// Receives the output slices in order.
@@ -57,6 +62,10 @@ impl<T: Copy> SliceSource<T> for MemorySource<'_, T> {
     fn borrow(&self, z: usize) -> Option<&[T]> {
         self.data.get(z * self.plane..(z + 1) * self.plane)
     }
+
+    fn borrow_range(&self, z: Range<usize>) -> Option<&[T]> {
+        self.data.get(z.start * self.plane..z.end * self.plane)
+    }
 }
 
 impl<T: Copy> SliceSink<T> for Vec<T> {
@@ -64,6 +73,58 @@ impl<T: Copy> SliceSink<T> for Vec<T> {
         self.extend_from_slice(slices);
         Ok(())
     }
+}
+
+/// A sink filling a preallocated array in order (copies in parallel).
+pub struct MemorySink<'a, T> {
+    data: &'a mut [T],
+    filled: usize,
+}
+
+impl<'a, T> MemorySink<'a, T> {
+    pub fn new(data: &'a mut [T]) -> Self {
+        MemorySink { data, filled: 0 }
+    }
+}
+
+impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
+    fn write(&mut self, slices: &[T]) -> Result<()> {
+        let end = self.filled + slices.len();
+        let Some(dst) = self.data.get_mut(self.filled..end) else {
+            return Err(Error::InvalidInput(format!(
+                "{end} values written into an array of {}",
+                self.data.len()
+            )));
+        };
+        parallel_copy(bytemuck::cast_slice_mut(dst), bytemuck::cast_slice(slices));
+        self.filled = end;
+        Ok(())
+    }
+}
+
+/// `dst.copy_from_slice(src)`, split over threads for large copies: one
+/// core's memcpy is slower than the bus.
+pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let threads = copy_threads();
+        if src.len() >= 8 << 20 && threads > 1 && dst.len() == src.len() {
+            let part = src.len().div_ceil(threads);
+            std::thread::scope(|s| {
+                for (d, c) in dst.chunks_mut(part).zip(src.chunks(part)) {
+                    s.spawn(move || d.copy_from_slice(c));
+                }
+            });
+            return;
+        }
+    }
+    dst.copy_from_slice(src);
+}
+
+/// Threads for large host copies.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn copy_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
 }
 
 /// Called after each write with (slices written, total slices).
@@ -169,42 +230,56 @@ async fn stream_chunks<T: Pod>(
         if in_flight.len() == SLOTS
             && let Some((done, pending)) = in_flight.pop_front()
         {
-            let bytes = gpu.finish(pending).await?;
-            output.place(&done, bytemuck::cast_slice(&bytes), sink, progress)?;
+            gpu.finish_with(pending, |bytes| {
+                output.place_bytes(&done, bytes, sink, progress)
+            })
+            .await?;
         }
-        let zs: Vec<usize> = chunk::box_coordinates(shape, c, spec.mode, 0)
-            .into_iter()
-            .flatten()
-            .collect();
-        if source.borrow(0).is_none() {
-            // Keep only the slices this chunk needs; chunks come in z order.
-            cache.retain(|z, _| zs.contains(z));
-            for &z in &zs {
-                if !cache.contains_key(&z) {
-                    let mut slice = Vec::with_capacity(plane);
-                    source.read(z..z + 1, &mut slice)?;
-                    if slice.len() != plane {
-                        return Err(Error::InvalidInput(format!(
-                            "slice {z} has {} values, expected {plane}",
-                            slice.len()
-                        )));
-                    }
-                    cache.insert(z, slice);
-                }
-            }
-        }
-        let data = {
-            let src: &dyn SliceSource<T> = source;
-            let slice = |z: usize| -> &[T] {
-                src.borrow(z)
-                    .or_else(|| cache.get(&z).map(Vec::as_slice))
-                    .unwrap_or(&[])
-            };
-            chunk::gather_with(slice, shape, c, spec.mode, spec.cval)
-        };
         let slot = i % SLOTS;
         let (src, dst) = (&buffers[2 * slot], &buffers[2 * slot + 1]);
-        gpu.upload(src, bytemuck::cast_slice(&data));
+        let zs: Vec<Option<usize>> = chunk::box_coordinates(shape, c, spec.mode, 0);
+        let whole_planes = c.pad[1] == 0
+            && c.pad[2] == 0
+            && c.core_hi[1] - c.core_lo[1] == shape[1]
+            && c.core_hi[2] - c.core_lo[2] == shape[2];
+        let first = zs.first().copied().flatten().unwrap_or(0);
+        let consecutive = zs.iter().enumerate().all(|(k, z)| *z == Some(first + k));
+        let direct = (whole_planes && consecutive)
+            .then(|| source.borrow_range(first..first + zs.len()))
+            .flatten();
+        if let Some(run) = direct {
+            // In memory and contiguous: straight to the device, no gather.
+            gpu.upload(src, bytemuck::cast_slice(run));
+        } else {
+            let zs: Vec<usize> = zs.into_iter().flatten().collect();
+            if source.borrow(0).is_none() {
+                // Keep only the slices this chunk needs; chunks come in z order.
+                cache.retain(|z, _| zs.contains(z));
+                for &z in &zs {
+                    if !cache.contains_key(&z) {
+                        let mut slice = Vec::with_capacity(plane);
+                        source.read(z..z + 1, &mut slice)?;
+                        if slice.len() != plane {
+                            return Err(Error::InvalidInput(format!(
+                                "slice {z} has {} values, expected {plane}",
+                                slice.len()
+                            )));
+                        }
+                        cache.insert(z, slice);
+                    }
+                }
+            }
+            let data = {
+                let src: &dyn SliceSource<T> = source;
+                let slice = |z: usize| -> &[T] {
+                    src.borrow(z)
+                        .or_else(|| cache.get(&z).map(Vec::as_slice))
+                        .unwrap_or(&[])
+                };
+                chunk::gather_with(slice, shape, c, spec.mode, spec.cval)
+            };
+            gpu.upload(src, bytemuck::cast_slice(&data));
+        }
         let mut rec = gpu.recorder();
         let in_dst = kernel(&mut rec, src, dst, c)?;
         let n = c.core_shape().iter().product::<usize>() as u64;
@@ -212,8 +287,10 @@ async fn stream_chunks<T: Pod>(
         in_flight.push_back((*c, rec.submit_with_readback(result, word * n)));
     }
     while let Some((done, pending)) = in_flight.pop_front() {
-        let bytes = gpu.finish(pending).await?;
-        output.place(&done, bytemuck::cast_slice(&bytes), sink, progress)?;
+        gpu.finish_with(pending, |bytes| {
+            output.place_bytes(&done, bytes, sink, progress)
+        })
+        .await?;
     }
     output.flush(sink, progress)
 }
@@ -233,6 +310,24 @@ impl<T: Pod> Assembly<T> {
             z: 0..0,
             slab: Vec::new(),
             written: 0,
+        }
+    }
+
+    /// [`Assembly::place`] from mapped bytes, without an extra copy when
+    /// they are aligned for `T`.
+    fn place_bytes(
+        &mut self,
+        c: &Chunk,
+        bytes: &[u8],
+        sink: &mut dyn SliceSink<T>,
+        progress: Progress<'_>,
+    ) -> Result<()> {
+        match bytemuck::try_cast_slice(bytes) {
+            Ok(part) => self.place(c, part, sink, progress),
+            Err(_) => {
+                let part: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
+                self.place(c, &part, sink, progress)
+            }
         }
     }
 

@@ -9,7 +9,8 @@ use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::shaders;
 use crate::stream::{
-    self, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource, StreamSpec,
+    self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
+    StreamSpec,
 };
 
 use super::{Boundary, Filter, Output};
@@ -62,8 +63,9 @@ pub async fn apply(
     if filter.passes.is_empty() {
         return Ok(input.to_vec());
     }
-    let mut result = Vec::with_capacity(input.len());
+    let mut result = vec![0f32; input.len()];
     let mut source = MemorySource::new(input, s);
+    let mut sink = MemorySink::new(&mut result);
     apply_stream(
         gpu,
         filter,
@@ -71,7 +73,7 @@ pub async fn apply(
         boundary,
         output,
         &mut source,
-        &mut result,
+        &mut sink,
         &mut |_, _| {},
     )
     .await?;

@@ -24,7 +24,8 @@ use crate::error::{Error, Result};
 use crate::keys::{Keys, NEG_INF_KEY_F32, NEG_INF_KEY_F64, SampleVec, Samples, unkey_f32};
 use crate::shaders;
 use crate::stream::{
-    self, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource, StreamSpec,
+    self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
+    StreamSpec,
 };
 
 use super::{Boundary, Mode};
@@ -327,7 +328,8 @@ struct Params {
     outliers: u32,
     diff_f32: u32,
     diff: [u32; 2],
-    _pad: [u32; 2],
+    f32_bits: u32,
+    _pad: u32,
 }
 
 /// `scipy.ndimage.median_filter(input, footprint=..., mode=..., cval=...)` on
@@ -373,6 +375,25 @@ async fn run(
 ) -> Result<SampleVec> {
     let s = check_input(input, shape, footprint)?;
     let mut none = |_: usize, _: usize| {};
+    if let Samples::F32(v) = input {
+        // f32 travels as raw bits, converted to keys in the kernel.
+        let mut out = vec![0f32; v.len()];
+        let mut source = MemorySource::new(bytemuck::cast_slice::<f32, u32>(v), s);
+        let mut sink = MemorySink::new(bytemuck::cast_slice_mut::<f32, u32>(&mut out));
+        stream_keys(
+            gpu,
+            input,
+            s,
+            footprint,
+            boundary,
+            removal,
+            &mut source,
+            &mut sink,
+            &mut none,
+        )
+        .await?;
+        return Ok(SampleVec::F32(out));
+    }
     let out = match input.keys(0..input.len()) {
         Keys::K32(k) => {
             let mut out = Vec::with_capacity(k.len());
@@ -420,8 +441,8 @@ async fn run(
 
 /// The median filter streamed from `source` to `sink` as ordered keys of
 /// `dtype` (u32 words for dtypes up to 32 bits, u64 for 64-bit dtypes; see
-/// [`Samples::keys`]): for stacks larger than memory, read and written slice
-/// by slice.
+/// [`Samples::keys`]), except f32 samples, which travel as their raw bits:
+/// for stacks larger than memory, read and written slice by slice.
 #[allow(clippy::too_many_arguments)]
 pub async fn median_filter_stream<T: Pod>(
     gpu: &Gpu,
@@ -514,7 +535,8 @@ async fn stream_keys<T: Pod>(
         outliers: 0,
         diff_f32: 0,
         diff: [0; 2],
-        _pad: [0; 2],
+        f32_bits: u32::from(matches!(dtype, Samples::F32(_))),
+        _pad: 0,
     };
     if let (Some(r), false) = (removal, wide) {
         params.outliers = r.outliers.code();
@@ -572,14 +594,20 @@ async fn stream_keys<T: Pod>(
         if let Some(o) = &offsets {
             buffers.push(o);
         }
-        rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?;
+        rec.dispatch_grid(&pipeline, &buffers, xyz3(core), [64, 4, 1]);
         Ok(true)
     };
     // In and out buffers of two chunks in flight.
     let max_elements = (gpu.max_binding_size() / word)
         .min(gpu.memory_budget() / (4 * word))
         .min(STREAM_CHUNK_BYTES / word);
-    let cval_word: T = bytemuck::pod_read_unaligned(&cval.to_le_bytes()[..word as usize]);
+    // Halo words gathered on the host are in the buffers' encoding.
+    let cval_bits = if params.f32_bits != 0 {
+        u64::from(unkey_f32(cval as u32).to_bits())
+    } else {
+        cval
+    };
+    let cval_word: T = bytemuck::pod_read_unaligned(&cval_bits.to_le_bytes()[..word as usize]);
     let spec = StreamSpec {
         shape,
         halo: footprint.reach(),
@@ -591,6 +619,10 @@ async fn stream_keys<T: Pod>(
         gpu.recycle(o);
     }
     outcome
+}
+
+fn xyz3(s: Shape3) -> [u32; 3] {
+    [s[2] as u32, s[1] as u32, s[0] as u32]
 }
 
 /// The (x, y, z) order the shader's vec4s use.
