@@ -59,8 +59,13 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     let n2 = 2048 * 2048;
     let image = uniform(n2, 0);
     let reflect = Boundary::default();
-    // One workload: `run` performs the whole host-to-host call once.
-    let mut time = |name: &str, bytes: usize, run: &mut dyn FnMut() -> CliResult| -> CliResult {
+    // One workload: `run` performs the whole host-to-host call once;
+    // `resident` times the kernels alone on data already on the device.
+    let mut time = |name: &str,
+                    bytes: usize,
+                    run: &mut dyn FnMut() -> CliResult,
+                    resident: Option<f64>|
+     -> CliResult {
         run()?; // warm-up: pipelines compiled, buffers pooled
         let mut kernels = Vec::new();
         let mut walls = Vec::new();
@@ -75,7 +80,8 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let kernel_ms = kernels.iter().cloned().reduce(f64::min);
         let row = json!({
             "workload": name, "device": engine.name(),
-            "kernel_ms": kernel_ms, "e2e_ms": walls[walls.len() / 2],
+            "resident_kernel_ms": resident,
+            "kernel_ms_in_stream": kernel_ms, "e2e_ms": walls[walls.len() / 2],
             "bytes": bytes,
         });
         eprintln!("{row}");
@@ -86,16 +92,29 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let name = format!("median-{k}");
         if want(&name) {
             let fp = Footprint::size(2, &[k])?;
-            time(&name, 8 * n2, &mut || {
-                pollster::block_on(median::median_filter(
-                    gpu,
-                    Samples::F32(&image),
-                    &[2048, 2048],
-                    &fp,
-                    reflect,
-                ))?;
-                Ok(())
-            })?;
+            let resident = pollster::block_on(median::median_kernel_ms(
+                gpu,
+                &image,
+                &[2048, 2048],
+                &fp,
+                reflect,
+                args.repeat.max(10),
+            ))?;
+            time(
+                &name,
+                8 * n2,
+                &mut || {
+                    pollster::block_on(median::median_filter(
+                        gpu,
+                        Samples::F32(&image),
+                        &[2048, 2048],
+                        &fp,
+                        reflect,
+                    ))?;
+                    Ok(())
+                },
+                resident,
+            )?;
         }
     }
     if want("median-stack") || want("outliers-stack") {
@@ -104,43 +123,66 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let shape = [nz, 2048, 2048];
         if want("median-stack") {
             let fp = Footprint::size(3, &[1, 3, 3])?;
-            time("median-stack", 8 * nz * n2, &mut || {
-                pollster::block_on(median::median_filter(
-                    gpu,
-                    Samples::F32(&stack),
-                    &shape,
-                    &fp,
-                    reflect,
-                ))?;
-                Ok(())
-            })?;
+            time(
+                "median-stack",
+                8 * nz * n2,
+                &mut || {
+                    pollster::block_on(median::median_filter(
+                        gpu,
+                        Samples::F32(&stack),
+                        &shape,
+                        &fp,
+                        reflect,
+                    ))?;
+                    Ok(())
+                },
+                None,
+            )?;
         }
         if want("outliers-stack") {
             let r = OutlierRemoval::new(0.5, 3, Outliers::Bright)?;
-            time("outliers-stack", 8 * nz * n2, &mut || {
-                pollster::block_on(median::remove_outliers(
-                    gpu,
-                    Samples::F32(&stack),
-                    &shape,
-                    &r,
-                ))?;
-                Ok(())
-            })?;
+            time(
+                "outliers-stack",
+                8 * nz * n2,
+                &mut || {
+                    pollster::block_on(median::remove_outliers(
+                        gpu,
+                        Samples::F32(&stack),
+                        &shape,
+                        &r,
+                    ))?;
+                    Ok(())
+                },
+                None,
+            )?;
         }
     }
     if want("gauss-2") {
         let f = Filter::gaussian(2, &[2.0], 4.0)?;
-        time("gauss-2", 8 * n2, &mut || {
-            pollster::block_on(filters::apply(
-                gpu,
-                &f,
-                &image,
-                &[2048, 2048],
-                reflect,
-                Output::Float,
-            ))?;
-            Ok(())
-        })?;
+        let resident = pollster::block_on(filters::kernel_ms(
+            gpu,
+            &f,
+            &image,
+            &[2048, 2048],
+            reflect,
+            args.repeat.max(10),
+        ))?;
+        time(
+            "gauss-2",
+            8 * n2,
+            &mut || {
+                pollster::block_on(filters::apply(
+                    gpu,
+                    &f,
+                    &image,
+                    &[2048, 2048],
+                    reflect,
+                    Output::Float,
+                ))?;
+                Ok(())
+            },
+            resident,
+        )?;
     }
     if want("conv-gauss15") {
         let mut deltas = vec![0f32; n2];
@@ -156,17 +198,30 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             })
             .collect();
         let f = Filter::convolve(2, &g, &[15, 15])?;
-        time("conv-gauss15", 8 * n2, &mut || {
-            pollster::block_on(filters::apply(
-                gpu,
-                &f,
-                &deltas,
-                &[2048, 2048],
-                reflect,
-                Output::Float,
-            ))?;
-            Ok(())
-        })?;
+        let resident = pollster::block_on(filters::kernel_ms(
+            gpu,
+            &f,
+            &deltas,
+            &[2048, 2048],
+            reflect,
+            args.repeat.max(10),
+        ))?;
+        time(
+            "conv-gauss15",
+            8 * n2,
+            &mut || {
+                pollster::block_on(filters::apply(
+                    gpu,
+                    &f,
+                    &deltas,
+                    &[2048, 2048],
+                    reflect,
+                    Output::Float,
+                ))?;
+                Ok(())
+            },
+            resident,
+        )?;
     }
     let all = json!({ "device": gpu.summary().name, "results": rows });
     println!("{all}");

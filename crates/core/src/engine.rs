@@ -61,6 +61,18 @@ pub struct Gpu {
     staging: Mutex<Vec<wgpu::Buffer>>,
 }
 
+/// A host-visible buffer the host fills and the GPU copies from, reused
+/// chunk after chunk (a fresh staging allocation per chunk costs as much as
+/// the copy itself).
+pub(crate) struct UploadBuffer {
+    buffer: wgpu::Buffer,
+    /// The mapping requested after the last use, and that use's submission.
+    ready: Option<(
+        futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
+        wgpu::SubmissionIndex,
+    )>,
+}
+
 /// Work submitted with its result on the way back to the host; collect it
 /// with [`Gpu::finish`]. Streaming operations keep a few of these in flight
 /// so that transfers and kernels of consecutive chunks overlap.
@@ -257,6 +269,82 @@ impl Gpu {
         .await;
         self.recycle_staging(staging);
         outcome
+    }
+
+    /// A mapped upload buffer of at least `bytes` bytes.
+    pub(crate) fn upload_buffer(&self, bytes: u64) -> UploadBuffer {
+        let size = size_class(bytes.max(8)).div_ceil(8) * 8;
+        self.live_bytes.fetch_add(size, Ordering::Relaxed);
+        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("upload"),
+            size,
+            usage: wgpu::BufferUsages::MAP_WRITE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: true,
+        });
+        UploadBuffer {
+            buffer,
+            ready: None,
+        }
+    }
+
+    /// Writes `bytes` at the start of `up`, once the GPU has finished its
+    /// previous copy out of it; large writes are split over threads.
+    pub(crate) async fn fill(&self, up: &mut UploadBuffer, bytes: &[u8]) -> Result<()> {
+        if let Some((mapped, index)) = up.ready.take() {
+            #[cfg(not(target_arch = "wasm32"))]
+            self.device
+                .poll(wgpu::PollType::Wait {
+                    submission_index: Some(index),
+                    timeout: None,
+                })
+                .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
+            #[cfg(target_arch = "wasm32")]
+            drop(index);
+            mapped
+                .await
+                .map_err(|_| Error::Device("an upload mapping was cancelled".into()))?
+                .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
+        }
+        if bytes.len() as u64 > up.buffer.size() {
+            return Err(Error::Device("an upload larger than its buffer".into()));
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        let parts = if bytes.len() >= 8 << 20 {
+            crate::stream::copy_threads()
+        } else {
+            1
+        };
+        #[cfg(target_arch = "wasm32")]
+        let parts = 1;
+        // Mapped ranges start at multiples of 8.
+        let part = bytes.len().div_ceil(parts).div_ceil(8) * 8;
+        let mut views = Vec::new();
+        for (k, c) in bytes.chunks(part.max(8)).enumerate() {
+            let start = (k * part) as u64;
+            let end = (start + c.len() as u64).div_ceil(4) * 4;
+            let view = up
+                .buffer
+                .slice(start..end)
+                .get_mapped_range_mut()
+                .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
+            views.push((view, c));
+        }
+        #[cfg(not(target_arch = "wasm32"))]
+        std::thread::scope(|s| {
+            for (mut view, c) in views {
+                s.spawn(move || view.slice(..c.len()).copy_from_slice(c));
+            }
+        });
+        #[cfg(target_arch = "wasm32")]
+        for (mut view, c) in views {
+            view.slice(..c.len()).copy_from_slice(c);
+        }
+        up.buffer.unmap();
+        Ok(())
+    }
+
+    pub(crate) fn release_upload(&self, up: UploadBuffer) {
+        self.destroy(up.buffer);
     }
 
     fn staging_buffer(&self, size: u64) -> wgpu::Buffer {
@@ -605,10 +693,24 @@ impl Recorder<'_> {
 }
 
 impl Recorder<'_> {
+    /// Copies the first `bytes` of an upload buffer into `to`, before the
+    /// dispatches recorded next.
+    pub(crate) fn copy_in(&mut self, up: &UploadBuffer, to: &wgpu::Buffer, bytes: u64) {
+        if bytes > 0 {
+            self.encoder
+                .copy_buffer_to_buffer(&up.buffer, 0, to, 0, bytes.div_ceil(4) * 4);
+        }
+    }
+
     /// Submits the recording followed by a copy of the first `bytes` of
     /// `buffer` (and the pass timestamps) to a readback buffer, without
     /// waiting: collect the result with [`Gpu::finish`].
-    pub(crate) fn submit_with_readback(self, buffer: &wgpu::Buffer, bytes: u64) -> Pending {
+    pub(crate) fn submit_with_readback(
+        self,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+        upload: Option<&mut UploadBuffer>,
+    ) -> Pending {
         let Recorder {
             gpu,
             mut encoder,
@@ -642,6 +744,13 @@ impl Recorder<'_> {
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
         });
+        if let Some(up) = upload {
+            let (tx, ready) = futures_channel::oneshot::channel();
+            up.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
+                let _ = tx.send(r);
+            });
+            up.ready = Some((ready, index.clone()));
+        }
         Pending {
             staging,
             bytes,

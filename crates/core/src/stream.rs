@@ -13,7 +13,7 @@ use std::ops::Range;
 use bytemuck::Pod;
 
 use crate::chunk::{self, Chunk, Shape3};
-use crate::engine::{Gpu, Pending, Recorder};
+use crate::engine::{Gpu, Pending, Recorder, UploadBuffer};
 use crate::error::{Error, Result};
 use crate::filters::Mode;
 
@@ -198,12 +198,26 @@ pub(crate) async fn run<T: Pod>(
             }
             None => {}
         }
+        let mut uploads: Vec<UploadBuffer> = (0..SLOTS)
+            .map(|_| gpu.upload_buffer(word * largest))
+            .collect();
         let outcome = stream_chunks(
-            gpu, &spec, &chunks, &buffers, source, sink, kernel, progress,
+            gpu,
+            &spec,
+            &chunks,
+            &buffers,
+            &mut uploads,
+            source,
+            sink,
+            kernel,
+            progress,
         )
         .await;
         for b in buffers {
             gpu.recycle(b);
+        }
+        for u in uploads {
+            gpu.release_upload(u);
         }
         return outcome;
     }
@@ -215,6 +229,7 @@ async fn stream_chunks<T: Pod>(
     spec: &StreamSpec<T>,
     chunks: &[Chunk],
     buffers: &[wgpu::Buffer],
+    uploads: &mut [UploadBuffer],
     source: &mut dyn SliceSource<T>,
     sink: &mut dyn SliceSink<T>,
     kernel: ChunkKernel<'_>,
@@ -247,9 +262,11 @@ async fn stream_chunks<T: Pod>(
         let direct = (whole_planes && consecutive)
             .then(|| source.borrow_range(first..first + zs.len()))
             .flatten();
+        let up = &mut uploads[slot];
+        let box_bytes = word * c.box_shape().iter().product::<usize>() as u64;
         if let Some(run) = direct {
-            // In memory and contiguous: straight to the device, no gather.
-            gpu.upload(src, bytemuck::cast_slice(run));
+            // In memory and contiguous: no gather.
+            gpu.fill(up, bytemuck::cast_slice(run)).await?;
         } else {
             let zs: Vec<usize> = zs.into_iter().flatten().collect();
             if source.borrow(0).is_none() {
@@ -278,13 +295,14 @@ async fn stream_chunks<T: Pod>(
                 };
                 chunk::gather_with(slice, shape, c, spec.mode, spec.cval)
             };
-            gpu.upload(src, bytemuck::cast_slice(&data));
+            gpu.fill(up, bytemuck::cast_slice(&data)).await?;
         }
         let mut rec = gpu.recorder();
+        rec.copy_in(up, src, box_bytes);
         let in_dst = kernel(&mut rec, src, dst, c)?;
         let n = c.core_shape().iter().product::<usize>() as u64;
         let result = if in_dst { dst } else { src };
-        in_flight.push_back((*c, rec.submit_with_readback(result, word * n)));
+        in_flight.push_back((*c, rec.submit_with_readback(result, word * n, Some(up))));
     }
     while let Some((done, pending)) = in_flight.pop_front() {
         gpu.finish_with(pending, |bytes| {
@@ -381,4 +399,47 @@ impl<T: Pod> Assembly<T> {
         progress(self.written, self.shape[0]);
         Ok(())
     }
+}
+
+/// GPU time of `kernel` on the whole array with the data already on the
+/// device (what peers report as device time): the minimum over `repeats`
+/// runs, in nanoseconds; `None` without timestamp queries. The array must
+/// fit one binding.
+pub(crate) async fn time_resident<T: Pod>(
+    gpu: &Gpu,
+    spec: StreamSpec<T>,
+    data: &[T],
+    kernel: ChunkKernel<'_>,
+    repeats: usize,
+) -> Result<Option<u64>> {
+    let chunks = chunk::plan(spec.shape, spec.halo, u64::MAX)?;
+    let [c] = chunks.as_slice() else {
+        return Ok(None);
+    };
+    let bytes = std::mem::size_of_val(data) as u64;
+    let src = gpu.storage(bytes, "timed input").await?;
+    let dst = match gpu.storage(bytes, "timed output").await {
+        Ok(b) => b,
+        Err(e) => {
+            gpu.recycle(src);
+            return Err(e);
+        }
+    };
+    gpu.upload(&src, bytemuck::cast_slice(data));
+    let outcome = async {
+        let mut best: Option<u64> = None;
+        for _ in 0..repeats.max(1) {
+            let mut rec = gpu.recorder();
+            kernel(&mut rec, &src, &dst, c)?;
+            rec.submit().await?;
+            if let Some(ns) = gpu.last_kernel_ns() {
+                best = Some(best.map_or(ns, |b| b.min(ns)));
+            }
+        }
+        Ok::<_, Error>(best)
+    }
+    .await;
+    gpu.recycle(src);
+    gpu.recycle(dst);
+    outcome
 }

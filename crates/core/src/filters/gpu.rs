@@ -93,6 +93,53 @@ pub async fn apply_stream(
     sink: &mut dyn SliceSink<f32>,
     progress: Progress<'_>,
 ) -> Result<()> {
+    run(
+        gpu, filter, shape, boundary, output, source, sink, progress, None,
+    )
+    .await
+    .map(|_| ())
+}
+
+/// Device time of `filter` on an image already on the GPU (min over
+/// `repeats` runs, in ms): the kernel-only figure benchmarks compare.
+pub async fn kernel_ms(
+    gpu: &Gpu,
+    filter: &Filter,
+    input: &[f32],
+    shape: &[usize],
+    boundary: Boundary,
+    repeats: usize,
+) -> Result<Option<f64>> {
+    let s = shape3(shape)?;
+    let mut source = MemorySource::new(input, s);
+    let mut sink: Vec<f32> = Vec::new();
+    let ns = run(
+        gpu,
+        filter,
+        shape,
+        boundary,
+        Output::Float,
+        &mut source,
+        &mut sink,
+        &mut |_, _| {},
+        Some((input, repeats)),
+    )
+    .await?;
+    Ok(ns.map(|ns| ns as f64 / 1e6))
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    gpu: &Gpu,
+    filter: &Filter,
+    shape: &[usize],
+    boundary: Boundary,
+    output: Output,
+    source: &mut dyn SliceSource<f32>,
+    sink: &mut dyn SliceSink<f32>,
+    progress: Progress<'_>,
+    resident: Option<(&[f32], usize)>,
+) -> Result<Option<u64>> {
     let s = shape3(shape)?;
     if shape.len() != filter.ndim {
         return Err(Error::InvalidInput(format!(
@@ -107,7 +154,7 @@ pub async fn apply_stream(
         source.read(0..s[0], &mut all)?;
         sink.write(&all)?;
         progress(s[0], s[0]);
-        return Ok(());
+        return Ok(None);
     }
     let pipeline = gpu.pipeline(shaders::CORRELATE, "correlate")?;
     let mut weight_buffers = Vec::with_capacity(filter.passes.len());
@@ -155,7 +202,12 @@ pub async fn apply_stream(
         mode: boundary.mode,
         cval: boundary.cval as f32,
     };
-    let outcome = stream::run(gpu, spec, source, sink, &kernel, max_elements, progress).await;
+    let outcome = match resident {
+        Some((data, repeats)) => stream::time_resident(gpu, spec, data, &kernel, repeats).await,
+        None => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
+            .await
+            .map(|()| None),
+    };
     for b in weight_buffers {
         gpu.recycle(b);
     }

@@ -390,6 +390,7 @@ async fn run(
             &mut source,
             &mut sink,
             &mut none,
+            None,
         )
         .await?;
         return Ok(SampleVec::F32(out));
@@ -408,6 +409,7 @@ async fn run(
                 &mut source,
                 &mut out,
                 &mut none,
+                None,
             )
             .await?;
             Keys::K32(out)
@@ -425,6 +427,7 @@ async fn run(
                 &mut source,
                 &mut out,
                 &mut none,
+                None,
             )
             .await?;
             // 64-bit dtypes finish the outlier test on the host (no f64 on GPUs).
@@ -456,9 +459,10 @@ pub async fn median_filter_stream<T: Pod>(
 ) -> Result<()> {
     let s = stream_shape(shape, footprint)?;
     stream_keys(
-        gpu, dtype, s, footprint, boundary, None, source, sink, progress,
+        gpu, dtype, s, footprint, boundary, None, source, sink, progress, None,
     )
     .await
+    .map(|_| ())
 }
 
 /// Outlier removal streamed as ordered keys (see [`median_filter_stream`]).
@@ -485,8 +489,10 @@ pub async fn remove_outliers_stream(
         source,
         sink,
         progress,
+        None,
     )
     .await
+    .map(|_| ())
 }
 
 fn stream_shape(shape: &[usize], footprint: &Footprint) -> Result<Shape3> {
@@ -501,6 +507,36 @@ fn stream_shape(shape: &[usize], footprint: &Footprint) -> Result<Shape3> {
     Ok(s)
 }
 
+/// Device time of the median of an f32 image already on the GPU (min over
+/// `repeats` runs, in ms): the kernel-only figure benchmarks compare.
+pub async fn median_kernel_ms(
+    gpu: &Gpu,
+    input: &[f32],
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+    repeats: usize,
+) -> Result<Option<f64>> {
+    let s = check_input(Samples::F32(input), shape, footprint)?;
+    let words: &[u32] = bytemuck::cast_slice(input);
+    let mut source = MemorySource::new(words, s);
+    let mut sink: Vec<u32> = Vec::new();
+    let ns = stream_keys(
+        gpu,
+        Samples::F32(input),
+        s,
+        footprint,
+        boundary,
+        None,
+        &mut source,
+        &mut sink,
+        &mut |_, _| {},
+        Some((words, repeats)),
+    )
+    .await?;
+    Ok(ns.map(|ns| ns as f64 / 1e6))
+}
+
 #[allow(clippy::too_many_arguments)]
 async fn stream_keys<T: Pod>(
     gpu: &Gpu,
@@ -512,7 +548,8 @@ async fn stream_keys<T: Pod>(
     source: &mut dyn SliceSource<T>,
     sink: &mut dyn SliceSink<T>,
     progress: Progress<'_>,
-) -> Result<()> {
+    resident: Option<(&[T], usize)>,
+) -> Result<Option<u64>> {
     let word = std::mem::size_of::<T>() as u64;
     let wide = dtype.wide();
     if word != if wide { 8 } else { 4 } {
@@ -614,7 +651,12 @@ async fn stream_keys<T: Pod>(
         mode: boundary.mode,
         cval: cval_word,
     };
-    let outcome = stream::run(gpu, spec, source, sink, &kernel, max_elements, progress).await;
+    let outcome = match resident {
+        Some((data, repeats)) => stream::time_resident(gpu, spec, data, &kernel, repeats).await,
+        None => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
+            .await
+            .map(|()| None),
+    };
     if let Some(o) = offsets {
         gpu.recycle(o);
     }

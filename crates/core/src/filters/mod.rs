@@ -9,7 +9,7 @@ pub mod cpu;
 mod gpu;
 pub mod median;
 
-pub use gpu::{apply, apply_stream};
+pub use gpu::{apply, apply_stream, kernel_ms};
 
 use std::str::FromStr;
 
