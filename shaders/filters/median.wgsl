@@ -4,12 +4,10 @@
 // (one or two 32-bit words) comes from median_key32.wgsl or median_key64.wgsl,
 // prepended with common/boundary.wgsl by crates/core/src/shaders.rs.
 //
-// Two entry points:
-//  - median_network: the footprint is compiled into the shader as a pruned
-//    sorting network; crates/core/src/filters/median.rs writes the body of
-//    `network_select` between the GENERATED markers (small footprints).
-//  - median_search: any footprint, offsets in a buffer; the rank-th key is
-//    found bit by bit, counting the keys below a candidate.
+// median_network: the footprint is compiled into the shader as a pruned
+// sorting network; crates/core/src/filters/median.rs writes the body of
+// `network_select` between the GENERATED markers (small footprints). Larger
+// footprints use median_search.wgsl, appended to this file.
 
 struct Params {
     in_shape: vec4<u32>,   // x, y, z of the input box
@@ -35,7 +33,7 @@ struct Params {
 fn fetch(i: u32) -> Key {
     let k = key_at(i);
     if (p.nan_aware != 0u && key_is_nan(k)) {
-        return NEG_INF;
+        return neg_inf_key();
     }
     return k;
 }
@@ -79,49 +77,3 @@ fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
-@group(0) @binding(3) var<storage, read> offsets: array<vec4<i32>>;
-
-@compute @workgroup_size(64, 4, 1)
-fn median_search(@builtin(global_invocation_id) gid: vec3<u32>,
-                 @builtin(num_workgroups) groups: vec3<u32>) {
-    let stride = groups * vec3<u32>(64u, 4u, 1u);
-    for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
-        for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
-            for (var x = gid.x; x < p.out_shape.x; x += stride.x) {
-                let c = vec3<i32>(vec3<u32>(x, y, z) + p.offset.xyz);
-                let i = (z * p.out_shape.y + y) * p.out_shape.x + x;
-                key_store(i, finish(key_at(centre_index(c)), search_select(c)));
-            }
-        }
-    }
-}
-
-// The rank-th key of the window around c, for any footprint.
-fn search_select(c: vec3<i32>) -> Key {
-    var lo = load(c + offsets[0].xyz);
-    var hi = lo;
-    for (var k = 1u; k < p.count; k++) {
-        let v = load(c + offsets[k].xyz);
-        lo = key_min(lo, v);
-        hi = key_max(hi, v);
-    }
-    // The answer shares the bits above the highest bit where min and max
-    // differ; decide the rest from the top: keep a bit when at most `rank`
-    // keys lie below the candidate.
-    var r = lo;
-    if (any(lo != hi)) {
-        let top = key_highest_bit(key_xor(lo, hi));
-        r = key_clear_below(lo, top + 1u);
-        for (var b = i32(top); b >= 0; b--) {
-            let candidate = key_set_bit(r, u32(b));
-            var below = 0u;
-            for (var k = 0u; k < p.count; k++) {
-                below += u32(key_lt(load(c + offsets[k].xyz), candidate));
-            }
-            if (below <= p.rank) {
-                r = candidate;
-            }
-        }
-    }
-    return r;
-}

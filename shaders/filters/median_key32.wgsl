@@ -3,7 +3,7 @@
 alias Key = u32;
 
 // Key of f32 -inf (where NaN is selected, as Mantid Imaging does).
-const NEG_INF: Key = 0x007fffffu;
+fn neg_inf_key() -> Key { return 0x007fffffu; }
 
 fn key_at(i: u32) -> Key {
     let w = src[i];

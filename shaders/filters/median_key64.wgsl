@@ -4,7 +4,7 @@
 alias Key = vec2<u32>;
 
 // Key of f64 -inf (where NaN is selected, as Mantid Imaging does).
-const NEG_INF: Key = vec2<u32>(0xffffffffu, 0x000fffffu);
+fn neg_inf_key() -> Key { return vec2<u32>(0xffffffffu, 0x000fffffu); }
 
 fn key_at(i: u32) -> Key { return vec2<u32>(src[2u * i], src[2u * i + 1u]); }
 fn key_store(i: u32, k: Key) {

@@ -16,11 +16,19 @@ pub const THRESHOLD: &str = shader!("segment/threshold.wgsl");
 pub const MEDIAN32: &str = shader!(
     "common/boundary.wgsl",
     "filters/median_key32.wgsl",
-    "filters/median.wgsl"
+    "filters/median.wgsl",
+    "filters/median_search.wgsl"
 );
 pub const MEDIAN64: &str = shader!(
     "common/boundary.wgsl",
     "filters/median_key64.wgsl",
+    "filters/median.wgsl",
+    "filters/median_search.wgsl"
+);
+/// f32 compared as floats: sorting networks only (the search needs keys).
+pub const MEDIAN_F32: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/median_keyf32.wgsl",
     "filters/median.wgsl"
 );
 
@@ -30,4 +38,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("segment/threshold.wgsl", THRESHOLD),
     ("filters/median.wgsl (32-bit keys)", MEDIAN32),
     ("filters/median.wgsl (64-bit keys)", MEDIAN64),
+    ("filters/median.wgsl (f32 values)", MEDIAN_F32),
 ];

@@ -124,7 +124,7 @@ pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
 /// Threads for large host copies.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn copy_threads() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(16))
 }
 
 /// Called after each write with (slices written, total slices).

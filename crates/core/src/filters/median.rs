@@ -592,7 +592,12 @@ async fn stream_keys<T: Pod>(
     }
     let network = footprint.len() <= NETWORK_MAX;
     let source_text = if network {
-        network_source(footprint, wide)
+        let template = match dtype {
+            Samples::F32(_) => shaders::MEDIAN_F32,
+            _ if wide => shaders::MEDIAN64,
+            _ => shaders::MEDIAN32,
+        };
+        network_source(footprint, template)
     } else if wide {
         shaders::MEDIAN64.to_string()
     } else {
@@ -737,12 +742,7 @@ fn selection_network(n: usize, rank: usize) -> (Vec<Step>, usize) {
 
 /// The median shader with `footprint` compiled in as a selection network;
 /// interior elements read without the boundary mapping.
-fn network_source(footprint: &Footprint, wide: bool) -> String {
-    let template = if wide {
-        shaders::MEDIAN64
-    } else {
-        shaders::MEDIAN32
-    };
+fn network_source(footprint: &Footprint, template: &str) -> String {
     let (steps, out) = selection_network(footprint.len(), footprint.rank());
     let lo = [0, 1, 2].map(|a| footprint.offsets.iter().map(|o| -o[a]).max().unwrap_or(0));
     let hi = [0, 1, 2].map(|a| footprint.offsets.iter().map(|o| o[a]).max().unwrap_or(0));
@@ -951,8 +951,8 @@ mod tests {
     fn generated_shaders_validate() {
         for (size, ndim) in [(1, 1), (3, 2), (4, 2), (7, 2), (3, 3)] {
             let fp = Footprint::size(ndim, &[size]).unwrap();
-            for wide in [false, true] {
-                let src = network_source(&fp, wide);
+            for template in [shaders::MEDIAN32, shaders::MEDIAN64, shaders::MEDIAN_F32] {
+                let src = network_source(&fp, template);
                 assert!(src.contains("v0 = fetch"), "body spliced in");
                 let module = naga::front::wgsl::parse_str(&src)
                     .unwrap_or_else(|e| panic!("{size}: {}", e.emit_to_string(&src)));
