@@ -18,7 +18,7 @@ use crate::common::{CliResult, Failure, samples};
 /// A stack on disk read slice by slice.
 pub enum StackReader {
     Npy(NpyReader),
-    Tiff(TiffStackReader),
+    Tiff(Box<TiffStackReader>),
 }
 
 fn extension(path: &Path) -> String {
@@ -33,7 +33,7 @@ impl StackReader {
     pub fn open(path: &Path) -> CliResult<Option<StackReader>> {
         let reader = match extension(path).as_str() {
             "npy" => StackReader::Npy(NpyReader::open(path)?),
-            "tif" | "tiff" => StackReader::Tiff(TiffStackReader::open(path)?),
+            "tif" | "tiff" => StackReader::Tiff(Box::new(TiffStackReader::open(path)?)),
             _ => return Ok(None),
         };
         let s = reader.shape();

@@ -247,7 +247,7 @@ impl Gpu {
             })
             .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
         #[cfg(target_arch = "wasm32")]
-        drop(index);
+        let _ = index;
         let outcome = async {
             mapped
                 .await
@@ -299,7 +299,7 @@ impl Gpu {
                 })
                 .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
             #[cfg(target_arch = "wasm32")]
-            drop(index);
+            let _ = index;
             mapped
                 .await
                 .map_err(|_| Error::Device("an upload mapping was cancelled".into()))?

@@ -273,7 +273,7 @@ async fn stream_chunks<T: Pod>(
                 // Keep only the slices this chunk needs; chunks come in z order.
                 cache.retain(|z, _| zs.contains(z));
                 for &z in &zs {
-                    if !cache.contains_key(&z) {
+                    if let std::collections::btree_map::Entry::Vacant(e) = cache.entry(z) {
                         let mut slice = Vec::with_capacity(plane);
                         source.read(z..z + 1, &mut slice)?;
                         if slice.len() != plane {
@@ -282,7 +282,7 @@ async fn stream_chunks<T: Pod>(
                                 slice.len()
                             )));
                         }
-                        cache.insert(z, slice);
+                        e.insert(slice);
                     }
                 }
             }

@@ -7,7 +7,7 @@ use gpuscope_core::{Error, Gpu, GpuOptions};
 use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use crate::ops::{self, Linear};
+use crate::ops::{self, Linear, RankOp};
 
 #[wasm_bindgen]
 extern "C" {
@@ -102,11 +102,51 @@ impl Engine {
         self.gpu.trim();
     }
 
+    /// GPU time of the kernels since the operation started (every chunk).
     fn kernel_ms(&self) -> Option<f64> {
         self.gpu
-            .last_kernel_ns()
+            .kernel_ns_total()
             .filter(|&ns| ns > 0)
             .map(|ns| ns as f64 / 1e6)
+    }
+
+    /// `scipy.ndimage.median_filter(input, size, mode, cval)` on the GPU.
+    pub async fn median_filter(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        size: Vec<u32>,
+        mode: String,
+        cval: f64,
+    ) -> Result<JsValue, JsError> {
+        let op = RankOp::median(data.len(), &shape, &size, &mode, cval).map_err(js_err)?;
+        self.rank(op, &data, &shape).await
+    }
+
+    /// Mantid Imaging's outlier removal on the GPU (mode bright, dark, both or tomopy).
+    pub async fn remove_outliers(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        diff: f64,
+        size: u32,
+        mode: String,
+    ) -> Result<JsValue, JsError> {
+        let op = RankOp::outliers(data.len(), &shape, diff, size, &mode).map_err(js_err)?;
+        self.rank(op, &data, &shape).await
+    }
+
+    async fn rank(&self, op: RankOp, data: &[f32], shape: &[u32]) -> Result<JsValue, JsError> {
+        self.gpu.reset_kernel_time();
+        let t0 = performance_now();
+        let out = op.run_gpu(&self.gpu, data).await.map_err(js_err)?;
+        let ms = performance_now() - t0;
+        Ok(result(
+            Float32Array::from(&out[..]).into(),
+            shape,
+            ms,
+            self.kernel_ms(),
+        ))
     }
 
     /// `scipy.ndimage.gaussian_filter` on the GPU; `data` is f32.
@@ -177,6 +217,7 @@ impl Engine {
         shape: Vec<u32>,
         value: f64,
     ) -> Result<JsValue, JsError> {
+        self.gpu.reset_kernel_time();
         let t0 = performance_now();
         let mask = ops::threshold_gpu(&self.gpu, &data, &shape, value)
             .await
@@ -191,6 +232,7 @@ impl Engine {
     }
 
     async fn linear(&self, op: Linear, data: &[f32], shape: &[u32]) -> Result<JsValue, JsError> {
+        self.gpu.reset_kernel_time();
         let t0 = performance_now();
         let out = op.run_gpu(&self.gpu, data).await.map_err(js_err)?;
         let ms = performance_now() - t0;
@@ -208,6 +250,39 @@ fn linear_cpu(op: Linear, data: &[f32], shape: &[u32]) -> Result<JsValue, JsErro
     let out = op.run_cpu(data).map_err(js_err)?;
     let ms = performance_now() - t0;
     Ok(result(Float64Array::from(&out[..]).into(), shape, ms, None))
+}
+
+/// `scipy.ndimage.median_filter` on the CPU (the reference).
+#[wasm_bindgen]
+pub fn median_filter(
+    data: &[f32],
+    shape: Vec<u32>,
+    size: Vec<u32>,
+    mode: &str,
+    cval: f64,
+) -> Result<JsValue, JsError> {
+    let op = RankOp::median(data.len(), &shape, &size, mode, cval).map_err(js_err)?;
+    rank_cpu(op, data, &shape)
+}
+
+/// Mantid Imaging's outlier removal on the CPU (the reference).
+#[wasm_bindgen]
+pub fn remove_outliers(
+    data: &[f32],
+    shape: Vec<u32>,
+    diff: f64,
+    size: u32,
+    mode: &str,
+) -> Result<JsValue, JsError> {
+    let op = RankOp::outliers(data.len(), &shape, diff, size, mode).map_err(js_err)?;
+    rank_cpu(op, data, &shape)
+}
+
+fn rank_cpu(op: RankOp, data: &[f32], shape: &[u32]) -> Result<JsValue, JsError> {
+    let t0 = performance_now();
+    let out = op.run_cpu(data).map_err(js_err)?;
+    let ms = performance_now() - t0;
+    Ok(result(Float32Array::from(&out[..]).into(), shape, ms, None))
 }
 
 /// `scipy.ndimage.gaussian_filter` on the CPU (f64 reference).

@@ -3,7 +3,9 @@
 //! types. The wasm bindings only convert to and from JS values, so this part
 //! builds and is unit-tested natively.
 
+use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval};
 use gpuscope_core::filters::{self, Boundary, Filter, Mode, Output};
+use gpuscope_core::keys::SampleVec;
 use gpuscope_core::segment::threshold;
 use gpuscope_core::{Error, Gpu, Result, Samples};
 use gpuscope_io::{Array, Format, IoError};
@@ -106,6 +108,77 @@ impl Linear {
             Output::Float,
         )
         .await
+    }
+}
+
+/// A median filter or an outlier removal, parameters checked, shared by the
+/// CPU and GPU paths. Values are the page's f32 samples (exact for every
+/// dtype up to 16 bits and for f32 itself: the median selects, it never
+/// rounds).
+pub enum Rank {
+    Median {
+        footprint: Footprint,
+        boundary: Boundary,
+    },
+    Outliers(OutlierRemoval),
+}
+
+pub struct RankOp {
+    pub rank: Rank,
+    pub shape: Vec<usize>,
+}
+
+impl RankOp {
+    /// `median_filter(input, size, mode, cval)`.
+    pub fn median(len: usize, shape: &[u32], size: &[u32], mode: &str, cval: f64) -> Result<Self> {
+        let shape = shape_of(shape, len)?;
+        let size: Vec<usize> = size.iter().map(|&k| k as usize).collect();
+        Ok(RankOp {
+            rank: Rank::Median {
+                footprint: Footprint::size(shape.len(), &size)?,
+                boundary: boundary(mode, cval)?,
+            },
+            shape,
+        })
+    }
+
+    /// Mantid Imaging's `remove_outlier(diff, size, mode)`; mode bright, dark,
+    /// both or tomopy.
+    pub fn outliers(len: usize, shape: &[u32], diff: f64, size: u32, mode: &str) -> Result<Self> {
+        let shape = shape_of(shape, len)?;
+        Ok(RankOp {
+            rank: Rank::Outliers(OutlierRemoval::new(diff, size as usize, mode.parse()?)?),
+            shape,
+        })
+    }
+
+    pub fn run_cpu(&self, data: &[f32]) -> Result<Vec<f32>> {
+        let s = Samples::F32(data);
+        f32_values(match &self.rank {
+            Rank::Median {
+                footprint,
+                boundary,
+            } => median::cpu::median_filter(s, &self.shape, footprint, *boundary)?,
+            Rank::Outliers(r) => median::cpu::remove_outliers(s, &self.shape, r)?,
+        })
+    }
+
+    pub async fn run_gpu(&self, gpu: &Gpu, data: &[f32]) -> Result<Vec<f32>> {
+        let s = Samples::F32(data);
+        f32_values(match &self.rank {
+            Rank::Median {
+                footprint,
+                boundary,
+            } => median::median_filter(gpu, s, &self.shape, footprint, *boundary).await?,
+            Rank::Outliers(r) => median::remove_outliers(gpu, s, &self.shape, r).await?,
+        })
+    }
+}
+
+fn f32_values(v: SampleVec) -> Result<Vec<f32>> {
+    match v {
+        SampleVec::F32(v) => Ok(v),
+        _ => Err(Error::Device("f32 output expected from f32 input".into())),
     }
 }
 
@@ -266,6 +339,21 @@ mod tests {
                 .unwrap()
                 .is_empty()
         );
+    }
+
+    #[test]
+    fn median_and_outliers_on_the_cpu() {
+        let data = [1.0, 9.0, 3.0, 4.0, 100.0, 6.0, 7.0, 8.0, 2.0];
+        let m = RankOp::median(9, &[3, 3], &[3], "nearest", 0.0).unwrap();
+        assert_eq!(m.run_cpu(&data).unwrap()[4], 6.0);
+        let o = RankOp::outliers(9, &[3, 3], 10.0, 3, "bright").unwrap();
+        let out = o.run_cpu(&data).unwrap();
+        assert_eq!(out[4], 6.0, "the hot pixel is replaced by its median");
+        assert_eq!(out[0], 1.0);
+        assert!(RankOp::outliers(9, &[3, 3], -1.0, 3, "bright").is_err());
+        assert!(RankOp::outliers(9, &[3, 3], 1.0, 3, "hot").is_err());
+        assert!(RankOp::median(9, &[3, 3], &[0], "reflect", 0.0).is_err());
+        assert!(RankOp::median(8, &[3, 3], &[3], "reflect", 0.0).is_err());
     }
 
     #[test]
