@@ -56,22 +56,28 @@ fn quantize(v: f32) -> f32 {
     return w;
 }
 
-@compute @workgroup_size(256)
+// One invocation per output element of a 3-D grid (no index divisions);
+// the loops cover grids larger than the dispatch limits.
+@compute @workgroup_size(64, 4, 1)
 fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
              @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    let nx = p.out_shape.x;
-    let ny = p.out_shape.y;
-    if (i >= nx * ny * p.out_shape.z) {
-        return;
+    let stride = groups * vec3<u32>(64u, 4u, 1u);
+    for (var oz = gid.z; oz < p.out_shape.z; oz += stride.z) {
+        for (var oy = gid.y; oy < p.out_shape.y; oy += stride.y) {
+            for (var ox = gid.x; ox < p.out_shape.x; ox += stride.x) {
+                let i = (oz * p.out_shape.y + oy) * p.out_shape.x + ox;
+                dst[i] = correlate_at(vec3<u32>(ox, oy, oz));
+            }
+        }
     }
-    let ox = i % nx;
-    let oy = (i / nx) % ny;
-    let oz = i / (nx * ny);
-    let o = vec3<u32>(ox, oy, oz);
+}
+
+fn correlate_at(o: vec3<u32>) -> f32 {
+    let ox = o.x;
+    let oy = o.y;
+    let oz = o.z;
     if (p.mode == 4u && (any(o < p.valid_lo.xyz) || any(o >= p.valid_hi.xyz))) {
-        dst[i] = p.cval;
-        return;
+        return p.cval;
     }
     let in_n = vec3<i32>(p.in_shape.xyz);
     var acc = 0.0;
@@ -90,8 +96,7 @@ fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
                 }
             }
         }
-        dst[i] = quantize(acc);
-        return;
+        return quantize(acc);
     }
     for (var kz = 0u; kz < p.klen.z; kz++) {
         let cz = map_coordinate(i32(oz + p.offset.z + kz) - i32(p.left.z), in_n.z, p.mode);
@@ -108,5 +113,5 @@ fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
             }
         }
     }
-    dst[i] = quantize(acc);
+    return quantize(acc);
 }
