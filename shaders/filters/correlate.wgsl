@@ -56,28 +56,22 @@ fn quantize(v: f32) -> f32 {
     return w;
 }
 
-// One invocation per output element of a 3-D grid (no index divisions);
-// the loops cover grids larger than the dispatch limits.
-@compute @workgroup_size(64, 4, 1)
+@compute @workgroup_size(256)
 fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
              @builtin(num_workgroups) groups: vec3<u32>) {
-    let stride = groups * vec3<u32>(64u, 4u, 1u);
-    for (var oz = gid.z; oz < p.out_shape.z; oz += stride.z) {
-        for (var oy = gid.y; oy < p.out_shape.y; oy += stride.y) {
-            for (var ox = gid.x; ox < p.out_shape.x; ox += stride.x) {
-                let i = (oz * p.out_shape.y + oy) * p.out_shape.x + ox;
-                dst[i] = correlate_at(vec3<u32>(ox, oy, oz));
-            }
-        }
+    let i = gid.x + gid.y * groups.x * 256u;
+    let nx = p.out_shape.x;
+    let ny = p.out_shape.y;
+    if (i >= nx * ny * p.out_shape.z) {
+        return;
     }
-}
-
-fn correlate_at(o: vec3<u32>) -> f32 {
-    let ox = o.x;
-    let oy = o.y;
-    let oz = o.z;
+    let ox = i % nx;
+    let oy = (i / nx) % ny;
+    let oz = i / (nx * ny);
+    let o = vec3<u32>(ox, oy, oz);
     if (p.mode == 4u && (any(o < p.valid_lo.xyz) || any(o >= p.valid_hi.xyz))) {
-        return p.cval;
+        dst[i] = p.cval;
+        return;
     }
     let in_n = vec3<i32>(p.in_shape.xyz);
     var acc = 0.0;
@@ -96,7 +90,8 @@ fn correlate_at(o: vec3<u32>) -> f32 {
                 }
             }
         }
-        return quantize(acc);
+        dst[i] = quantize(acc);
+        return;
     }
     for (var kz = 0u; kz < p.klen.z; kz++) {
         let cz = map_coordinate(i32(oz + p.offset.z + kz) - i32(p.left.z), in_n.z, p.mode);
@@ -113,5 +108,5 @@ fn correlate_at(o: vec3<u32>) -> f32 {
             }
         }
     }
-    return quantize(acc);
+    dst[i] = quantize(acc);
 }

@@ -273,8 +273,8 @@ fn record_chunk(
         };
         let uniform = gpu.uniform(&p);
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
-        let grid = [out_shape[2] as u32, out_shape[1] as u32, out_shape[0] as u32];
-        rec.dispatch_grid(pipeline, &[&uniform, src, &weights[i], dst], grid, [64, 4, 1]);
+        let threads = out_shape.iter().product::<usize>() as u64;
+        rec.dispatch(pipeline, &[&uniform, src, &weights[i], dst], threads)?;
         for a in 0..3 {
             pad[a] -= offset[a];
         }
