@@ -1,7 +1,13 @@
 // The boundary with the wasm module: everything the page knows about
 // gpuscope-web goes through here, as plain JS objects, so the UI never
 // handles wasm-bindgen classes (and never forgets to free one).
+//
+// The GPU path runs here, on the page's thread: it is asynchronous (the
+// page stays responsive while the GPU works). The CPU path runs the same
+// wasm module in a Web Worker (cpu-worker.js), so a long CPU run never
+// freezes the page and cancelling it terminates the worker.
 import init, * as wasm from './pkg/gpuscope_web.js';
+import { OPS } from './ops.js';
 
 let engine = null;
 
@@ -27,7 +33,7 @@ export async function start() {
 
 export const hasGpu = () => engine !== null;
 
-/** The text of an error thrown by wasm (JsError) or JS. */
+/** The text of an error thrown by wasm (JsError), a worker or JS. */
 export function message(e) {
   return e instanceof Error ? e.message : String(e);
 }
@@ -51,48 +57,93 @@ export function decode(name, bytes) {
   }
 }
 
-// Every operation takes the same parameters on both sides; `where` picks
-// 'gpu' (async, WebGPU) or 'cpu' (the f64 reference). Each returns
-// `{data, shape, ms, kernelMs?}`; `ms` is wall time around the call
-// (upload + kernels + download on the GPU), `kernelMs` the GPU's own
-// timestamps when the adapter has them.
-function gpu() {
-  if (!engine) throw new Error('WebGPU is not available: use the CPU path');
-  return engine;
+// ---- the CPU worker ----
+
+let worker = null;
+let nextId = 1;
+const pending = new Map();
+
+function cpuWorker() {
+  if (worker) return worker;
+  worker = new Worker(new URL('./cpu-worker.js', import.meta.url), { type: 'module' });
+  worker.onmessage = (e) => {
+    const { id, ok, result, error } = e.data;
+    const p = pending.get(id);
+    if (!p) return;
+    pending.delete(id);
+    if (ok) p.resolve(result);
+    else p.reject(new Error(error));
+  };
+  worker.onerror = (e) => {
+    const why = e.message || 'the CPU worker failed to start';
+    for (const p of pending.values()) p.reject(new Error(why));
+    pending.clear();
+    worker?.terminate();
+    worker = null;
+  };
+  return worker;
 }
 
-export async function gaussianFilter(where, image, { sigma, mode = 'reflect', cval = 0, truncate = 4.0 }) {
-  const s = Float64Array.from([sigma].flat());
-  return where === 'gpu'
-    ? gpu().gaussian_filter(image.data, Uint32Array.from(image.shape), s, mode, cval, truncate)
-    : wasm.gaussian_filter(image.data, Uint32Array.from(image.shape), s, mode, cval, truncate);
+/** Stops whatever the CPU worker is doing (a new one starts on the next call). */
+export function cancelCpu() {
+  if (!worker) return;
+  worker.terminate();
+  worker = null;
+  for (const p of pending.values()) p.reject(new CancelledError());
+  pending.clear();
 }
 
-export async function convolve(where, image, { weights, weightsShape, mode = 'reflect', cval = 0 }) {
-  const w = Float64Array.from(weights);
-  const ws = Uint32Array.from(weightsShape);
-  return where === 'gpu'
-    ? gpu().convolve(image.data, Uint32Array.from(image.shape), w, ws, mode, cval)
-    : wasm.convolve(image.data, Uint32Array.from(image.shape), w, ws, mode, cval);
+export class CancelledError extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'CancelledError';
+  }
 }
 
-export async function correlate(where, image, { weights, weightsShape, mode = 'reflect', cval = 0 }) {
-  const w = Float64Array.from(weights);
-  const ws = Uint32Array.from(weightsShape);
-  return where === 'gpu'
-    ? gpu().correlate(image.data, Uint32Array.from(image.shape), w, ws, mode, cval)
-    : wasm.correlate(image.data, Uint32Array.from(image.shape), w, ws, mode, cval);
+function callCpu(fn, data, shape, args) {
+  return new Promise((resolve, reject) => {
+    const id = nextId++;
+    pending.set(id, { resolve, reject });
+    // The input is copied (not transferred): the page keeps its image.
+    cpuWorker().postMessage({ id, fn, data, shape, args });
+  });
 }
 
-export async function threshold(where, image, { value }) {
-  return where === 'gpu'
-    ? gpu().threshold(image.data, Uint32Array.from(image.shape), value)
-    : wasm.threshold(image.data, Uint32Array.from(image.shape), value);
+/** Runs registry operation `id` with parsed `params` on `input`
+ * ({data: Float32Array, shape}) on 'gpu' or 'cpu'. Resolves to
+ * `{data, shape, ms, kernelMs?, wallMs, where, ...}`: `ms` is measured by the
+ * module around the computation (upload + kernels + download on the GPU),
+ * `wallMs` by the page around the whole call (every copy included),
+ * `kernelMs` the GPU's own timestamps when the adapter has them. */
+export async function run(where, id, input, params) {
+  const op = OPS[id];
+  const data = input.data instanceof Float32Array ? input.data : Float32Array.from(input.data);
+  const shape = Uint32Array.from(input.shape);
+  const args = op.args(params, input);
+  const t0 = performance.now();
+  let r;
+  if (where === 'gpu') {
+    if (!engine) throw new Error('WebGPU is not available: use the CPU path');
+    r = await engine[op.gpu](data, shape, ...args);
+  } else {
+    r = await callCpu(op.cpu, data, shape, args);
+  }
+  r.wallMs = performance.now() - t0;
+  r.where = where;
+  r.shape = Array.from(r.shape);
+  return r;
 }
 
-/** A result as a downloadable file: float32 .npy, or uint8 for masks. */
-export function encodeNpy(result) {
+/** Frees pooled GPU buffers. */
+export function trim() {
+  engine?.trim();
+}
+
+/** A result array as a file: 'npy' or 'tiff' (float32, or uint8 for
+ * masks), or 'png' (8-bit, scaled min..max). */
+export function encode(format, result) {
   const shape = Uint32Array.from(result.shape);
-  if (result.data instanceof Uint8Array) return wasm.encode_mask('npy', result.data, shape);
-  return wasm.encode_npy(Float32Array.from(result.data), shape);
+  if (result.data instanceof Uint8Array) return wasm.encode_mask(format, result.data, shape);
+  const data = result.data instanceof Float32Array ? result.data : Float32Array.from(result.data);
+  return wasm.encode(format, data, shape);
 }

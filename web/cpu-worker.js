@@ -1,0 +1,19 @@
+// The CPU (wasm) path in a Web Worker: the same module as the page, called
+// with the same arguments, so a long CPU run never blocks the page and can
+// be cancelled by terminating the worker.
+import init, * as wasm from './pkg/gpuscope_web.js';
+
+const ready = init({ module_or_path: new URL('./pkg/gpuscope_web_bg.wasm', import.meta.url) });
+
+self.onmessage = async (e) => {
+  const { id, fn, data, shape, args } = e.data;
+  try {
+    await ready;
+    if (typeof wasm[fn] !== 'function') throw new Error(`the wasm module has no CPU function '${fn}'`);
+    const r = wasm[fn](data, shape, ...args);
+    const transfer = r.data?.buffer ? [r.data.buffer] : [];
+    self.postMessage({ id, ok: true, result: r }, transfer);
+  } catch (err) {
+    self.postMessage({ id, ok: false, error: err instanceof Error ? err.message : String(err) });
+  }
+};
