@@ -493,8 +493,11 @@ function refreshView(newImage) {
   $('slice').max = String(slices - 1);
   $('slice').value = String(viewer.slice);
   $('slice-out').textContent = `${viewer.slice} of ${slices}`;
-  drawHistogram($('histogram'), summary, lo, hi);
-  $('hist-caption').textContent = `histogram of ${state.layer < 0 ? 'the input' : `step ${state.layer + 1}'s ${overlay ? 'input' : 'output'}`} (log counts, ${fmt(summary.min)} … ${fmt(summary.max)}); the shaded band is the display range ${fmt(lo)} … ${fmt(hi)}`;
+  const shown = drawHistogram($('histogram'), summary, lo, hi);
+  $('hist-caption').textContent =
+    `histogram of ${state.layer < 0 ? 'the input' : `step ${state.layer + 1}'s ${overlay ? 'input' : 'output'}`}` +
+    ` from ${fmt(shown.from)} to ${fmt(shown.to)} (values ${fmt(summary.min)} … ${fmt(summary.max)}, log counts` +
+    `${summary.exact ? '' : ', sampled'}); the shaded band is the display range ${fmt(lo)} … ${fmt(hi)}`;
   $('dl-npy').disabled = $('dl-tif').disabled = false;
   $('dl-png').disabled = false;
   showResults(result);
@@ -513,8 +516,8 @@ function showResults(result) {
     return;
   }
   // Masks and labels: counts per slice.
-  const { h, w, slices } = layout(result.shape);
-  const n = h * w;
+  const { h, w, channels, slices } = layout(result.shape);
+  const n = h * w * channels;
   const rows = [];
   let total = 0;
   for (let z = 0; z < slices; z++) {
@@ -817,6 +820,16 @@ window.gpuscope = {
     overlay: viewer.overlay?.kind ?? null,
   },
   probe: (x, y) => viewer.probe(x, y),
+  /** Draws an overlay ({kind: 'mask'|'labels'|'boundaries', data}) and
+   * markers ([{y, x, r?}]) over the current view, as a result of that kind
+   * would be: lets the viewer's overlays be checked before the operations
+   * that make labels, superpixels and spots exist in the core. */
+  preview: (overlay, markers = []) => {
+    viewer.overlay = overlay;
+    viewer.markers = markers;
+    viewer.renderOverlay();
+    viewer.paint();
+  },
   hash: () => hashOf(),
 };
 

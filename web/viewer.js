@@ -24,42 +24,45 @@ export function layout(shape) {
   };
 }
 
-/** Min, max and a percentile function over the finite values of `data`
- * (a 4096-bin histogram, linear inside a bin: exact enough for display). */
+/** Min, max, a sorted sample and percentiles over the finite values
+ * of `data`. Percentiles are numpy's (linear interpolation between the
+ * sorted values), exact up to 2^20 values and taken from an evenly strided
+ * sample of 2^20 values beyond. */
 export function summarize(data) {
   let lo = Infinity;
   let hi = -Infinity;
+  let count = 0;
   for (let i = 0; i < data.length; i++) {
     const v = data[i];
     if (!Number.isFinite(v)) continue;
     if (v < lo) lo = v;
     if (v > hi) hi = v;
+    count++;
   }
-  if (!(lo <= hi)) return { min: 0, max: 1, count: 0, percentile: () => 0, bins: new Float64Array(1) };
-  const nb = 4096;
-  const bins = new Float64Array(nb);
-  const span = hi - lo || 1;
-  let count = 0;
+  if (!count) return { min: 0, max: 1, count: 0, percentile: () => 0, sorted: new Float64Array(0) };
+  const limit = 1 << 20;
+  const stride = count > limit ? count / limit : 1;
+  const sample = new Float64Array(Math.min(count, limit));
+  let k = 0;
+  let next = 0;
+  let seen = 0;
   for (let i = 0; i < data.length; i++) {
     const v = data[i];
-    if (v >= lo && v <= hi) {
-      bins[Math.min(nb - 1, Math.floor(((v - lo) / span) * nb))]++;
-      count++;
+    if (!Number.isFinite(v)) continue;
+    if (seen >= next && k < sample.length) {
+      sample[k++] = v;
+      next += stride;
     }
+    seen++;
   }
+  const sorted = sample.subarray(0, k).sort();
   const percentile = (p) => {
-    const target = (Math.min(100, Math.max(0, p)) / 100) * count;
-    let acc = 0;
-    for (let b = 0; b < nb; b++) {
-      if (acc + bins[b] >= target && bins[b] > 0) {
-        const f = (target - acc) / bins[b];
-        return lo + ((b + f) / nb) * span;
-      }
-      acc += bins[b];
-    }
-    return hi;
+    const x = (Math.min(100, Math.max(0, p)) / 100) * (sorted.length - 1);
+    const i = Math.floor(x);
+    const f = x - i;
+    return i + 1 < sorted.length ? sorted[i] + f * (sorted[i + 1] - sorted[i]) : sorted[i];
   };
-  return { min: lo, max: hi, count, percentile, bins };
+  return { min: lo, max: hi, count, percentile, sorted, exact: stride === 1 };
 }
 
 /** A colour per label: a fixed hash, so label n has the same colour in every view. */
@@ -67,7 +70,7 @@ export function labelColour(n) {
   let x = (n * 2654435761) >>> 0;
   x ^= x >>> 15;
   x = Math.imul(x, 2246822519) >>> 0;
-  x ^= x >>> 13;
+  x = (x ^ (x >>> 13)) >>> 0;
   const hue = (x % 360) / 360;
   const [r, g, b] = hsv(hue, 0.75 + ((x >>> 9) % 25) / 100, 0.95);
   return [r, g, b];
@@ -83,7 +86,8 @@ function hsv(h, s, v) {
   return [Math.round(r * 255), Math.round(g * 255), Math.round(b * 255)];
 }
 
-const MASK_COLOUR = [255, 40, 90];
+// Mask colours that stand out on each colormap.
+const MASK_COLOUR = { gray: [255, 40, 90], viridis: [255, 0, 160], magma: [0, 230, 255], inferno: [0, 230, 255] };
 
 export class Viewer {
   /** `canvas`: the visible canvas; `onChange()` is called after every redraw
@@ -135,6 +139,7 @@ export class Viewer {
   setDisplay(display) {
     Object.assign(this.display, display);
     this.renderImage();
+    this.renderOverlay();
     this.paint();
   }
 
@@ -195,15 +200,23 @@ export class Viewer {
   renderOverlay() {
     const ov = this.overlay;
     if (!this.layer || !ov) return;
-    const { h, w } = this.info;
+    const { h, w, channels } = this.info;
     this.overlayCanvas.width = w;
     this.overlayCanvas.height = h;
     const ctx = this.overlayCanvas.getContext('2d');
     const img = ctx.createImageData(w, h);
     const px = img.data;
-    const base = this.slice * h * w;
+    // An overlay has the shape of its base: per channel for colour images
+    // (a pixel is marked when any channel is).
     const d = ov.data;
-    if (d.length < (this.slice + 1) * h * w) return; // an overlay of another shape
+    const ch = d.length === this.layer.data.length ? channels : 1;
+    const base = this.slice * h * w;
+    if (d.length < (base + h * w) * ch) return; // an overlay of another shape
+    const at = (i) => {
+      if (ch === 1) return d[base + i];
+      for (let c = 0; c < ch; c++) if (d[(base + i) * ch + c]) return d[(base + i) * ch + c];
+      return 0;
+    };
     const colours = new Map();
     const colour = (n) => {
       let c = colours.get(n);
@@ -213,15 +226,23 @@ export class Viewer {
     for (let y = 0; y < h; y++) {
       for (let x = 0; x < w; x++) {
         const i = y * w + x;
-        const v = d[base + i];
+        const v = at(i);
         let c = null;
+        let alpha = 255;
         if (ov.kind === 'mask') {
-          if (v) c = MASK_COLOUR;
+          if (v) {
+            c = MASK_COLOUR[this.display.cmap] ?? MASK_COLOUR.gray;
+            // The inside is lighter than the outline, so both the region and
+            // what lies under it stay visible.
+            const edge =
+              (x > 0 && !at(i - 1)) || (x + 1 < w && !at(i + 1)) || (y > 0 && !at(i - w)) || (y + 1 < h && !at(i + w));
+            alpha = edge ? 255 : 150;
+          }
         } else if (ov.kind === 'labels') {
           if (v) c = colour(v);
         } else if (ov.kind === 'boundaries') {
-          const right = x + 1 < w ? d[base + i + 1] : v;
-          const down = y + 1 < h ? d[base + i + w] : v;
+          const right = x + 1 < w ? at(i + 1) : v;
+          const down = y + 1 < h ? at(i + w) : v;
           if (right !== v || down !== v) c = [255, 230, 0];
         }
         if (c) {
@@ -229,10 +250,11 @@ export class Viewer {
           px[o] = c[0];
           px[o + 1] = c[1];
           px[o + 2] = c[2];
-          px[o + 3] = 255;
+          px[o + 3] = alpha;
         }
       }
     }
+    this.overlayAt = at;
     ctx.putImageData(img, 0, 0);
   }
 
@@ -336,7 +358,7 @@ export class Viewer {
     if (x < 0 || y < 0 || x >= w || y >= h) return null;
     const i = (this.slice * h * w + y * w + x) * channels;
     const value = channels === 1 ? this.layer.data[i] : Array.from(this.layer.data.subarray(i, i + channels));
-    const overlay = this.overlay ? this.overlay.data[this.slice * h * w + y * w + x] : undefined;
+    const overlay = this.overlay && this.overlayAt ? this.overlayAt(y * w + x) : undefined;
     return { x, y, z: slices > 1 ? this.slice : undefined, value, overlay, kind: this.overlay?.kind };
   }
 
@@ -398,7 +420,10 @@ export class Viewer {
   }
 }
 
-/** Draws a histogram of `summary` (log counts) with the display limits marked. */
+/** Draws a histogram of `summary`'s values (log counts) with the display
+ * limits [lo, hi] marked. The horizontal range is min..max, narrowed around
+ * the limits when they span less than a tenth of it (detector frames with a
+ * few hot pixels). */
 export function drawHistogram(canvas, summary, lo, hi) {
   const ratio = window.devicePixelRatio || 1;
   const w = Math.max(1, Math.round(canvas.clientWidth * ratio));
@@ -408,16 +433,24 @@ export function drawHistogram(canvas, summary, lo, hi) {
   const ctx = canvas.getContext('2d');
   ctx.fillStyle = '#fff';
   ctx.fillRect(0, 0, w, h);
-  const { bins, min, max } = summary;
-  if (!summary.count) return;
-  // Re-bin the 4096 bins into one column per canvas pixel.
+  if (!summary.count) return { from: 0, to: 1 };
+  let from = summary.min;
+  let to = summary.max;
+  const span = hi - lo;
+  if (span > 0 && span < (to - from) / 10) {
+    from = Math.max(from, lo - span / 2);
+    to = Math.min(to, hi + span / 2);
+  }
+  const range = to - from || 1;
   const cols = new Float64Array(w);
-  for (let b = 0; b < bins.length; b++) cols[Math.min(w - 1, Math.floor((b / bins.length) * w))] += bins[b];
+  for (const v of summary.sorted) {
+    if (v < from || v > to) continue;
+    cols[Math.min(w - 1, Math.floor(((v - from) / range) * w))]++;
+  }
   let top = 0;
   for (const v of cols) top = Math.max(top, Math.log1p(v));
-  const span = max - min || 1;
-  const xl = ((lo - min) / span) * w;
-  const xh = ((hi - min) / span) * w;
+  const xl = ((lo - from) / range) * w;
+  const xh = ((hi - from) / range) * w;
   ctx.fillStyle = '#e8f0fe';
   ctx.fillRect(Math.max(0, xl), 0, Math.max(1, Math.min(w, xh) - Math.max(0, xl)), h);
   ctx.fillStyle = '#3b4b5c';
@@ -428,4 +461,5 @@ export function drawHistogram(canvas, summary, lo, hi) {
   ctx.fillStyle = '#1f6feb';
   ctx.fillRect(Math.round(xl), 0, 2 * ratio, h);
   ctx.fillRect(Math.round(xh) - 2 * ratio, 0, 2 * ratio, h);
+  return { from, to };
 }

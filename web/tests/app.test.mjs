@@ -223,12 +223,65 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     assert.match(r.summary, new RegExp(`threshold: ${r.ones} of ${r.n} pixels`));
     assert.match(r.hash, /1\.op=gaussian_filter.*2\.op=threshold.*2\.value=110.*cmap=viridis/);
     // The value under the cursor reads the smoothed image and the mask.
+    await page.locator('#view').scrollIntoViewIfNeeded();
     const box = await page.locator('#view').boundingBox();
     await page.mouse.move(box.x + box.width / 2, box.y + box.height / 2);
     assert.match(await page.textContent('#cursor'), /^x \d+, y \d+: [\d.]+, mask [01]$/);
     await page.fill('#opacity', '0.6');
     await page.dispatchEvent('#opacity', 'input');
     await screenshot(page.locator('#view'), 'coins-gaussian-threshold-overlay.png');
+  });
+
+  it('draws label overlays in random colours, label boundaries and markers', async () => {
+    // Labels of the mask's 4-connected components, made here in JS (the
+    // core's label operation is not in this build): the viewer must show
+    // them as a labels result will be shown.
+    const r = await state(() => {
+      const mask = window.gpuscope.state.outputs[1].data;
+      const [h, w] = window.gpuscope.state.outputs[1].shape;
+      const labels = new Int32Array(h * w);
+      const sums = [];
+      let n = 0;
+      for (let s = 0; s < h * w; s++) {
+        if (!mask[s] || labels[s]) continue;
+        n++;
+        const stack = [s];
+        labels[s] = n;
+        let [sy, sx, c] = [0, 0, 0];
+        while (stack.length) {
+          const i = stack.pop();
+          const y = Math.floor(i / w);
+          const x = i % w;
+          sy += y;
+          sx += x;
+          c++;
+          for (const j of [x > 0 ? i - 1 : -1, x + 1 < w ? i + 1 : -1, y > 0 ? i - w : -1, y + 1 < h ? i + w : -1]) {
+            if (j >= 0 && mask[j] && !labels[j]) {
+              labels[j] = n;
+              stack.push(j);
+            }
+          }
+        }
+        sums.push({ y: sy / c + 0.5, x: sx / c + 0.5, r: Math.sqrt(c / Math.PI), area: c });
+      }
+      const markers = sums.filter((m) => m.area >= 200);
+      window.gpuscope.preview({ kind: 'labels', data: labels }, markers);
+      const v = window.gpuscope.view();
+      const m = markers[0];
+      const p = window.gpuscope.probe(v.ox + m.x * v.zoom, v.oy + m.y * v.zoom);
+      return { n, markers: markers.length, probe: p, label: labels[Math.floor(m.y) * w + Math.floor(m.x)] };
+    });
+    assert.ok(r.n > 10 && r.markers > 10, JSON.stringify(r));
+    assert.equal(r.probe.kind, 'labels');
+    assert.equal(r.probe.overlay, r.label);
+    await screenshot(page.locator('#view'), 'coins-labels-markers-preview.png');
+    await state(() => {
+      const o = window.gpuscope.state.outputs[1];
+      window.gpuscope.preview({ kind: 'boundaries', data: Int32Array.from(o.data, (v, i) => (v ? 1 + ((i % o.shape[1]) >> 5) : 0)) });
+    });
+    await screenshot(page.locator('#view'), 'coins-boundaries-preview.png');
+    // Back to the run's own overlay.
+    await page.selectOption('#layer', '1');
   });
 
   it('validates parameters before running and shows corrupt files as messages', async () => {
@@ -259,7 +312,7 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     ];
     for (const [name, buffer, re] of broken) {
       await page.setInputFiles('#file', { name, mimeType: 'application/octet-stream', buffer });
-      await page.waitForFunction((n) => window.gpuscope.message.includes(n), name);
+      await page.waitForFunction((n) => window.gpuscope.message.includes(`Cannot open ${n}`), name);
       assert.match(await page.textContent('#message'), re);
       // The previous image stays loaded.
       assert.equal((await state(() => window.gpuscope.image())).name, 'coins.png');
@@ -368,9 +421,9 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     assert.ok(Math.abs((await state(() => window.gpuscope.view())).zoom - v0.zoom) < 1e-9);
 
     // A long run on the CPU (worker): the page stays responsive and Escape stops it.
+    await page.selectOption('#where', 'cpu');
     await page.selectOption('#sample', 'hubble_deep_field.jpg');
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'hubble_deep_field.jpg' && window.gpuscope.state.busy === 0);
-    await page.selectOption('#where', 'cpu');
     await page.fill('input[name=sigma][data-step="0"]', '25');
     await page.focus('input[name=sigma][data-step="0"]');
     await page.keyboard.press('Enter');
