@@ -410,9 +410,14 @@ async function compare() {
     });
     const cpuTotal = rows.reduce((s, r) => s + r.cpu_ms, 0);
     const gpuTotal = rows.reduce((s, r) => s + r.gpu_ms, 0);
+    const ratio = cpuTotal / gpuTotal;
     $('speedup').textContent =
-      `Whole chain: CPU ${ms(cpuTotal)}, GPU ${ms(gpuTotal)} including transfers — ${(cpuTotal / gpuTotal).toFixed(1)}× ` +
-      `${cpuTotal >= gpuTotal ? 'faster on the GPU' : 'slower on the GPU (small images pay the transfer)'}.` +
+      `Whole chain: CPU ${ms(cpuTotal)}, GPU ${ms(gpuTotal)} including transfers — speed-up ${ratio.toFixed(2)}×: ` +
+      (ratio >= 1
+        ? `the GPU is ${ratio.toFixed(1)}× faster.`
+        : `the GPU is ${(1 / ratio).toFixed(1)}× slower here (small images pay for the transfers${
+            /swiftshader|cpu/i.test(`${state.device?.name} ${state.device?.deviceType}`) ? '; this WebGPU adapter is itself a CPU emulation' : ''
+          }).`) +
       (rows.every((r) => r.agree === 'yes') ? ' The results agree.' : ' Some results DISAGREE: see the table.');
     progress(total, total, 'done');
   } catch (e) {

@@ -139,11 +139,14 @@ export function trim() {
   engine?.trim();
 }
 
-/** A result array as a file: 'npy' or 'tiff' (float32, or uint8 for
- * masks), or 'png' (8-bit, scaled min..max). */
+/** A result array as a file: 'npy' or 'tiff' in the result's own dtype
+ * (float32 from the GPU, float64 from the CPU reference, uint8 masks, int32
+ * labels), or 'png' (8-bit, scaled min..max; masks 0/255). */
 export function encode(format, result) {
   const shape = Uint32Array.from(result.shape);
-  if (result.data instanceof Uint8Array) return wasm.encode_mask(format, result.data, shape);
-  const data = result.data instanceof Float32Array ? result.data : Float32Array.from(result.data);
-  return wasm.encode(format, data, shape);
+  const d = result.data;
+  if (d instanceof Uint8Array) return wasm.encode_mask(format, d, shape);
+  if (d instanceof Float64Array) return wasm.encode_f64(format, d, shape);
+  if (d instanceof Int32Array || d instanceof Uint32Array) return wasm.encode_labels(format, Int32Array.from(d), shape);
+  return wasm.encode(format, d instanceof Float32Array ? d : Float32Array.from(d), shape);
 }

@@ -457,7 +457,7 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
       assert.ok(r.gpu_ms > 0 && r.cpu_ms > 0 && Math.abs(r.speedup - r.cpu_ms / r.gpu_ms) < 1e-9, JSON.stringify(r));
     }
     assert.equal(rows[1].mismatches, 0);
-    assert.match(await page.textContent('#speedup'), /Whole chain: CPU [\d.]+ ms, GPU [\d.]+ ms including transfers — [\d.]+×.*The results agree\./);
+    assert.match(await page.textContent('#speedup'), /Whole chain: CPU [\d.]+ ms, GPU [\d.]+ ms including transfers — speed-up [\d.]+×: the GPU is [\d.]+× (faster|slower).* The results agree\./);
     console.log(`  ${await page.textContent('#speedup')}`);
     // Sorting: by CPU ms descending after two clicks.
     const header = page.locator('#workshop-table th[data-key=cpu_ms] button');

@@ -1,6 +1,7 @@
 // Without WebGPU the page must say so and still compute on the CPU.
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { NO_WEBGPU, launch, openApp, waitIdle } from './browser.mjs';
 
 let browser;
@@ -44,6 +45,15 @@ it('falls back to the CPU path with a visible banner', { timeout: 180_000 }, asy
     return { gpu: r.gpu, type: r.cpu.constructor.name, n: r.cpu.length, same };
   });
   assert.deepEqual(r, { gpu: null, type: 'Float64Array', n: 303 * 384, same: 303 * 384 });
+  // The CPU reference's float result downloads as float64, its mask as uint8.
+  const header = async (layer) => {
+    await page.selectOption('#layer', layer);
+    const [d] = await Promise.all([page.waitForEvent('download'), page.click('#dl-npy')]);
+    const bytes = fs.readFileSync(await d.path());
+    return bytes.subarray(10, 10 + bytes.readUInt16LE(8)).toString('latin1');
+  };
+  assert.match(await header('0'), /'descr': '<f8'.*'shape': \(303, 384\)/);
+  assert.match(await header('1'), /'descr': '\|u1'/);
   // The form still runs.
   await page.fill('input[name=sigma][data-step="0"]', '1');
   await page.click('#run');
