@@ -28,6 +28,7 @@ const state = {
   run: null, // {cancelled} of the run in progress
   lastRun: null,
   compare: null, // rows of the last workshop comparison
+  prefetched: false, // every sample is in memory
 };
 
 const summaries = new WeakMap();
@@ -96,13 +97,36 @@ async function loadBytes(name, bytes, sample = null) {
   return true;
 }
 
+// Samples are fetched once (all of them in the background after start-up),
+// so nothing needs the network once the page has loaded.
+const sampleCache = new Map();
+function fetchSample(file) {
+  if (!sampleCache.has(file)) {
+    const p = fetch(`web/samples/${file}`).then(async (response) => {
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      return new Uint8Array(await response.arrayBuffer());
+    });
+    // A failed fetch is not kept: the next try fetches again.
+    p.catch(() => sampleCache.delete(file));
+    sampleCache.set(file, p);
+  }
+  return sampleCache.get(file);
+}
+
+async function prefetchSamples() {
+  for (const s of SAMPLES) await fetchSample(s.file).catch(() => {});
+  state.prefetched = true;
+}
+
 async function loadSample(file) {
-  const response = await fetch(`web/samples/${file}`);
-  if (!response.ok) {
-    showMessage(`Cannot load the sample ${file}: HTTP ${response.status}`);
+  let bytes;
+  try {
+    bytes = await fetchSample(file);
+  } catch (e) {
+    showMessage(`Cannot load the sample ${file}: ${gs.message(e)}`);
     return false;
   }
-  return loadBytes(file, new Uint8Array(await response.arrayBuffer()), file);
+  return loadBytes(file, bytes, file);
 }
 
 async function loadFile(file) {
@@ -860,8 +884,10 @@ async function main() {
     }
     $('run').disabled = false;
     $('compare').disabled = !device;
+    await gs.warmCpu().catch(() => {});
     await applyLink(location.hash, true);
     state.status = 'ready';
+    prefetchSamples();
   } catch (e) {
     state.status = 'failed';
     const why = e instanceof Error ? e.message : String(e);

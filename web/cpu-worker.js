@@ -9,6 +9,11 @@ self.onmessage = async (e) => {
   const { id, fn, data, shape, args } = e.data;
   try {
     await ready;
+    if (fn === null) {
+      // A warm-up call: the module is loaded and compiled.
+      self.postMessage({ id, ok: true, result: null });
+      return;
+    }
     if (typeof wasm[fn] !== 'function') throw new Error(`the wasm module has no CPU function '${fn}'`);
     const r = wasm[fn](data, shape, ...args);
     const transfer = r.data?.buffer ? [r.data.buffer] : [];

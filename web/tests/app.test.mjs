@@ -506,6 +506,32 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     assert.deepEqual([p.bytes.readUInt32BE(16), p.bytes.readUInt32BE(20)], [512, 512]);
   });
 
+  it('needs no network once loaded: samples and both paths work offline', async () => {
+    await page.waitForFunction(() => window.gpuscope.state.prefetched, null, { timeout: 60_000 });
+    await browser.context.setOffline(true);
+    try {
+      // The network really is gone for this page (the failed fetch logs one
+      // console error, taken out here: any later one is a real failure).
+      const n = pageErrors.length;
+      assert.equal(await state(() => fetch('web/samples/PROVENANCE.md').then(() => 'fetched', () => 'failed')), 'failed');
+      for (let i = 0; i < 50 && pageErrors.length === n; i++) await page.waitForTimeout(20);
+      const probe = pageErrors.splice(n);
+      assert.ok(probe.length === 1 && /ERR_INTERNET_DISCONNECTED/.test(probe[0]), JSON.stringify(probe));
+      await page.selectOption('#where', 'cpu');
+      await page.selectOption('#sample', 'multipage.tif');
+      await page.waitForFunction(() => window.gpuscope.image()?.name === 'multipage.tif' && window.gpuscope.state.busy === 0);
+      assert.equal(await state(() => window.gpuscope.message), '');
+      assert.deepEqual(await state(() => window.gpuscope.state.outputs.map((o) => o.where)), ['cpu', 'cpu']);
+      await page.selectOption('#where', 'gpu');
+      await page.selectOption('#sample', 'coins.png');
+      await page.waitForFunction(() => window.gpuscope.image()?.name === 'coins.png' && window.gpuscope.state.busy === 0);
+      assert.equal(await state(() => window.gpuscope.message), '');
+      assert.deepEqual(await state(() => window.gpuscope.state.outputs.map((o) => o.where)), ['gpu', 'gpu']);
+    } finally {
+      await browser.context.setOffline(false);
+    }
+  });
+
   it('a link reproduces a view: the URL hash round trip', async () => {
     const hash =
       '#sample=astronaut.png&on=gpu&1.op=gaussian_filter&1.sigma=3%2C3%2C0&1.mode=nearest&1.cval=0&1.truncate=4' +
