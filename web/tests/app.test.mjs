@@ -291,6 +291,11 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     await page.waitForFunction(() => /sigma/.test(window.gpuscope.message));
     assert.match(await page.textContent('#message'), /invalid sigma: -1 \(must be ≥ 0\)/);
     assert.ok(await page.isVisible('#message'));
+    // The offending input is marked and focused.
+    assert.deepEqual(
+      await state(() => [document.activeElement.name, document.activeElement.dataset.step, document.activeElement.getAttribute('aria-invalid')]),
+      ['sigma', '0', 'true'],
+    );
     await page.fill('input[name=sigma][data-step="0"]', '1, 2, 3');
     await page.click('#run');
     await page.waitForFunction(() => /one per axis/.test(window.gpuscope.message));
