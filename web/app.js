@@ -31,10 +31,17 @@ const state = {
   prefetched: false, // every sample is in memory
 };
 
+// Display statistics per array. Negative values of detector frames (CBF)
+// are masked pixels (-1 module gaps, -2 bad pixels): left out of the
+// limits and the histogram.
 const summaries = new WeakMap();
 function summaryOf(data) {
   let s = summaries.get(data);
-  if (!s) summaries.set(data, (s = summarize(data)));
+  if (!s) {
+    const masked = state.image?.format === 'cbf';
+    summaries.set(data, (s = summarize(data, masked ? { lowest: 0 } : {})));
+    s.masked = masked;
+  }
   return s;
 }
 
@@ -557,7 +564,7 @@ function refreshView(newImage) {
   $('hist-caption').textContent =
     `histogram of ${state.layer < 0 ? 'the input' : `step ${state.layer + 1}'s ${overlay ? 'input' : 'output'}`}` +
     ` from ${fmt(shown.from)} to ${fmt(shown.to)} (values ${fmt(summary.min)} … ${fmt(summary.max)}, log counts` +
-    `${summary.exact ? '' : ', sampled'}); the shaded band is the display range ${fmt(lo)} … ${fmt(hi)}`;
+    `${summary.exact ? '' : ', sampled'}${summary.masked ? ', masked negative pixels left out' : ''}); the shaded band is the display range ${fmt(lo)} … ${fmt(hi)}`;
   $('dl-npy').disabled = $('dl-tif').disabled = false;
   $('dl-png').disabled = false;
   showResults(result);

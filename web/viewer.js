@@ -27,14 +27,15 @@ export function layout(shape) {
 /** Min, max, a sorted sample and percentiles over the finite values
  * of `data`. Percentiles are numpy's (linear interpolation between the
  * sorted values), exact up to 2^20 values and taken from an evenly strided
- * sample of 2^20 values beyond. */
-export function summarize(data) {
+ * sample of 2^20 values beyond. Values below `lowest` are left out (the
+ * masked pixels of detector frames). */
+export function summarize(data, { lowest = -Infinity } = {}) {
   let lo = Infinity;
   let hi = -Infinity;
   let count = 0;
   for (let i = 0; i < data.length; i++) {
     const v = data[i];
-    if (!Number.isFinite(v)) continue;
+    if (!Number.isFinite(v) || v < lowest) continue;
     if (v < lo) lo = v;
     if (v > hi) hi = v;
     count++;
@@ -48,7 +49,7 @@ export function summarize(data) {
   let seen = 0;
   for (let i = 0; i < data.length; i++) {
     const v = data[i];
-    if (!Number.isFinite(v)) continue;
+    if (!Number.isFinite(v) || v < lowest) continue;
     if (seen >= next && k < sample.length) {
       sample[k++] = v;
       next += stride;
@@ -103,6 +104,7 @@ export class Viewer {
     this.markers = [];
     this.display = { cmap: 'gray', stretch: 'linear', lo: 0, hi: 1 };
     this.opacity = 0.5;
+    this.pool = 1;
     this.slice = 0;
     this.zoom = 1;
     this.ox = 0;
@@ -197,15 +199,14 @@ export class Viewer {
     ctx.putImageData(img, 0, 0);
   }
 
-  renderOverlay() {
+  /** Renders the overlay of the current slice. `pool` > 1 (a zoomed-out
+   * view) shows a pool×pool block as marked when any pixel in it is, so
+   * single strong pixels stay visible on a whole detector frame. */
+  renderOverlay(pool = this.pool) {
     const ov = this.overlay;
+    this.overlayAt = null;
     if (!this.layer || !ov) return;
     const { h, w, channels } = this.info;
-    this.overlayCanvas.width = w;
-    this.overlayCanvas.height = h;
-    const ctx = this.overlayCanvas.getContext('2d');
-    const img = ctx.createImageData(w, h);
-    const px = img.data;
     // An overlay has the shape of its base: per channel for colour images
     // (a pixel is marked when any channel is).
     const d = ov.data;
@@ -217,45 +218,94 @@ export class Viewer {
       for (let c = 0; c < ch; c++) if (d[(base + i) * ch + c]) return d[(base + i) * ch + c];
       return 0;
     };
+    this.overlayAt = at;
     const colours = new Map();
     const colour = (n) => {
       let c = colours.get(n);
       if (!c) colours.set(n, (c = labelColour(n)));
       return c;
     };
-    for (let y = 0; y < h; y++) {
-      for (let x = 0; x < w; x++) {
-        const i = y * w + x;
-        const v = at(i);
-        let c = null;
-        let alpha = 255;
-        if (ov.kind === 'mask') {
-          if (v) {
-            c = MASK_COLOUR[this.display.cmap] ?? MASK_COLOUR.gray;
-            // The inside is lighter than the outline, so both the region and
-            // what lies under it stay visible.
-            const edge =
-              (x > 0 && !at(i - 1)) || (x + 1 < w && !at(i + 1)) || (y > 0 && !at(i - w)) || (y + 1 < h && !at(i + w));
-            alpha = edge ? 255 : 150;
-          }
-        } else if (ov.kind === 'labels') {
-          if (v) c = colour(v);
-        } else if (ov.kind === 'boundaries') {
-          const right = x + 1 < w ? at(i + 1) : v;
-          const down = y + 1 < h ? at(i + w) : v;
-          if (right !== v || down !== v) c = [255, 230, 0];
+    const maskColour = MASK_COLOUR[this.display.cmap] ?? MASK_COLOUR.gray;
+    // [r, g, b, alpha] of data pixel (x, y), or null.
+    const paintOf = (x, y) => {
+      const i = y * w + x;
+      const v = at(i);
+      if (ov.kind === 'mask') {
+        if (!v) return null;
+        // The inside is lighter than the outline, so both the region and
+        // what lies under it stay visible.
+        const edge =
+          (x > 0 && !at(i - 1)) || (x + 1 < w && !at(i + 1)) || (y > 0 && !at(i - w)) || (y + 1 < h && !at(i + w));
+        return [...maskColour, edge ? 255 : 150];
+      }
+      if (ov.kind === 'labels') return v ? [...colour(v), 255] : null;
+      if (ov.kind === 'boundaries') {
+        const right = x + 1 < w ? at(i + 1) : v;
+        const down = y + 1 < h ? at(i + w) : v;
+        return right !== v || down !== v ? [255, 230, 0, 255] : null;
+      }
+      return null;
+    };
+    const ow = Math.ceil(w / pool);
+    const oh = Math.ceil(h / pool);
+    this.overlayCanvas.width = ow;
+    this.overlayCanvas.height = oh;
+    const ctx = this.overlayCanvas.getContext('2d');
+    const img = ctx.createImageData(ow, oh);
+    const px = img.data;
+    const put = (o, c, alpha) => {
+      px[o] = c[0];
+      px[o + 1] = c[1];
+      px[o + 2] = c[2];
+      px[o + 3] = alpha;
+    };
+    if (pool === 1) {
+      for (let y = 0; y < h; y++) {
+        for (let x = 0; x < w; x++) {
+          const c = paintOf(x, y);
+          if (c) put(4 * (y * w + x), c, c[3]);
         }
-        if (c) {
-          const o = 4 * i;
-          px[o] = c[0];
-          px[o + 1] = c[1];
-          px[o + 2] = c[2];
-          px[o + 3] = alpha;
+      }
+    } else {
+      const pooled = new Array(ow * oh).fill(null);
+      for (let oy = 0; oy < oh; oy++) {
+        for (let ox = 0; ox < ow; ox++) {
+          let c = null;
+          for (let y = oy * pool; y < Math.min(h, (oy + 1) * pool) && !c; y++) {
+            for (let x = ox * pool; x < Math.min(w, (ox + 1) * pool) && !c; x++) c = paintOf(x, y);
+          }
+          pooled[oy * ow + ox] = c;
+        }
+      }
+      // Marks grow by one screen pixel each way: a lone strong pixel on a
+      // whole detector frame is a 3×3 dot, not a sub-pixel speck.
+      for (let oy = 0; oy < oh; oy++) {
+        for (let ox = 0; ox < ow; ox++) {
+          let c = pooled[oy * ow + ox];
+          for (let dy = -1; dy <= 1 && !c; dy++) {
+            for (let dx = -1; dx <= 1 && !c; dx++) {
+              const y = oy + dy;
+              const x = ox + dx;
+              if (y >= 0 && y < oh && x >= 0 && x < ow) c = pooled[y * ow + x];
+            }
+          }
+          if (c) put(4 * (oy * ow + ox), c, 255);
         }
       }
     }
-    this.overlayAt = at;
+    this.overlayPool = pool;
     ctx.putImageData(img, 0, 0);
+  }
+
+  /** Draws the overlay canvas in image coordinates (transform already set). */
+  drawOverlay(ctx) {
+    const f = this.overlayPool ?? 1;
+    const smooth = ctx.imageSmoothingEnabled;
+    ctx.imageSmoothingEnabled = false;
+    ctx.globalAlpha = this.opacity;
+    ctx.drawImage(this.overlayCanvas, 0, 0, this.overlayCanvas.width * f, this.overlayCanvas.height * f);
+    ctx.globalAlpha = 1;
+    ctx.imageSmoothingEnabled = smooth;
   }
 
   fit() {
@@ -305,9 +355,12 @@ export class Viewer {
     ctx.setTransform(this.zoom, 0, 0, this.zoom, this.ox, this.oy);
     ctx.drawImage(this.image, 0, 0);
     if (this.overlay) {
-      ctx.globalAlpha = this.opacity;
-      ctx.drawImage(this.overlayCanvas, 0, 0);
-      ctx.globalAlpha = 1;
+      const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
+      if (pool !== this.pool) {
+        this.pool = pool;
+        this.renderOverlay();
+      }
+      this.drawOverlay(ctx);
     }
     ctx.setTransform(1, 0, 0, 1, 0, 0);
     this.paintMarkers(ctx, (x, y) => [this.ox + x * this.zoom, this.oy + y * this.zoom], this.zoom);
@@ -341,9 +394,10 @@ export class Viewer {
     const ctx = out.getContext('2d');
     ctx.drawImage(this.image, 0, 0);
     if (this.overlay) {
-      ctx.globalAlpha = this.opacity;
-      ctx.drawImage(this.overlayCanvas, 0, 0);
-      ctx.globalAlpha = 1;
+      // At the data's own resolution: no pooling.
+      this.renderOverlay(1);
+      this.drawOverlay(ctx);
+      this.renderOverlay(this.pool);
     }
     this.paintMarkers(ctx, (x, y) => [x, y], 1);
     return new Promise((resolve) => out.toBlob(resolve, 'image/png'));
