@@ -279,6 +279,24 @@ function nextInput(input, kind, r) {
   return { data: r.data instanceof Float32Array ? r.data : Float32Array.from(r.data), shape: r.shape };
 }
 
+/** A run's cancel token: `until(p)` resolves as `p` does, or rejects with
+ * CancelledError as soon as `cancel()` is called. A GPU submission cannot
+ * be recalled: it finishes in the background and its result is dropped. */
+function newToken() {
+  let reject;
+  const cancelled = new Promise((_, r) => (reject = r));
+  cancelled.catch(() => {});
+  const token = {
+    cancelled: false,
+    cancel() {
+      token.cancelled = true;
+      reject(new gs.CancelledError());
+    },
+    until: (p) => Promise.race([p, cancelled]),
+  };
+  return token;
+}
+
 function setBusy(on, token) {
   state.busy += on ? 1 : -1;
   state.run = on ? token : null;
@@ -305,7 +323,7 @@ async function runChain(where = $('where').value) {
     markInvalid(e);
     return false;
   }
-  const token = { cancelled: false };
+  const token = newToken();
   setBusy(true, token);
   showMessage('');
   const started = performance.now();
@@ -321,8 +339,7 @@ async function runChain(where = $('where').value) {
       const { op, params } = steps[k];
       current = `step ${k + 1} of ${steps.length}: ${op} on ${label}…`;
       progress(k, steps.length, current);
-      const r = await gs.run(where, op, input, params);
-      if (token.cancelled) throw new gs.CancelledError();
+      const r = await token.until(gs.run(where, op, input, params));
       const kind = OPS[op].result;
       outputs.push({ ...r, kind, op, params, inputIndex: k - 1 });
       input = nextInput(input, kind, r);
@@ -354,11 +371,10 @@ async function runChain(where = $('where').value) {
 
 function cancel() {
   if (!state.run) return;
-  state.run.cancelled = true;
   // The CPU worker is stopped at once; a GPU submission cannot be recalled,
   // its result is dropped when it arrives.
   gs.cancelCpu();
-  showMessage('Cancelling…', 'info');
+  state.run.cancel();
 }
 
 // ---------------------------------------------------------------- workshop
@@ -406,7 +422,7 @@ async function compare() {
     return;
   }
   const repeats = Math.max(1, Math.min(20, Math.round(Number($('repeats').value)) || 1));
-  const token = { cancelled: false };
+  const token = newToken();
   setBusy(true, token);
   showMessage('');
   const rows = [];
@@ -418,21 +434,19 @@ async function compare() {
       const { op, params } = steps[k];
       const spec = OPS[op];
       // One untimed GPU call first: it compiles the pipelines (a one-off cost).
-      await gs.run('gpu', op, input, params);
+      await token.until(gs.run('gpu', op, input, params));
       const g = [];
       const c = [];
       let gpu;
       let cpu;
       for (let i = 0; i < repeats; i++) {
         progress(done++, total, `step ${k + 1}: ${op} on WebGPU, run ${i + 1} of ${repeats}`);
-        gpu = await gs.run('gpu', op, input, params);
-        if (token.cancelled) throw new gs.CancelledError();
+        gpu = await token.until(gs.run('gpu', op, input, params));
         g.push(gpu);
       }
       for (let i = 0; i < repeats; i++) {
         progress(done++, total, `step ${k + 1}: ${op} on the CPU, run ${i + 1} of ${repeats}`);
-        cpu = await gs.run('cpu', op, input, params);
-        if (token.cancelled) throw new gs.CancelledError();
+        cpu = await token.until(gs.run('cpu', op, input, params));
         c.push(cpu);
       }
       const a = agreement(spec, gpu, cpu);

@@ -393,7 +393,7 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     await page.fill('input[name=value][data-step="1"]', '110');
   });
 
-  it('runs from the keyboard alone, and Escape cancels a long CPU run', async () => {
+  it('runs from the keyboard alone; Escape cancels a long CPU run, Cancel a long GPU run', async () => {
     await page.selectOption('#sample', 'coins.png');
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'coins.png' && window.gpuscope.state.busy === 0);
     const before = await state(() => window.gpuscope.state.lastRun);
@@ -447,7 +447,24 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     await page.click('#run');
     await page.waitForFunction(() => window.gpuscope.state.busy === 0 && window.gpuscope.state.outputs[0]?.where === 'cpu');
     assert.equal(await state(() => window.gpuscope.message), '');
+
+    // A long GPU run: Cancel gives the page back at once (the submission
+    // finishes in the background and its result is dropped).
     await page.selectOption('#where', 'gpu');
+    await page.selectOption('#sample', 'coins.png');
+    await page.waitForFunction(() => window.gpuscope.image()?.name === 'coins.png' && window.gpuscope.state.busy === 0);
+    const kept = await state(() => window.gpuscope.state.lastRun);
+    await page.fill('input[name=sigma][data-step="0"]', '15');
+    await page.click('#run');
+    await page.waitForFunction(() => window.gpuscope.state.busy === 1);
+    assert.match(await page.textContent('#progress-text'), /gaussian_filter on WebGPU/);
+    const t1 = Date.now();
+    await page.click('#cancel');
+    await page.waitForFunction(() => window.gpuscope.state.busy === 0, null, { timeout: 2000 });
+    assert.ok(Date.now() - t1 < 2000);
+    assert.match(await state(() => window.gpuscope.message), /Cancelled/);
+    assert.deepEqual(await state(() => window.gpuscope.state.lastRun), kept);
+    await page.fill('input[name=sigma][data-step="0"]', '1');
   });
 
   it('workshop panel: times CPU and GPU, shows the speed-up, sortable table with CSV', async () => {
