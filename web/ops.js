@@ -243,3 +243,55 @@ export function parseStep(id, raw, input) {
   const error = op.check?.(params, input) ?? null;
   return error ? { error } : { params };
 }
+
+// Templates for the operations of the coming issues, for whoever adds their
+// bindings: parameter names and defaults are the references' (see
+// shared/docs/references.md); the binding names and argument orders are
+// placeholders to match to the real `Engine` methods and CPU twins.
+//
+//   median_filter: {
+//     title: 'median_filter', reference: 'scipy.ndimage.median_filter',
+//     help: 'Element n//2 of the sorted footprint. Stacks: size 1,k,k filters slice by slice.',
+//     params: [{ name: 'size', type: 'ints', default: '3', min: 1, perAxis: true }, mode, cval],
+//     gpu: 'median_filter', cpu: 'median_filter',
+//     args: (p) => [Uint32Array.from(p.size), p.mode, p.cval],
+//     result: 'image', exact: true,
+//   },
+//   remove_outliers: {
+//     title: 'remove_outliers', reference: 'Mantid Imaging remove outliers',
+//     params: [
+//       { name: 'diff', type: 'float', default: 1000, min: 0, minExclusive: true },
+//       { name: 'size', type: 'int', default: 3, min: 1 },
+//       { name: 'mode', type: 'choice', choices: ['bright', 'dark'], default: 'bright' },
+//     ],
+//     gpu: 'remove_outliers', cpu: 'remove_outliers', args: (p) => [p.diff, p.size, p.mode],
+//     result: 'image', exact: true,
+//   },
+//   sigma_clip: {   // the kept values as a mask
+//     title: 'sigma_clip', reference: 'astropy.stats.sigma_clip',
+//     params: [
+//       { name: 'sigma', type: 'float', default: 3, min: 0, minExclusive: true },
+//       { name: 'sigma_lower', type: 'float', default: '', optional: true, min: 0 },
+//       { name: 'sigma_upper', type: 'float', default: '', optional: true, min: 0 },
+//       { name: 'maxiters', type: 'int', default: 5, min: 1, optional: true },
+//     ],
+//     gpu: 'sigma_clip', cpu: 'sigma_clip',
+//     args: (p) => [p.sigma, p.sigma_lower ?? p.sigma, p.sigma_upper ?? p.sigma, p.maxiters ?? 0],
+//     result: 'mask', exact: true,
+//   },
+//   label: {
+//     title: 'label', reference: 'scipy.ndimage.label',
+//     params: [{ name: 'connectivity', type: 'choice', choices: ['1', 'full'], default: '1',
+//                help: '1: the cross (4 / 6 neighbours, scipy default); full: 8 / 26' }],
+//     gpu: 'label', cpu: 'label', args: (p) => [p.connectivity === 'full'],
+//     result: 'labels', exact: true,        // {data: Int32Array, shape, count, ms}
+//   },
+//   regionprops: {  // on a labels step's output; the intensity image as a second input is for the binding to decide
+//     title: 'regionprops', reference: 'skimage.measure.regionprops',
+//     params: [],
+//     gpu: 'regionprops', cpu: 'regionprops', args: () => [],
+//     result: 'table', exact: false,        // {table: {columns: [{key, label}], rows: [{label, area, centroid_y, ...}]}}
+//     markers: (r) => r.table.rows.map((row) => ({ y: row.centroid_y + 0.5, x: row.centroid_x + 0.5, r: Math.sqrt(row.area / Math.PI) })),
+//   },
+//   slic: { ..., result: 'labels', overlay: 'boundaries' },
+//   find_spots: { ..., result: 'table', markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4 })) },
