@@ -335,14 +335,16 @@ async function runChain(where = $('where').value) {
   try {
     const outputs = [];
     let input = { data: state.image.data, shape: state.image.shape };
+    let image = input;
     for (let k = 0; k < steps.length; k++) {
       const { op, params } = steps[k];
       current = `step ${k + 1} of ${steps.length}: ${op} on ${label}…`;
       progress(k, steps.length, current);
-      const r = await token.until(gs.run(where, op, input, params));
+      const r = await token.until(gs.run(where, op, input, params, { image }));
       const kind = OPS[op].result;
       outputs.push({ ...r, kind, op, params, inputIndex: k - 1 });
       input = nextInput(input, kind, r);
+      if (kind === 'image') image = input;
     }
     progress(steps.length, steps.length, 'done');
     state.outputs = outputs;
@@ -428,25 +430,26 @@ async function compare() {
   const rows = [];
   try {
     let input = { data: state.image.data, shape: state.image.shape };
+    let image = input;
     const total = steps.length * repeats * 2;
     let done = 0;
     for (let k = 0; k < steps.length; k++) {
       const { op, params } = steps[k];
       const spec = OPS[op];
       // One untimed GPU call first: it compiles the pipelines (a one-off cost).
-      await token.until(gs.run('gpu', op, input, params));
+      await token.until(gs.run('gpu', op, input, params, { image }));
       const g = [];
       const c = [];
       let gpu;
       let cpu;
       for (let i = 0; i < repeats; i++) {
         progress(done++, total, `step ${k + 1}: ${op} on WebGPU, run ${i + 1} of ${repeats}`);
-        gpu = await token.until(gs.run('gpu', op, input, params));
+        gpu = await token.until(gs.run('gpu', op, input, params, { image }));
         g.push(gpu);
       }
       for (let i = 0; i < repeats; i++) {
         progress(done++, total, `step ${k + 1}: ${op} on the CPU, run ${i + 1} of ${repeats}`);
-        cpu = await token.until(gs.run('cpu', op, input, params));
+        cpu = await token.until(gs.run('cpu', op, input, params, { image }));
         c.push(cpu);
       }
       const a = agreement(spec, gpu, cpu);
@@ -466,6 +469,7 @@ async function compare() {
       });
       // Both paths of the next step get the same input: the CPU reference's output.
       input = nextInput(input, spec.result, cpu);
+      if (spec.result === 'image') image = input;
     }
     state.compare = rows;
     const f2 = (v) => (v === null ? '—' : v.toFixed(2));

@@ -27,7 +27,9 @@
 //              Both are called as f(data: Float32Array, shape: Uint32Array, ...args)
 //              and return {data, shape, ms, kernelMs?} (+ `count` for labels,
 //              `table` for tables: see below)
-//   args(p, input)  the arguments after (data, shape), from the parsed params
+//   args(p, input, context)  the arguments after (data, shape), from the parsed
+//              params; `context.image` is the chain's latest image ({data: Float32Array,
+//              shape}), e.g. the intensities for regionprops after label
 //   result     what the output is, which decides how it is shown and chained:
 //                image   same-shape array: shown with the colormap, feeds the next step
 //                mask    0/1 Uint8Array: shown as an overlay on the step's input,
@@ -286,10 +288,10 @@ export function parseStep(id, raw, input) {
 //     gpu: 'label', cpu: 'label', args: (p) => [p.connectivity === 'full'],
 //     result: 'labels', exact: true,        // {data: Int32Array, shape, count, ms}
 //   },
-//   regionprops: {  // on a labels step's output; the intensity image as a second input is for the binding to decide
+//   regionprops: {  // after a labels step: input = the labels, context.image = the intensities
 //     title: 'regionprops', reference: 'skimage.measure.regionprops',
 //     params: [],
-//     gpu: 'regionprops', cpu: 'regionprops', args: () => [],
+//     gpu: 'regionprops', cpu: 'regionprops', args: (p, input, context) => [context.image.data],
 //     result: 'table', exact: false,        // {table: {columns: [{key, label}], rows: [{label, area, centroid_y, ...}]}}
 //     markers: (r) => r.table.rows.map((row) => ({ y: row.centroid_y + 0.5, x: row.centroid_x + 0.5, r: Math.sqrt(row.area / Math.PI) })),
 //   },

@@ -117,16 +117,18 @@ function callCpu(fn, data, shape, args) {
 }
 
 /** Runs registry operation `id` with parsed `params` on `input`
- * ({data: Float32Array, shape}) on 'gpu' or 'cpu'. Resolves to
+ * ({data: Float32Array, shape}) on 'gpu' or 'cpu'. `context.image` is the
+ * chain's latest image ({data, shape}: the intensities under a mask or
+ * labels step), passed to the entry's `args` as its third argument. Resolves to
  * `{data, shape, ms, kernelMs?, wallMs, where, ...}`: `ms` is measured by the
  * module around the computation (upload + kernels + download on the GPU),
  * `wallMs` by the page around the whole call (every copy included),
  * `kernelMs` the GPU's own timestamps when the adapter has them. */
-export async function run(where, id, input, params) {
+export async function run(where, id, input, params, context = {}) {
   const op = OPS[id];
   const data = input.data instanceof Float32Array ? input.data : Float32Array.from(input.data);
   const shape = Uint32Array.from(input.shape);
-  const args = op.args(params, input);
+  const args = op.args(params, input, { image: input, ...context });
   const t0 = performance.now();
   let r;
   if (where === 'gpu') {
