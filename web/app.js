@@ -472,6 +472,7 @@ async function compare() {
       if (spec.result === 'image') image = input;
     }
     state.compare = rows;
+    $('workshop-results').hidden = false;
     const f2 = (v) => (v === null ? '—' : v.toFixed(2));
     renderTable($('workshop-table'), {
       columns: [
