@@ -512,6 +512,34 @@ async function compare() {
 // ---------------------------------------------------------------- the view
 
 let viewer;
+let histogramRange = { from: 0, to: 1 };
+
+/** Dragging across the histogram sets the display limits (manual). */
+function wireHistogram() {
+  const c = $('histogram');
+  let drag = null; // {start, range} fixed at pointerdown: the axis may move while dragging
+  const valueAt = (e, range) => {
+    const r = c.getBoundingClientRect();
+    const t = Math.min(1, Math.max(0, (e.clientX - r.left) / r.width));
+    return range.from + t * (range.to - range.from);
+  };
+  c.addEventListener('pointerdown', (e) => {
+    const range = { ...histogramRange };
+    drag = { start: valueAt(e, range), range };
+    c.setPointerCapture(e.pointerId);
+  });
+  c.addEventListener('pointerup', () => (drag = null));
+  c.addEventListener('pointermove', (e) => {
+    if (!drag) return;
+    const v = valueAt(e, drag.range);
+    if (v === drag.start) return;
+    $('limits').value = 'manual';
+    $('vmin').value = +Math.min(drag.start, v).toPrecision(6);
+    $('vmax').value = +Math.max(drag.start, v).toPrecision(6);
+    refreshView(false);
+    writeHash();
+  });
+}
 
 /** Base array, overlay and markers of layer `k` (-1: the input). */
 function layerOf(k) {
@@ -579,7 +607,9 @@ function refreshView(newImage) {
   $('slice').max = String(slices - 1);
   $('slice').value = String(viewer.slice);
   $('slice-out').textContent = `${viewer.slice} of ${slices}`;
-  const shown = drawHistogram($('histogram'), summary, lo, hi);
+  const rgb = layout(base.shape).channels > 1;
+  const shown = drawHistogram($('histogram'), summary, lo, hi, { cmap: rgb ? 'gray' : $('cmap').value, stretch: $('stretch').value });
+  histogramRange = shown;
   $('hist-caption').textContent =
     `histogram of ${state.layer < 0 ? 'the input' : `step ${state.layer + 1}'s ${overlay ? 'input' : 'output'}`}` +
     ` from ${fmt(shown.from)} to ${fmt(shown.to)} (values ${fmt(summary.min)} … ${fmt(summary.max)}, log counts` +
@@ -868,6 +898,7 @@ function wire() {
   });
 
   viewer = new Viewer($('view'), { onHover: hover });
+  wireHistogram();
 }
 
 // Test hook and console entry point; results are read from buffers, not pixels.

@@ -478,7 +478,7 @@ export class Viewer {
  * limits [lo, hi] marked. The horizontal range is min..max, narrowed around
  * the limits when they span less than a tenth of it (detector frames with a
  * few hot pixels). */
-export function drawHistogram(canvas, summary, lo, hi) {
+export function drawHistogram(canvas, summary, lo, hi, display = null) {
   const ratio = window.devicePixelRatio || 1;
   const w = Math.max(1, Math.round(canvas.clientWidth * ratio));
   const h = Math.max(1, Math.round(canvas.clientHeight * ratio));
@@ -515,5 +515,16 @@ export function drawHistogram(canvas, summary, lo, hi) {
   ctx.fillStyle = '#1f6feb';
   ctx.fillRect(Math.round(xl), 0, 2 * ratio, h);
   ctx.fillRect(Math.round(xh) - 2 * ratio, 0, 2 * ratio, h);
+  if (display) {
+    // A colour bar along the bottom: the colour each value is shown in.
+    const s = scaler(lo, hi, display.stretch);
+    const table = lut(display.cmap);
+    const band = Math.round(8 * ratio);
+    for (let x = 0; x < w; x++) {
+      const k = 3 * s(from + ((x + 0.5) / w) * range);
+      ctx.fillStyle = `rgb(${table[k]},${table[k + 1]},${table[k + 2]})`;
+      ctx.fillRect(x, h - band, 1, band);
+    }
+  }
   return { from, to };
 }

@@ -230,6 +230,24 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     await page.fill('#opacity', '0.6');
     await page.dispatchEvent('#opacity', 'input');
     await screenshot(page.locator('#view'), 'coins-gaussian-threshold-overlay.png');
+    // Dragging across the histogram sets manual limits.
+    await page.locator('#histogram').scrollIntoViewIfNeeded();
+    const hist = await page.locator('#histogram').boundingBox();
+    await page.mouse.move(hist.x + hist.width * 0.25, hist.y + hist.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(hist.x + hist.width * 0.75, hist.y + hist.height / 2, { steps: 4 });
+    await page.mouse.up();
+    const lim = await state(() => ({
+      mode: document.querySelector('#limits').value,
+      vmin: Number(document.querySelector('#vmin').value),
+      vmax: Number(document.querySelector('#vmax').value),
+      view: window.gpuscope.view(),
+    }));
+    assert.equal(lim.mode, 'manual');
+    assert.ok(lim.vmin < lim.vmax, JSON.stringify(lim));
+    assert.deepEqual([lim.view.lo, lim.view.hi], [lim.vmin, lim.vmax]);
+    await page.waitForFunction(() => /limits=manual&v=/.test(location.hash));
+    await page.selectOption('#limits', 'auto');
   });
 
   it('draws label overlays in random colours, label boundaries and markers', async () => {
