@@ -2,6 +2,8 @@
 import { after, before, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { NO_WEBGPU, launch, openApp, waitIdle } from './browser.mjs';
 
 let browser;
@@ -59,4 +61,13 @@ it('falls back to the CPU path with a visible banner', { timeout: 180_000 }, asy
   await page.click('#run');
   await page.waitForFunction(() => window.gpuscope.state.outputs[0]?.params.sigma[0] === 1 && window.gpuscope.state.busy === 0);
   assert.deepEqual(errors, []);
+});
+
+it('says how to serve the app when index.html is opened as a file', { timeout: 60_000 }, async () => {
+  const page = await browser.context.newPage();
+  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'index.html');
+  await page.goto(`file://${file}`);
+  await page.waitForFunction(() => !document.querySelector('#banner').hidden);
+  assert.match(await page.textContent('#banner'), /opened as a file.*cargo xtask serve/);
+  await page.close();
 });
