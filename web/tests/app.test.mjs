@@ -127,6 +127,16 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     assert.deepEqual(s.outputs, [['gaussian_filter', 'gpu', 'image']]);
     assert.match(await page.textContent('#run-info'), /gaussian_filter on WebGPU in [\d.]+ ms/);
     assert.equal(await page.isVisible('#banner'), false);
+    // 1280×800: the page fits the window, the image and the Run button are in view.
+    const fit = await state(() => ({
+      scroll: [document.documentElement.scrollWidth, document.documentElement.scrollHeight],
+      inner: [innerWidth, innerHeight],
+      run: document.querySelector('#run').getBoundingClientRect().bottom,
+      view: document.querySelector('#view').getBoundingClientRect().bottom,
+    }));
+    assert.deepEqual(fit.inner, [1280, 800]);
+    assert.ok(fit.scroll[0] <= 1280 && fit.scroll[1] <= 800, JSON.stringify(fit));
+    assert.ok(fit.run <= 800 && fit.view <= 800, JSON.stringify(fit));
     // Every operation of the registry has cases below.
     assert.deepEqual([...s.ops].sort(), Object.keys(CASES).sort(), 'registry operations without browser cases');
     // Every sample offered loads (provenance shown) and is listed in PROVENANCE.md.
@@ -412,7 +422,10 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
   });
 
   it('runs from the keyboard alone; Escape cancels a long CPU run, Cancel a long GPU run', async () => {
-    await page.selectOption('#sample', 'coins.png');
+    // Loading from the keyboard: Enter on the drop zone opens the file chooser.
+    await page.focus('#drop');
+    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Enter')]);
+    await chooser.setFiles(path.join(SAMPLES, 'coins.png'));
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'coins.png' && window.gpuscope.state.busy === 0);
     const before = await state(() => window.gpuscope.state.lastRun);
     await page.evaluate(() => document.activeElement?.blur());
