@@ -67,8 +67,12 @@ function selectSampleOptions() {
 
 async function loadBytes(name, bytes, sample = null) {
   showMessage(`Decoding ${name}…`, 'info');
-  // Let the message paint before a long decode.
-  await new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  // Let the message paint before a long decode (a hidden tab paints no
+  // frames: the timeout goes on without one).
+  await new Promise((r) => {
+    requestAnimationFrame(() => setTimeout(r, 0));
+    setTimeout(r, 100);
+  });
   let image;
   try {
     image = gs.decode(name, bytes);
@@ -76,6 +80,8 @@ async function loadBytes(name, bytes, sample = null) {
     showMessage(`Cannot open ${name}: ${gs.message(e)}`);
     return false;
   }
+  // A run on the previous image is of no use any more.
+  if (state.run) cancel();
   state.image = image;
   state.sample = sample;
   state.outputs = [];
@@ -405,6 +411,7 @@ function arrayAgreement(exact, gpu, cpu) {
   let maxAbs = 0;
   let mismatches = 0;
   for (let i = 0; i < cpu.length; i++) {
+    if (Number.isNaN(gpu[i]) && Number.isNaN(cpu[i])) continue; // NaN in, NaN out on both
     const d = Math.abs(gpu[i] - cpu[i]);
     if (d > maxDiff || Number.isNaN(d)) maxDiff = Number.isNaN(d) ? Infinity : d;
     maxAbs = Math.max(maxAbs, Math.abs(cpu[i]));
