@@ -615,6 +615,8 @@ function refreshView(newImage) {
   $('slice').value = String(viewer.slice);
   $('slice-out').textContent = `${viewer.slice} of ${slices}`;
   const rgb = layout(base.shape).channels > 1;
+  $('cmap').disabled = rgb;
+  $('cmap').title = rgb ? 'colour images are shown in their own colours' : '';
   const shown = drawHistogram($('histogram'), summary, lo, hi, { cmap: rgb ? 'gray' : $('cmap').value, stretch: $('stretch').value });
   histogramRange = shown;
   $('hist-caption').textContent =
