@@ -424,7 +424,12 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
   it('runs from the keyboard alone; Escape cancels a long CPU run, Cancel a long GPU run', async () => {
     // Loading from the keyboard: Enter on the drop zone opens the file chooser.
     await page.focus('#drop');
-    const [chooser] = await Promise.all([page.waitForEvent('filechooser'), page.keyboard.press('Enter')]);
+    const chooserEvent = page.waitForEvent('filechooser');
+    // Playwright turns on file-chooser interception without waiting for the
+    // browser: one round trip makes sure it is on before the key press.
+    await page.evaluate(() => 0);
+    await page.keyboard.press('Enter');
+    const chooser = await chooserEvent;
     await chooser.setFiles(path.join(SAMPLES, 'coins.png'));
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'coins.png' && window.gpuscope.state.busy === 0);
     const before = await state(() => window.gpuscope.state.lastRun);
