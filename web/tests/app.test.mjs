@@ -46,9 +46,15 @@ let browser;
 let page;
 const pageErrors = [];
 
+// File choosers go to whoever waits for one. Playwright turns interception
+// on without waiting for the browser, so it is turned on here, long before a
+// test presses a key that opens one.
+const choosers = [];
+
 before(async () => {
   browser = await launch(WEBGPU);
   page = await openApp(browser.context, '', pageErrors);
+  page.on('filechooser', (chooser) => choosers.shift()?.(chooser));
 });
 
 after(async () => {
@@ -424,10 +430,7 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
   it('runs from the keyboard alone; Escape cancels a long CPU run, Cancel a long GPU run', async () => {
     // Loading from the keyboard: Enter on the drop zone opens the file chooser.
     await page.focus('#drop');
-    const chooserEvent = page.waitForEvent('filechooser');
-    // Playwright turns on file-chooser interception without waiting for the
-    // browser: one round trip makes sure it is on before the key press.
-    await page.evaluate(() => 0);
+    const chooserEvent = new Promise((resolve) => choosers.push(resolve));
     await page.keyboard.press('Enter');
     const chooser = await chooserEvent;
     await chooser.setFiles(path.join(SAMPLES, 'coins.png'));
