@@ -360,7 +360,16 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     await page.waitForFunction(() => window.gpuscope.message === '' && window.gpuscope.state.busy === 0);
   });
 
-  it('opens npy and FITS files from the picker and by drag-and-drop', async () => {
+  it('opens PNG, npy and FITS files from the picker and by drag-and-drop, with the CPU reference’s numbers', async () => {
+    await page.setInputFiles('#file', path.join(SAMPLES, 'camera.png'));
+    await page.waitForFunction(() => window.gpuscope.image()?.name === 'camera.png');
+    await waitIdle(page);
+    assert.deepEqual(await state(() => window.gpuscope.image().shape), [512, 512]);
+    const g = await compareInPage('gaussian_filter', { sigma: 1.5, mode: 'reflect', cval: 0, truncate: 4.0 });
+    assert.ok(g.maxAbs > 0 && g.maxDiff <= RTOL * g.maxAbs, `gaussian on camera.png: ${g.maxDiff}`);
+    const t = await compareInPage('threshold', { value: 128 });
+    assert.equal(t.mismatches, 0);
+
     const ramp = Int16Array.from({ length: 6 * 7 }, (_, i) => i * 100 - 2000);
     await page.setInputFiles('#file', { name: 'ramp.npy', mimeType: 'application/octet-stream', buffer: npy('<i2', [6, 7], ramp) });
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'ramp.npy');
