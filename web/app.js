@@ -216,6 +216,37 @@ function renderChain() {
     li.append(fs);
     list.append(li);
   });
+  updatePython();
+}
+
+/** The chain as the reference calls in Python, for checking a result in Jupyter. */
+function pythonOf() {
+  if (!state.image) return '';
+  const input = { shape: state.image.shape };
+  const lines = [
+    'import numpy as np',
+    'from scipy import ndimage',
+    '',
+    `# image: ${state.image.name} as a numpy array (${state.image.shape.join(' × ')} ${state.image.dtype});`,
+    '# the page computes on its values as floats (float32 on the GPU, float64 on the CPU).',
+    'x = np.asarray(image, dtype=np.float64)',
+  ];
+  state.steps.forEach((s, k) => {
+    const op = OPS[s.op];
+    const r = parseStep(s.op, s.raw, input);
+    if (r.error) {
+      lines.push(`# step ${k + 1}: ${r.error}`);
+      return;
+    }
+    let expr = op.python ? op.python(r.params, input) : `None  # ${op.reference}: no Python form recorded`;
+    if (op.result === 'mask' && k < state.steps.length - 1) expr = `(${expr}).astype(np.float64)`;
+    lines.push(`x = ${expr}  # step ${k + 1}`);
+  });
+  return lines.join('\n');
+}
+
+function updatePython() {
+  $('python').textContent = pythonOf();
 }
 
 function onFormInput(e) {
@@ -233,6 +264,7 @@ function onFormInput(e) {
     form.querySelector(`select[name=op][data-step="${k}"]`)?.focus();
   } else {
     step.raw[t.name] = t.type === 'checkbox' ? String(t.checked) : t.value;
+    updatePython();
   }
   writeHash();
 }
@@ -889,6 +921,14 @@ function wire() {
   $('dl-npy').addEventListener('click', () => download('npy'));
   $('dl-tif').addEventListener('click', () => download('tiff'));
   $('dl-png').addEventListener('click', downloadView);
+  $('copy-python').addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText($('python').textContent);
+      showMessage('Python code copied.', 'info');
+    } catch {
+      showMessage('Select the code and copy it (the clipboard is not available here).', 'info');
+    }
+  });
   $('fit').addEventListener('click', () => {
     viewer.fitted = false;
     viewer.paint();
@@ -961,6 +1001,7 @@ window.gpuscope = {
     viewer.paint();
   },
   hash: () => hashOf(),
+  python: () => pythonOf(),
 };
 
 async function main() {

@@ -41,6 +41,9 @@
 //                        the results table (sortable, CSV); `markers(result)` gives
 //                        [{y, x, r?, label?}] drawn on the step's input; the input
 //                        passes through to the next step unchanged
+//   python(p, input)  the reference call as Python on the array `x` (shown in
+//              the page so a result can be checked in Jupyter), e.g.
+//              "ndimage.gaussian_filter(x, sigma=2, mode='reflect', cval=0, truncate=4)"
 //   exact      true when GPU and CPU must agree exactly (integer outputs);
 //              otherwise within RTOL of the largest magnitude (f32 vs f64 sums)
 //
@@ -51,6 +54,15 @@ export const MODES = ['reflect', 'mirror', 'nearest', 'wrap', 'constant'];
 
 /** GPU (f32) vs CPU (f64) agreement for float outputs, relative to max |CPU|. */
 export const RTOL = 1e-4;
+
+/** A Python literal of a parsed parameter value. */
+export function py(v) {
+  if (Array.isArray(v)) return v.length === 1 ? py(v[0]) : `(${v.map(py).join(', ')})`;
+  if (typeof v === 'string') return `'${v}'`;
+  if (typeof v === 'boolean') return v ? 'True' : 'False';
+  if (v === null || v === undefined) return 'None';
+  return String(v);
+}
 
 const mode = {
   name: 'mode',
@@ -97,6 +109,12 @@ const linearKernel = (flip) => ({
     cval,
   ],
   check: kernelCheck,
+  python: (p, input) => {
+    const k = kernelFor(p.weights, input.shape);
+    const rows = [];
+    for (let r = 0; r < p.weights.rows; r++) rows.push(`[${p.weights.values.slice(r * p.weights.cols, (r + 1) * p.weights.cols).join(', ')}]`);
+    return `ndimage.${flip ? 'convolve' : 'correlate'}(x, np.array([${rows.join(', ')}], dtype=float).reshape(${py(k.shape)}${k.shape.length === 1 ? ',' : ''}), mode=${py(p.mode)}, cval=${py(p.cval)})`;
+  },
   gpu: flip ? 'convolve' : 'correlate',
   cpu: flip ? 'convolve' : 'correlate',
   args: (p, input) => {
@@ -125,6 +143,7 @@ export const OPS = {
       cval,
       { name: 'truncate', type: 'float', default: 4.0, min: 0, minExclusive: true, help: 'kernel radius in sigmas' },
     ],
+    python: (p) => `ndimage.gaussian_filter(x, sigma=${py(p.sigma)}, mode=${py(p.mode)}, cval=${py(p.cval)}, truncate=${py(p.truncate)})`,
     gpu: 'gaussian_filter',
     cpu: 'gaussian_filter',
     args: (p) => [Float64Array.from(p.sigma), p.mode, p.cval, p.truncate],
@@ -138,6 +157,7 @@ export const OPS = {
     reference: 'numpy: image > value',
     help: 'Boolean mask of the pixels strictly above value, compared exactly in the input dtype; NaN is never above.',
     params: [{ name: 'value', type: 'float', default: 100, help: 'pixels strictly greater than this are foreground' }],
+    python: (p) => `x > ${py(p.value)}`,
     gpu: 'threshold',
     cpu: 'threshold',
     args: (p) => [p.value],

@@ -238,6 +238,15 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     assert.equal(r.view.cmap, 'viridis');
     assert.match(r.summary, new RegExp(`threshold: ${r.ones} of ${r.n} pixels`));
     assert.match(r.hash, /1\.op=gaussian_filter.*2\.op=threshold.*2\.value=110.*cmap=viridis/);
+    // The same chain in Python, to check the numbers in Jupyter.
+    assert.equal(
+      (await page.textContent('#python')).split('\n').slice(-3).join('\n'),
+      [
+        'x = np.asarray(image, dtype=np.float64)',
+        "x = ndimage.gaussian_filter(x, sigma=2, mode='reflect', cval=0, truncate=4)  # step 1",
+        'x = x > 110  # step 2',
+      ].join('\n'),
+    );
     // The value under the cursor reads the smoothed image and the mask.
     await page.locator('#view').scrollIntoViewIfNeeded();
     const box = await page.locator('#view').boundingBox();
