@@ -277,6 +277,7 @@ export function parseStep(id, raw, input) {
 //     params: [{ name: 'size', type: 'ints', default: '3', min: 1, perAxis: true }, mode, cval],
 //     gpu: 'median_filter', cpu: 'median_filter',
 //     args: (p) => [Uint32Array.from(p.size), p.mode, p.cval],
+//     python: (p) => `ndimage.median_filter(x, size=${py(p.size)}, mode=${py(p.mode)}, cval=${py(p.cval)})`,
 //     result: 'image', exact: true,
 //   },
 //   remove_outliers: {
@@ -306,6 +307,7 @@ export function parseStep(id, raw, input) {
 //     params: [{ name: 'connectivity', type: 'choice', choices: ['1', 'full'], default: '1',
 //                help: '1: the cross (4 / 6 neighbours, scipy default); full: 8 / 26' }],
 //     gpu: 'label', cpu: 'label', args: (p) => [p.connectivity === 'full'],
+//     python: (p) => `ndimage.label(x${p.connectivity === 'full' ? ', structure=np.ones((3,) * x.ndim)' : ''})[0]`,
 //     result: 'labels', exact: true,        // {data: Int32Array, shape, count, ms}
 //   },
 //   regionprops: {  // after a labels step: input = the labels, context.image = the intensities
