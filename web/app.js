@@ -75,7 +75,7 @@ async function loadBytes(name, bytes, sample = null) {
   });
   let image;
   try {
-    image = gs.decode(name, bytes);
+    image = await gs.decode(name, bytes);
   } catch (e) {
     showMessage(`Cannot open ${name}: ${gs.message(e)}`);
     return false;

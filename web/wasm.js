@@ -38,66 +38,85 @@ export function message(e) {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Decodes a file's bytes (format from the name's extension) into
- * `{name, shape, dtype, format, data: Float32Array, stats, header}`. */
-export function decode(name, bytes) {
-  const volume = wasm.decode(name, bytes);
-  try {
-    return {
-      name,
-      shape: Array.from(volume.shape()),
-      dtype: volume.dtype(),
-      format: volume.format(),
-      data: volume.data(),
-      stats: volume.stats(),
-      header: volume.header(),
+// ---- the workers ----
+
+/** One module worker running cpu-worker.js: calls by id, answers by promise. */
+class WasmWorker {
+  constructor() {
+    this.worker = null;
+    this.nextId = 1;
+    this.pending = new Map();
+  }
+
+  start() {
+    if (this.worker) return this.worker;
+    const w = new Worker(new URL('./cpu-worker.js', import.meta.url), { type: 'module' });
+    w.onmessage = (e) => {
+      const { id, ok, result, error, crashed } = e.data;
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      if (ok) {
+        p.resolve(result);
+        return;
+      }
+      p.reject(new Error(crashed ? `the WebAssembly module stopped (${error}): please report this file or call` : error));
+      if (crashed) {
+        // A trapped module is not to be trusted again: start a fresh one.
+        this.stop(new Error('the WebAssembly worker was restarted'));
+        this.call(null, null, null, []).catch(() => {});
+      }
     };
-  } finally {
-    volume.free();
+    w.onerror = (e) => {
+      e.preventDefault?.();
+      this.stop(new Error(e.message || 'the WebAssembly worker failed to start'));
+    };
+    this.worker = w;
+    return w;
+  }
+
+  /** Terminates the worker; pending calls reject with `why`. */
+  stop(why) {
+    this.worker?.terminate();
+    this.worker = null;
+    for (const p of this.pending.values()) p.reject(why);
+    this.pending.clear();
+  }
+
+  call(fn, data, shape, args) {
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      this.pending.set(id, { resolve, reject });
+      // The input is copied (not transferred): the page keeps its data.
+      this.start().postMessage({ id, fn, data, shape, args });
+    });
   }
 }
 
-// ---- the CPU worker ----
+// Operations on the CPU run in one worker, file decoding in another: a
+// decode never waits behind a long CPU run, and a file that trips the
+// decoder cannot take the page's own module down with it.
+const cpu = new WasmWorker();
+const io = new WasmWorker();
 
-let worker = null;
-let nextId = 1;
-const pending = new Map();
-
-function cpuWorker() {
-  if (worker) return worker;
-  worker = new Worker(new URL('./cpu-worker.js', import.meta.url), { type: 'module' });
-  worker.onmessage = (e) => {
-    const { id, ok, result, error } = e.data;
-    const p = pending.get(id);
-    if (!p) return;
-    pending.delete(id);
-    if (ok) p.resolve(result);
-    else p.reject(new Error(error));
-  };
-  worker.onerror = (e) => {
-    const why = e.message || 'the CPU worker failed to start';
-    for (const p of pending.values()) p.reject(new Error(why));
-    pending.clear();
-    worker?.terminate();
-    worker = null;
-  };
-  return worker;
+/** Decodes a file's bytes (format from the name's extension) in the
+ * decoding worker. Resolves to `{name, shape, dtype, format, data:
+ * Float32Array, stats, header}`; rejects with the decoder's message. */
+export function decode(name, bytes) {
+  return io.call('decode', bytes, null, [name]);
 }
 
 /** Stops whatever the CPU worker is doing and starts a fresh one. */
 export function cancelCpu() {
-  if (!worker) return;
-  worker.terminate();
-  worker = null;
-  for (const p of pending.values()) p.reject(new CancelledError());
-  pending.clear();
+  if (!cpu.worker) return;
+  cpu.stop(new CancelledError());
   warmCpu().catch(() => {});
 }
 
-/** Starts the CPU worker and resolves once its module is compiled, so the
+/** Starts both workers and resolves once their modules are compiled, so the
  * first CPU run is timed without the start-up, and no file is fetched later. */
 export function warmCpu() {
-  return callCpu(null, null, null, []);
+  return Promise.all([cpu.call(null, null, null, []), io.call(null, null, null, [])]);
 }
 
 export class CancelledError extends Error {
@@ -107,14 +126,7 @@ export class CancelledError extends Error {
   }
 }
 
-function callCpu(fn, data, shape, args) {
-  return new Promise((resolve, reject) => {
-    const id = nextId++;
-    pending.set(id, { resolve, reject });
-    // The input is copied (not transferred): the page keeps its image.
-    cpuWorker().postMessage({ id, fn, data, shape, args });
-  });
-}
+const callCpu = (fn, data, shape, args) => cpu.call(fn, data, shape, args);
 
 /** Runs registry operation `id` with parsed `params` on `input`
  * ({data: Float32Array, shape}) on 'gpu' or 'cpu'. `context.image` is the

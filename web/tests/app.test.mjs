@@ -524,6 +524,21 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     await page.fill('input[name=sigma][data-step="0"]', '1');
   });
 
+  it('decodes a new file while a long CPU run goes on, and the new image replaces the run', async () => {
+    await page.selectOption('#where', 'cpu');
+    await page.fill('input[name=sigma][data-step="0"]', '25');
+    await page.selectOption('#sample', 'hubble_deep_field.jpg');
+    await page.waitForFunction(() => window.gpuscope.image()?.name === 'hubble_deep_field.jpg' && window.gpuscope.state.busy === 1);
+    const t0 = Date.now();
+    await page.setInputFiles('#file', path.join(SAMPLES, 'camera.png'));
+    await page.waitForFunction(() => window.gpuscope.image()?.name === 'camera.png', null, { timeout: 10_000 });
+    assert.ok(Date.now() - t0 < 10_000);
+    await page.waitForFunction(() => window.gpuscope.state.busy === 0 && window.gpuscope.state.outputs.length === 2, null, { timeout: 60_000 });
+    assert.deepEqual(await state(() => window.gpuscope.state.outputs[0].shape), [512, 512]);
+    await page.fill('input[name=sigma][data-step="0"]', '1');
+    await page.selectOption('#where', 'gpu');
+  });
+
   it('workshop panel: times CPU and GPU, shows the speed-up, sortable table with CSV', async () => {
     await page.selectOption('#sample', 'camera.png');
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'camera.png' && window.gpuscope.state.busy === 0);
