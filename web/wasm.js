@@ -1,7 +1,13 @@
 // The boundary with the wasm module: everything the page knows about
 // gpuscope-web goes through here, as plain JS objects, so the UI never
 // handles wasm-bindgen classes (and never forgets to free one).
+//
+// The GPU path runs here, on the page's thread: it is asynchronous (the
+// page stays responsive while the GPU works). The CPU path runs the same
+// wasm module in a Web Worker (cpu-worker.js), so a long CPU run never
+// freezes the page and cancelling it terminates the worker.
 import init, * as wasm from './pkg/gpuscope_web.js';
+import { OPS } from './ops.js';
 
 let engine = null;
 
@@ -27,72 +33,141 @@ export async function start() {
 
 export const hasGpu = () => engine !== null;
 
-/** The text of an error thrown by wasm (JsError) or JS. */
+/** The text of an error thrown by wasm (JsError), a worker or JS. */
 export function message(e) {
   return e instanceof Error ? e.message : String(e);
 }
 
-/** Decodes a file's bytes (format from the name's extension) into
- * `{name, shape, dtype, format, data: Float32Array, stats, header}`. */
-export function decode(name, bytes) {
-  const volume = wasm.decode(name, bytes);
-  try {
-    return {
-      name,
-      shape: Array.from(volume.shape()),
-      dtype: volume.dtype(),
-      format: volume.format(),
-      data: volume.data(),
-      stats: volume.stats(),
-      header: volume.header(),
+// ---- the workers ----
+
+/** One module worker running cpu-worker.js: calls by id, answers by promise. */
+class WasmWorker {
+  constructor() {
+    this.worker = null;
+    this.nextId = 1;
+    this.pending = new Map();
+  }
+
+  start() {
+    if (this.worker) return this.worker;
+    const w = new Worker(new URL('./cpu-worker.js', import.meta.url), { type: 'module' });
+    w.onmessage = (e) => {
+      const { id, ok, result, error, crashed } = e.data;
+      const p = this.pending.get(id);
+      if (!p) return;
+      this.pending.delete(id);
+      if (ok) {
+        p.resolve(result);
+        return;
+      }
+      p.reject(new Error(crashed ? `the WebAssembly module stopped (${error}): please report this file or call` : error));
+      if (crashed) {
+        // A trapped module is not to be trusted again: start a fresh one.
+        this.stop(new Error('the WebAssembly worker was restarted'));
+        this.call(null, null, null, []).catch(() => {});
+      }
     };
-  } finally {
-    volume.free();
+    w.onerror = (e) => {
+      e.preventDefault?.();
+      this.stop(new Error(e.message || 'the WebAssembly worker failed to start'));
+    };
+    this.worker = w;
+    return w;
+  }
+
+  /** Terminates the worker; pending calls reject with `why`. */
+  stop(why) {
+    this.worker?.terminate();
+    this.worker = null;
+    for (const p of this.pending.values()) p.reject(why);
+    this.pending.clear();
+  }
+
+  call(fn, data, shape, args) {
+    return new Promise((resolve, reject) => {
+      const id = this.nextId++;
+      this.pending.set(id, { resolve, reject });
+      // The input is copied (not transferred): the page keeps its data.
+      this.start().postMessage({ id, fn, data, shape, args });
+    });
   }
 }
 
-// Every operation takes the same parameters on both sides; `where` picks
-// 'gpu' (async, WebGPU) or 'cpu' (the f64 reference). Each returns
-// `{data, shape, ms, kernelMs?}`; `ms` is wall time around the call
-// (upload + kernels + download on the GPU), `kernelMs` the GPU's own
-// timestamps when the adapter has them.
-function gpu() {
-  if (!engine) throw new Error('WebGPU is not available: use the CPU path');
-  return engine;
+// Operations on the CPU run in one worker, file decoding in another: a
+// decode never waits behind a long CPU run, and a file that trips the
+// decoder cannot take the page's own module down with it.
+const cpu = new WasmWorker();
+const io = new WasmWorker();
+
+/** Decodes a file's bytes (format from the name's extension) in the
+ * decoding worker. Resolves to `{name, shape, dtype, format, data:
+ * Float32Array, stats, header}`; rejects with the decoder's message. */
+export function decode(name, bytes) {
+  return io.call('decode', bytes, null, [name]);
 }
 
-export async function gaussianFilter(where, image, { sigma, mode = 'reflect', cval = 0, truncate = 4.0 }) {
-  const s = Float64Array.from([sigma].flat());
-  return where === 'gpu'
-    ? gpu().gaussian_filter(image.data, Uint32Array.from(image.shape), s, mode, cval, truncate)
-    : wasm.gaussian_filter(image.data, Uint32Array.from(image.shape), s, mode, cval, truncate);
+/** Stops whatever the CPU worker is doing and starts a fresh one. */
+export function cancelCpu() {
+  if (!cpu.worker) return;
+  cpu.stop(new CancelledError());
+  warmCpu().catch(() => {});
 }
 
-export async function convolve(where, image, { weights, weightsShape, mode = 'reflect', cval = 0 }) {
-  const w = Float64Array.from(weights);
-  const ws = Uint32Array.from(weightsShape);
-  return where === 'gpu'
-    ? gpu().convolve(image.data, Uint32Array.from(image.shape), w, ws, mode, cval)
-    : wasm.convolve(image.data, Uint32Array.from(image.shape), w, ws, mode, cval);
+/** Starts both workers and resolves once their modules are compiled, so the
+ * first CPU run is timed without the start-up, and no file is fetched later. */
+export function warmCpu() {
+  return Promise.all([cpu.call(null, null, null, []), io.call(null, null, null, [])]);
 }
 
-export async function correlate(where, image, { weights, weightsShape, mode = 'reflect', cval = 0 }) {
-  const w = Float64Array.from(weights);
-  const ws = Uint32Array.from(weightsShape);
-  return where === 'gpu'
-    ? gpu().correlate(image.data, Uint32Array.from(image.shape), w, ws, mode, cval)
-    : wasm.correlate(image.data, Uint32Array.from(image.shape), w, ws, mode, cval);
+export class CancelledError extends Error {
+  constructor() {
+    super('cancelled');
+    this.name = 'CancelledError';
+  }
 }
 
-export async function threshold(where, image, { value }) {
-  return where === 'gpu'
-    ? gpu().threshold(image.data, Uint32Array.from(image.shape), value)
-    : wasm.threshold(image.data, Uint32Array.from(image.shape), value);
+const callCpu = (fn, data, shape, args) => cpu.call(fn, data, shape, args);
+
+/** Runs registry operation `id` with parsed `params` on `input`
+ * ({data: Float32Array, shape}) on 'gpu' or 'cpu'. `context.image` is the
+ * chain's latest image ({data, shape}: the intensities under a mask or
+ * labels step), passed to the entry's `args` as its third argument. Resolves to
+ * `{data, shape, ms, kernelMs?, wallMs, where, ...}`: `ms` is measured by the
+ * module around the computation (upload + kernels + download on the GPU),
+ * `wallMs` by the page around the whole call (every copy included),
+ * `kernelMs` the GPU's own timestamps when the adapter has them. */
+export async function run(where, id, input, params, context = {}) {
+  const op = OPS[id];
+  const data = input.data instanceof Float32Array ? input.data : Float32Array.from(input.data);
+  const shape = Uint32Array.from(input.shape);
+  const args = op.args(params, input, { image: input, ...context });
+  const t0 = performance.now();
+  let r;
+  if (where === 'gpu') {
+    if (!engine) throw new Error('WebGPU is not available: use the CPU path');
+    r = await engine[op.gpu](data, shape, ...args);
+  } else {
+    r = await callCpu(op.cpu, data, shape, args);
+  }
+  r.wallMs = performance.now() - t0;
+  r.where = where;
+  r.shape = Array.from(r.shape);
+  return r;
 }
 
-/** A result as a downloadable file: float32 .npy, or uint8 for masks. */
-export function encodeNpy(result) {
+/** Frees pooled GPU buffers. */
+export function trim() {
+  engine?.trim();
+}
+
+/** A result array as a file: 'npy' or 'tiff' in the result's own dtype
+ * (float32 from the GPU, float64 from the CPU reference, uint8 masks, int32
+ * labels), or 'png' (8-bit, scaled min..max; masks 0/255). */
+export function encode(format, result) {
   const shape = Uint32Array.from(result.shape);
-  if (result.data instanceof Uint8Array) return wasm.encode_mask('npy', result.data, shape);
-  return wasm.encode_npy(Float32Array.from(result.data), shape);
+  const d = result.data;
+  if (d instanceof Uint8Array) return wasm.encode_mask(format, d, shape);
+  if (d instanceof Float64Array) return wasm.encode_f64(format, d, shape);
+  if (d instanceof Int32Array || d instanceof Uint32Array) return wasm.encode_labels(format, Int32Array.from(d), shape);
+  return wasm.encode(format, d instanceof Float32Array ? d : Float32Array.from(d), shape);
 }

@@ -438,6 +438,20 @@ pub fn encode_npy(data: &[f32], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
     encode("npy", data, shape)
 }
 
+/// f64 samples (CPU reference results) as float64 `npy`/`tiff`, or `png`
+/// 8-bit grey scaled min..max.
+#[wasm_bindgen]
+pub fn encode_f64(format: &str, data: &[f64], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
+    ops::encode_f64(format, data, &shape).map_err(|e| JsError::new(&e))
+}
+
+/// Integer labels as int32 `npy`/`tiff` (as `scipy.ndimage.label`), or
+/// `png` 8-bit scaled.
+#[wasm_bindgen]
+pub fn encode_labels(format: &str, labels: &[i32], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
+    ops::encode_labels(format, labels, &shape).map_err(|e| JsError::new(&e))
+}
+
 /// A 0/1 mask as uint8 `npy`/`tiff`, or a 0/255 `png`.
 #[wasm_bindgen]
 pub fn encode_mask(format: &str, mask: &[u8], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {

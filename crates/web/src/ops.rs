@@ -226,33 +226,65 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Decoded, IoError> {
     })
 }
 
+/// The file format of a download: `npy`, `tiff` (or `tif`) or `png`.
+fn format_of(format: &str) -> Result<Format, String> {
+    match format {
+        "npy" => Ok(Format::Npy),
+        "tiff" | "tif" => Ok(Format::Tiff),
+        "png" => Ok(Format::Png),
+        other => Err(format!("cannot encode '{other}': choose npy, tiff or png")),
+    }
+}
+
+/// Writes `array` as `format`; `png` gets 8-bit grey scaled from min..max
+/// (for viewing) unless `array` already is 8-bit.
+fn encode_array(
+    format: &str,
+    array: Array,
+    scaled: impl FnOnce() -> Vec<u8>,
+) -> Result<Vec<u8>, String> {
+    let format = format_of(format)?;
+    let array = if format == Format::Png && array.dtype().name() != "uint8" {
+        Array::from_u8(array.shape.clone(), scaled()).map_err(|e| e.to_string())?
+    } else {
+        array
+    };
+    gpuscope_io::encode(format, &array).map_err(|e| e.to_string())
+}
+
 /// Encodes f32 samples as a downloadable file: `npy` or `tiff` keep f32;
 /// `png` is written as 8-bit grey scaled from min..max, for viewing only.
 pub fn encode(format: &str, data: &[f32], shape: &[u32]) -> Result<Vec<u8>, String> {
     let shape = shape_of(shape, data.len()).map_err(|e| e.to_string())?;
-    let array = match format {
-        "npy" | "tiff" => Array::from_f32(shape, data.to_vec()),
-        "png" => Array::from_u8(shape, to_u8_scaled(data)),
-        other => return Err(format!("cannot encode '{other}': choose npy, tiff or png")),
-    }
-    .map_err(|e| e.to_string())?;
-    let format = match format {
-        "npy" => Format::Npy,
-        "tiff" => Format::Tiff,
-        _ => Format::Png,
-    };
-    gpuscope_io::encode(format, &array).map_err(|e| e.to_string())
+    let array = Array::from_f32(shape, data.to_vec()).map_err(|e| e.to_string())?;
+    encode_array(format, array, || to_u8_scaled(data))
+}
+
+/// Encodes f64 samples (the CPU reference's float results) keeping float64
+/// in `npy` and `tiff`.
+pub fn encode_f64(format: &str, data: &[f64], shape: &[u32]) -> Result<Vec<u8>, String> {
+    let shape = shape_of(shape, data.len()).map_err(|e| e.to_string())?;
+    let array = Array::from_f64(shape, data.to_vec()).map_err(|e| e.to_string())?;
+    encode_array(format, array, || {
+        to_u8_scaled(&data.iter().map(|&v| v as f32).collect::<Vec<_>>())
+    })
+}
+
+/// Encodes integer labels (0 = background) as int32 `npy`/`tiff`, as
+/// `scipy.ndimage.label` returns them.
+pub fn encode_labels(format: &str, labels: &[i32], shape: &[u32]) -> Result<Vec<u8>, String> {
+    let shape = shape_of(shape, labels.len()).map_err(|e| e.to_string())?;
+    let array = Array::from_i32(shape, labels.to_vec()).map_err(|e| e.to_string())?;
+    encode_array(format, array, || {
+        to_u8_scaled(&labels.iter().map(|&v| v as f32).collect::<Vec<_>>())
+    })
 }
 
 /// Encodes a 0/1 mask as an 8-bit array (npy, tiff or png with 0/255).
 pub fn encode_mask(format: &str, mask: &[u8], shape: &[u32]) -> Result<Vec<u8>, String> {
     let shape = shape_of(shape, mask.len()).map_err(|e| e.to_string())?;
-    let (format, scale) = match format {
-        "npy" => (Format::Npy, 1),
-        "tiff" => (Format::Tiff, 1),
-        "png" => (Format::Png, 255),
-        other => return Err(format!("cannot encode '{other}': choose npy, tiff or png")),
-    };
+    let format = format_of(format)?;
+    let scale = if format == Format::Png { 255 } else { 1 };
     let values = mask.iter().map(|&m| u8::from(m != 0) * scale).collect();
     let array = Array::from_u8(shape, values).map_err(|e| e.to_string())?;
     gpuscope_io::encode(format, &array).map_err(|e| e.to_string())
@@ -354,6 +386,31 @@ mod tests {
         assert!(RankOp::outliers(9, &[3, 3], 1.0, 3, "hot").is_err());
         assert!(RankOp::median(9, &[3, 3], &[0], "reflect", 0.0).is_err());
         assert!(RankOp::median(8, &[3, 3], &[3], "reflect", 0.0).is_err());
+    }
+
+    #[test]
+    fn downloads_keep_their_dtype() {
+        let d = decode("x.npy", &encode_f64("npy", &[0.1, 2.5], &[2]).unwrap()).unwrap();
+        assert_eq!((d.dtype, d.shape.clone()), ("float64", vec![2]));
+        let d = decode("x.tif", &encode_f64("tiff", &[0.1, 2.5], &[1, 2]).unwrap()).unwrap();
+        assert_eq!(d.dtype, "float64");
+        let d = decode(
+            "x.npy",
+            &encode_labels("npy", &[0, 1, 2, 70000], &[2, 2]).unwrap(),
+        )
+        .unwrap();
+        assert_eq!(
+            (d.dtype, d.data.clone()),
+            ("int32", vec![0.0, 1.0, 2.0, 70000.0])
+        );
+        let d = decode("x.tif", &encode_labels("tif", &[0, 3], &[1, 2]).unwrap()).unwrap();
+        assert_eq!(d.dtype, "int32");
+        let d = decode("x.png", &encode_labels("png", &[0, 3], &[1, 2]).unwrap()).unwrap();
+        assert_eq!((d.dtype, d.data.clone()), ("uint8", vec![0.0, 255.0]));
+        let d = decode("x.npy", &encode_mask("npy", &[0, 1, 1], &[3]).unwrap()).unwrap();
+        assert_eq!((d.dtype, d.data.clone()), ("uint8", vec![0.0, 1.0, 1.0]));
+        assert!(encode_labels("npy", &[1, 2, 3], &[2, 2]).is_err());
+        assert!(encode_f64("gif", &[1.0], &[1]).is_err());
     }
 
     #[test]
