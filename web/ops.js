@@ -164,6 +164,43 @@ export const OPS = {
     result: 'mask',
     exact: true,
   },
+  median_filter: {
+    title: 'median_filter',
+    reference: 'scipy.ndimage.median_filter',
+    help: 'Element n//2 of the sorted window (exact: the output is one of the inputs). Stacks: size 1,k,k filters slice by slice. NaN neighbours count as -inf (Mantid Imaging).',
+    params: [
+      { name: 'size', type: 'ints', default: '3', min: 1, max: 1025, perAxis: true, help: 'window extent: one value, or one per axis (slowest first)' },
+      mode,
+      cval,
+    ],
+    python: (p) => `ndimage.median_filter(x, size=${py(p.size)}, mode=${py(p.mode)}, cval=${py(p.cval)})`,
+    gpu: 'median_filter',
+    cpu: 'median_filter',
+    args: (p) => [Uint32Array.from(p.size), p.mode, p.cval],
+    result: 'image',
+    exact: true,
+  },
+  remove_outliers: {
+    title: 'remove_outliers',
+    reference: 'Mantid Imaging remove outliers',
+    help: 'Replaces an element by the median of its size×size slice window (mode reflect) where it is brighter (bright), darker (dark) or either (both) by more than diff; tomopy: bright with >=.',
+    params: [
+      { name: 'diff', type: 'float', default: 20, min: 0, minExclusive: true, help: 'difference from the local median that makes an outlier' },
+      { name: 'size', type: 'int', default: 3, min: 1, max: 1025, help: 'median window extent in each slice' },
+      { name: 'mode', type: 'choice', choices: ['bright', 'dark', 'both', 'tomopy'], default: 'bright' },
+    ],
+    python: (p) => {
+      const size = `(1, ${p.size}, ${p.size}) if x.ndim == 3 else ${p.size}`;
+      const med = `ndimage.median_filter(x, size=${size}, mode='reflect')`;
+      const test = { bright: `x - m > ${py(p.diff)}`, dark: `m - x > ${py(p.diff)}`, both: `abs(x - m) > ${py(p.diff)}`, tomopy: `x - m >= ${py(p.diff)}` }[p.mode];
+      return `(lambda m: np.where(${test}, m, x))(${med})`;
+    },
+    gpu: 'remove_outliers',
+    cpu: 'remove_outliers',
+    args: (p) => [p.diff, p.size, p.mode],
+    result: 'image',
+    exact: true,
+  },
 };
 
 /** The default parameters of an operation as form text. */
@@ -271,25 +308,6 @@ export function parseStep(id, raw, input) {
 // shared/docs/references.md); the binding names and argument orders are
 // placeholders to match to the real `Engine` methods and CPU twins.
 //
-//   median_filter: {
-//     title: 'median_filter', reference: 'scipy.ndimage.median_filter',
-//     help: 'Element n//2 of the sorted footprint. Stacks: size 1,k,k filters slice by slice.',
-//     params: [{ name: 'size', type: 'ints', default: '3', min: 1, perAxis: true }, mode, cval],
-//     gpu: 'median_filter', cpu: 'median_filter',
-//     args: (p) => [Uint32Array.from(p.size), p.mode, p.cval],
-//     python: (p) => `ndimage.median_filter(x, size=${py(p.size)}, mode=${py(p.mode)}, cval=${py(p.cval)})`,
-//     result: 'image', exact: true,
-//   },
-//   remove_outliers: {
-//     title: 'remove_outliers', reference: 'Mantid Imaging remove outliers',
-//     params: [
-//       { name: 'diff', type: 'float', default: 1000, min: 0, minExclusive: true },
-//       { name: 'size', type: 'int', default: 3, min: 1 },
-//       { name: 'mode', type: 'choice', choices: ['bright', 'dark'], default: 'bright' },
-//     ],
-//     gpu: 'remove_outliers', cpu: 'remove_outliers', args: (p) => [p.diff, p.size, p.mode],
-//     result: 'image', exact: true,
-//   },
 //   sigma_clip: {   // the kept values as a mask
 //     title: 'sigma_clip', reference: 'astropy.stats.sigma_clip',
 //     params: [

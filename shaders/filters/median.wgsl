@@ -22,7 +22,10 @@ struct Params {
     diff_f32: u32,         // 1: outlier differences in f32 (f32 input); 0: exact on integer keys
     diff: vec2<u32>,       // f32 bits of diff, or the integer threshold t of `difference > t`
     f32_bits: u32,         // 1: the buffers hold raw f32 bits, converted to keys on load
-    _pad: u32,
+    // The bits of f32 -inf, from the host: a WGSL constant that evaluates to
+    // an infinity is a shader-creation error (Tint enforces it, naga not).
+    neg_inf_bits: u32,
+    stride: vec4<u32>,     // x, y, z: workgroups dispatched times the workgroup size
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -61,11 +64,12 @@ fn network_select(c: vec3<i32>) -> Key {
 // ---- GENERATED: end ----
 
 // One invocation per output element of a 3-D grid (no index divisions);
-// the loops cover grids larger than the dispatch limits.
+// the loops cover grids larger than the dispatch limits, with the stride
+// from the host: strides derived from num_workgroups hung SwiftShader
+// (Chromium's WebGPU on machines without a GPU).
 @compute @workgroup_size(64, 4, 1)
-fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
-                  @builtin(num_workgroups) groups: vec3<u32>) {
-    let stride = groups * vec3<u32>(64u, 4u, 1u);
+fn median_network(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let stride = p.stride.xyz;
     for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
         for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
             for (var x = gid.x; x < p.out_shape.x; x += stride.x) {

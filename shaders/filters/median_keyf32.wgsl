@@ -5,7 +5,7 @@
 
 alias Key = f32;
 
-fn neg_inf_key() -> Key { return bitcast<f32>(0xff800000u); }
+fn neg_inf_key() -> Key { return bitcast<f32>(p.neg_inf_bits); }
 
 fn key_at(i: u32) -> Key { return bitcast<f32>(src[i]); }
 fn key_store(i: u32, k: Key) {

@@ -5,9 +5,8 @@
 @group(0) @binding(3) var<storage, read> offsets: array<vec4<i32>>;
 
 @compute @workgroup_size(64, 4, 1)
-fn median_search(@builtin(global_invocation_id) gid: vec3<u32>,
-                 @builtin(num_workgroups) groups: vec3<u32>) {
-    let stride = groups * vec3<u32>(64u, 4u, 1u);
+fn median_search(@builtin(global_invocation_id) gid: vec3<u32>) {
+    let stride = p.stride.xyz;
     for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
         for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
             for (var x = gid.x; x < p.out_shape.x; x += stride.x) {

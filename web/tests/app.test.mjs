@@ -40,6 +40,17 @@ const CASES = {
     ['hubble_deep_field.jpg', { value: 40 }],
     ['DLS_I03_smargon_0001.cbf.gz', { value: 0 }],
   ],
+  median_filter: [
+    ['coins.png', { size: 3 }],
+    ['coins.png', { size: [5, 4], mode: 'constant', cval: 7 }],
+    ['blobs3d.tif', { size: [1, 3, 3], mode: 'wrap' }],
+    ['astronaut.png', { size: [3, 3, 1], mode: 'mirror' }],
+  ],
+  remove_outliers: [
+    ['coins.png', { diff: 20, size: 3, mode: 'both' }],
+    ['hubble_deep_field.jpg', { diff: 30, size: 5, mode: 'bright' }],
+    ['blobs3d.tif', { diff: 0.5, size: 3, mode: 'tomopy' }],
+  ],
 };
 
 let browser;
@@ -166,6 +177,12 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
           assert.equal(r.gpuType, 'Uint8Array', what);
           assert.equal(r.mismatches, 0, `${what}: ${r.mismatches} pixels differ`);
           if (sample === 'coins.png' && params.value === 100) assert.ok(r.ones > 0 && r.ones < r.length, what);
+        } else if (id === 'median_filter' || id === 'remove_outliers') {
+          // Selections: one of the input values, identical on both paths.
+          assert.equal(r.gpuType, 'Float32Array', what);
+          assert.equal(r.cpuType, 'Float32Array', what);
+          assert.equal(r.mismatches, 0, `${what}: ${r.mismatches} elements differ`);
+          assert.ok(r.moved > 0, `${what}: the result equals the input`);
         } else {
           assert.equal(r.gpuType, 'Float32Array', what);
           assert.equal(r.cpuType, 'Float64Array', what);

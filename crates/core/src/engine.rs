@@ -585,27 +585,28 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    /// Dispatches over a 3-D grid of `size` invocations for a kernel of
-    /// workgroup size `workgroup`. Group counts are capped at the device
-    /// limit: kernels loop with a stride of the whole grid (`num_workgroups`)
-    /// to cover the rest.
-    pub(crate) fn dispatch_grid(
-        &mut self,
-        pipeline: &wgpu::ComputePipeline,
-        buffers: &[&wgpu::Buffer],
-        size: [u32; 3],
-        workgroup: [u32; 3],
-    ) {
-        if size.contains(&0) {
-            return;
-        }
+    /// Workgroups covering a 3-D grid of `size` invocations of a kernel of
+    /// workgroup size `workgroup`, capped at the device limit per axis.
+    /// Kernels loop over the rest with a stride of groups × workgroup, which
+    /// the caller passes in a uniform: loops striding by `num_workgroups`
+    /// hung SwiftShader (Chromium's WebGPU without a GPU).
+    pub(crate) fn grid_groups(&self, size: [u32; 3], workgroup: [u32; 3]) -> [u32; 3] {
         let max = self
             .gpu
             .device
             .limits()
             .max_compute_workgroups_per_dimension
             .max(1);
-        let groups = [0, 1, 2].map(|a| size[a].div_ceil(workgroup[a].max(1)).min(max));
+        [0, 1, 2].map(|a| size[a].div_ceil(workgroup[a].max(1)).clamp(1, max))
+    }
+
+    /// Dispatches `groups` workgroups (see [`Recorder::grid_groups`]).
+    pub(crate) fn dispatch_groups(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+        groups: [u32; 3],
+    ) {
         self.pass(pipeline, buffers, groups);
     }
 

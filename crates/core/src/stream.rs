@@ -201,6 +201,9 @@ pub(crate) async fn run<T: Pod>(
         let mut uploads: Vec<UploadBuffer> = (0..SLOTS)
             .map(|_| gpu.upload_buffer(word * largest))
             .collect();
+        // A kernel the device rejects (e.g. a shader its compiler refuses)
+        // must fail the call, not leave stale buffer contents as a result.
+        let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
         let outcome = stream_chunks(
             gpu,
             &spec,
@@ -213,6 +216,12 @@ pub(crate) async fn run<T: Pod>(
             progress,
         )
         .await;
+        // The validation error explains a failed readback better than the
+        // readback's own error.
+        let outcome = match (outcome, scope.pop().await) {
+            (_, Some(e)) => Err(Error::Device(format!("the GPU rejected the work: {e}"))),
+            (other, None) => other,
+        };
         for b in buffers {
             gpu.recycle(b);
         }
@@ -426,6 +435,7 @@ pub(crate) async fn time_resident<T: Pod>(
         }
     };
     gpu.upload(&src, bytemuck::cast_slice(data));
+    let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
     let outcome = async {
         let mut best: Option<u64> = None;
         for _ in 0..repeats.max(1) {
@@ -439,6 +449,10 @@ pub(crate) async fn time_resident<T: Pod>(
         Ok::<_, Error>(best)
     }
     .await;
+    let outcome = match (outcome, scope.pop().await) {
+        (_, Some(e)) => Err(Error::Device(format!("the GPU rejected the work: {e}"))),
+        (other, None) => other,
+    };
     gpu.recycle(src);
     gpu.recycle(dst);
     outcome

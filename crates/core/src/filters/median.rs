@@ -30,6 +30,9 @@ use crate::stream::{
 
 use super::{Boundary, Mode};
 
+/// Workgroup size of the median kernels (x, y, z).
+const WORKGROUP: [u32; 3] = [64, 4, 1];
+
 /// Largest footprint compiled into a sorting network (7×7 and 3×3×3 fit).
 pub const NETWORK_MAX: usize = 49;
 
@@ -329,7 +332,8 @@ struct Params {
     diff_f32: u32,
     diff: [u32; 2],
     f32_bits: u32,
-    _pad: u32,
+    neg_inf_bits: u32,
+    stride: [u32; 4],
 }
 
 /// `scipy.ndimage.median_filter(input, footprint=..., mode=..., cval=...)` on
@@ -573,7 +577,8 @@ async fn stream_keys<T: Pod>(
         diff_f32: 0,
         diff: [0; 2],
         f32_bits: u32::from(matches!(dtype, Samples::F32(_))),
-        _pad: 0,
+        neg_inf_bits: f32::NEG_INFINITY.to_bits(),
+        stride: [0; 4],
     };
     if let (Some(r), false) = (removal, wide) {
         params.outliers = r.outliers.code();
@@ -631,12 +636,14 @@ async fn stream_keys<T: Pod>(
         p.in_shape = xyz(c.box_shape());
         p.out_shape = xyz(core);
         p.offset = xyz(c.pad);
+        let groups = rec.grid_groups(xyz3(core), WORKGROUP);
+        p.stride = [0, 1, 2, 3].map(|a| if a < 3 { groups[a] * WORKGROUP[a] } else { 0 });
         let uniform = gpu.uniform(&p);
         let mut buffers = vec![&uniform, src, dst];
         if let Some(o) = &offsets {
             buffers.push(o);
         }
-        rec.dispatch_grid(&pipeline, &buffers, xyz3(core), [64, 4, 1]);
+        rec.dispatch_groups(&pipeline, &buffers, groups);
         Ok(true)
     };
     // In and out buffers of two chunks in flight.
