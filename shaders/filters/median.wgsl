@@ -25,7 +25,6 @@ struct Params {
     // The bits of f32 -inf, from the host: a WGSL constant that evaluates to
     // an infinity is a shader-creation error (Tint enforces it, naga not).
     neg_inf_bits: u32,
-    stride: vec4<u32>,     // x, y, z: workgroups dispatched times the workgroup size
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -53,6 +52,18 @@ fn load(c: vec3<i32>) -> Key {
     return fetch((u32(z) * p.in_shape.y + u32(y)) * p.in_shape.x + u32(x));
 }
 
+// Output element index and its input coordinate; false past the end.
+fn position(gid: vec3<u32>, groups: vec3<u32>, i: ptr<function, u32>, c: ptr<function, vec3<i32>>) -> bool {
+    *i = gid.x + gid.y * groups.x * 256u;
+    let n = p.out_shape.xyz;
+    if (*i >= n.x * n.y * n.z) {
+        return false;
+    }
+    let o = vec3<u32>(*i % n.x, (*i / n.x) % n.y, *i / (n.x * n.y));
+    *c = vec3<i32>(o + p.offset.xyz);
+    return true;
+}
+
 fn centre_index(c: vec3<i32>) -> u32 {
     return (u32(c.z) * p.in_shape.y + u32(c.y)) * p.in_shape.x + u32(c.x);
 }
@@ -63,21 +74,16 @@ fn network_select(c: vec3<i32>) -> Key {
 }
 // ---- GENERATED: end ----
 
-// One invocation per output element of a 3-D grid (no index divisions);
-// the loops cover grids larger than the dispatch limits, with the stride
-// from the host: strides derived from num_workgroups hung SwiftShader
-// (Chromium's WebGPU on machines without a GPU).
-@compute @workgroup_size(64, 4, 1)
-fn median_network(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let stride = p.stride.xyz;
-    for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
-        for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
-            for (var x = gid.x; x < p.out_shape.x; x += stride.x) {
-                let c = vec3<i32>(vec3<u32>(x, y, z) + p.offset.xyz);
-                let i = (z * p.out_shape.y + y) * p.out_shape.x + x;
-                key_store(i, finish(key_at(centre_index(c)), network_select(c)));
-            }
-        }
+// One invocation per output element. (A 3-D grid with grid-stride loops
+// measured no faster on an H200 and hung SwiftShader, Chromium's WebGPU on
+// machines without a GPU.)
+@compute @workgroup_size(256)
+fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
+                  @builtin(num_workgroups) groups: vec3<u32>) {
+    var i = 0u;
+    var c = vec3<i32>();
+    if (position(gid, groups, &i, &c)) {
+        key_store(i, finish(key_at(centre_index(c)), network_select(c)));
     }
 }
 

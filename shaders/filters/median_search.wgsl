@@ -4,17 +4,13 @@
 
 @group(0) @binding(3) var<storage, read> offsets: array<vec4<i32>>;
 
-@compute @workgroup_size(64, 4, 1)
-fn median_search(@builtin(global_invocation_id) gid: vec3<u32>) {
-    let stride = p.stride.xyz;
-    for (var z = gid.z; z < p.out_shape.z; z += stride.z) {
-        for (var y = gid.y; y < p.out_shape.y; y += stride.y) {
-            for (var x = gid.x; x < p.out_shape.x; x += stride.x) {
-                let c = vec3<i32>(vec3<u32>(x, y, z) + p.offset.xyz);
-                let i = (z * p.out_shape.y + y) * p.out_shape.x + x;
-                key_store(i, finish(key_at(centre_index(c)), search_select(c)));
-            }
-        }
+@compute @workgroup_size(256)
+fn median_search(@builtin(global_invocation_id) gid: vec3<u32>,
+                 @builtin(num_workgroups) groups: vec3<u32>) {
+    var i = 0u;
+    var c = vec3<i32>();
+    if (position(gid, groups, &i, &c)) {
+        key_store(i, finish(key_at(centre_index(c)), search_select(c)));
     }
 }
 

@@ -585,31 +585,6 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    /// Workgroups covering a 3-D grid of `size` invocations of a kernel of
-    /// workgroup size `workgroup`, capped at the device limit per axis.
-    /// Kernels loop over the rest with a stride of groups × workgroup, which
-    /// the caller passes in a uniform: loops striding by `num_workgroups`
-    /// hung SwiftShader (Chromium's WebGPU without a GPU).
-    pub(crate) fn grid_groups(&self, size: [u32; 3], workgroup: [u32; 3]) -> [u32; 3] {
-        let max = self
-            .gpu
-            .device
-            .limits()
-            .max_compute_workgroups_per_dimension
-            .max(1);
-        [0, 1, 2].map(|a| size[a].div_ceil(workgroup[a].max(1)).clamp(1, max))
-    }
-
-    /// Dispatches `groups` workgroups (see [`Recorder::grid_groups`]).
-    pub(crate) fn dispatch_groups(
-        &mut self,
-        pipeline: &wgpu::ComputePipeline,
-        buffers: &[&wgpu::Buffer],
-        groups: [u32; 3],
-    ) {
-        self.pass(pipeline, buffers, groups);
-    }
-
     fn pass(
         &mut self,
         pipeline: &wgpu::ComputePipeline,

@@ -30,9 +30,6 @@ use crate::stream::{
 
 use super::{Boundary, Mode};
 
-/// Workgroup size of the median kernels (x, y, z).
-const WORKGROUP: [u32; 3] = [64, 4, 1];
-
 /// Largest footprint compiled into a sorting network (7×7 and 3×3×3 fit).
 pub const NETWORK_MAX: usize = 49;
 
@@ -333,7 +330,6 @@ struct Params {
     diff: [u32; 2],
     f32_bits: u32,
     neg_inf_bits: u32,
-    stride: [u32; 4],
 }
 
 /// `scipy.ndimage.median_filter(input, footprint=..., mode=..., cval=...)` on
@@ -578,7 +574,6 @@ async fn stream_keys<T: Pod>(
         diff: [0; 2],
         f32_bits: u32::from(matches!(dtype, Samples::F32(_))),
         neg_inf_bits: f32::NEG_INFINITY.to_bits(),
-        stride: [0; 4],
     };
     if let (Some(r), false) = (removal, wide) {
         params.outliers = r.outliers.code();
@@ -636,14 +631,12 @@ async fn stream_keys<T: Pod>(
         p.in_shape = xyz(c.box_shape());
         p.out_shape = xyz(core);
         p.offset = xyz(c.pad);
-        let groups = rec.grid_groups(xyz3(core), WORKGROUP);
-        p.stride = [0, 1, 2, 3].map(|a| if a < 3 { groups[a] * WORKGROUP[a] } else { 0 });
         let uniform = gpu.uniform(&p);
         let mut buffers = vec![&uniform, src, dst];
         if let Some(o) = &offsets {
             buffers.push(o);
         }
-        rec.dispatch_groups(&pipeline, &buffers, groups);
+        rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?;
         Ok(true)
     };
     // In and out buffers of two chunks in flight.
@@ -673,10 +666,6 @@ async fn stream_keys<T: Pod>(
         gpu.recycle(o);
     }
     outcome
-}
-
-fn xyz3(s: Shape3) -> [u32; 3] {
-    [s[2] as u32, s[1] as u32, s[0] as u32]
 }
 
 /// The (x, y, z) order the shader's vec4s use.
