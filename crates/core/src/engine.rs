@@ -56,6 +56,7 @@ pub struct Gpu {
     pool: Mutex<Vec<wgpu::Buffer>>,
     live_bytes: AtomicU64,
     last_kernel_ns: AtomicU64,
+    total_kernel_ns: AtomicU64,
 }
 
 /// Lists the adapters this machine offers (native only; browsers expose one).
@@ -133,6 +134,7 @@ impl Gpu {
             pool: Mutex::new(Vec::new()),
             live_bytes: AtomicU64::new(0),
             last_kernel_ns: AtomicU64::new(0),
+            total_kernel_ns: AtomicU64::new(0),
         })
     }
 
@@ -172,6 +174,19 @@ impl Gpu {
     pub fn last_kernel_ns(&self) -> Option<u64> {
         self.timestamp_period_ns
             .map(|_| self.last_kernel_ns.load(Ordering::Relaxed))
+    }
+
+    /// Starts a new sum of kernel time (see `kernel_ns_total`).
+    pub fn reset_kernel_time(&self) {
+        self.total_kernel_ns.store(0, Ordering::Relaxed);
+    }
+
+    /// GPU time of the kernels of every timed recording since the last
+    /// `reset_kernel_time`, in nanoseconds: the kernel time of operations
+    /// that submit several recordings (clipping iterations, chunks).
+    pub fn kernel_ns_total(&self) -> Option<u64> {
+        self.timestamp_period_ns
+            .map(|_| self.total_kernel_ns.load(Ordering::Relaxed))
     }
 
     /// A compute pipeline for `entry` of `source`, built once per device.
@@ -306,6 +321,17 @@ impl Gpu {
 
     /// Copies `bytes` bytes of `buffer` back to the host.
     pub(crate) async fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        self.read_at(buffer, 0, bytes).await
+    }
+
+    /// Copies `bytes` bytes of `buffer` from byte `offset` (a multiple of 4)
+    /// back to the host.
+    pub(crate) async fn read_at(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>> {
         let padded = bytes.div_ceil(4) * 4;
         if padded == 0 {
             return Ok(Vec::new());
@@ -319,7 +345,7 @@ impl Gpu {
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded);
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
         self.queue.submit([encoder.finish()]);
         let data = self.map_read(&staging).await?;
         staging.destroy();
@@ -456,8 +482,9 @@ impl Recorder<'_> {
                 .chunks_exact(2)
                 .map(|p| p[1].saturating_sub(p[0]))
                 .sum();
-            gpu.last_kernel_ns
-                .store((total as f64 * period) as u64, Ordering::Relaxed);
+            let ns = (total as f64 * period) as u64;
+            gpu.last_kernel_ns.store(ns, Ordering::Relaxed);
+            gpu.total_kernel_ns.fetch_add(ns, Ordering::Relaxed);
         }
         if let Some(q) = queries {
             q.destroy();

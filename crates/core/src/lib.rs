@@ -9,6 +9,7 @@ pub mod filters;
 pub mod keys;
 pub mod segment;
 pub mod shaders;
+pub mod stats;
 
 pub use engine::{DeviceSummary, Gpu, GpuOptions};
 pub use error::{Error, Result};
