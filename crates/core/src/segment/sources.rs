@@ -21,6 +21,13 @@ pub enum Level {
 
 impl Level {
     pub fn value(&self, stats: &ClipStats) -> Result<f64> {
+        if stats.n_kept == 0 {
+            return Err(Error::InvalidInput(
+                "the clipping kept no values (strict comparisons remove everything once the std is 0); \
+                 use astropy's inclusive bounds (no --workshop) or a larger sigma"
+                    .into(),
+            ));
+        }
         let (n, v) = match *self {
             Level::AboveMedian(n) => (n, stats.median + n * stats.std),
             Level::Workshop(n) => (n, n * stats.std),

@@ -291,6 +291,15 @@ pub async fn sigma_clipped_stats(
 fn stats_from_state(st: &[u32]) -> ClipStats {
     let f = |i: usize| f64::from(f32::from_bits(st[i]));
     let n = st[5] as f64;
+    if st[5] == 0 {
+        return ClipStats {
+            mean: f64::NAN,
+            median: f64::NAN,
+            std: f64::NAN,
+            n_kept: 0,
+            iterations: st[3],
+        };
+    }
     let m32 = f(11);
     let mean = (f(12) + f(13)) / n;
     let var = ((f(14) + f(15)) / n - (mean - m32).powi(2)).max(0.0);
@@ -348,7 +357,9 @@ pub mod cpu {
         let maxiters = options.maxiters.unwrap_or(u32::MAX);
         let mut iterations = 0;
         let mut changed = true;
-        while changed && iterations < maxiters {
+        // Strict comparisons with std 0 can remove every value: astropy and
+        // the workshop loop then report NaN statistics, and so do we.
+        while changed && iterations < maxiters && !v.is_empty() {
             iterations += 1;
             let cen = match options.cenfunc {
                 CenFunc::Median => median(&v),
@@ -408,6 +419,9 @@ pub mod cpu {
     }
 
     pub(crate) fn median(v: &[f64]) -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
         let mut s = v.to_vec();
         s.sort_by(f64::total_cmp);
         let n = s.len();
