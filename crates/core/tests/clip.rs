@@ -103,7 +103,10 @@ fn constant_and_integer_like_data_keep_ties() {
     let s = both(&[2.5; 1000], None, &ClipOptions::default());
     assert_eq!((s.n_kept, s.std), (1000, 0.0));
     // Many equal values around the median (ties at the radix-select bins).
-    let d: Vec<f32> = noise(50_000, 5).iter().map(|v| (v * 7.0).floor() as f32).collect();
+    let d: Vec<f32> = noise(50_000, 5)
+        .iter()
+        .map(|v| (v * 7.0).floor() as f32)
+        .collect();
     both(&d, None, &ClipOptions::workshop(1.0));
     both(&d, None, &ClipOptions::default());
     // Strict bounds at std 0 remove every value: NaN statistics, as the
@@ -129,7 +132,11 @@ fn nan_inf_and_masked_values_are_excluded() {
 #[test]
 fn bad_input_is_refused_with_a_reason() {
     let o = ClipOptions::default();
-    for d in [vec![], vec![f32::NAN; 5], vec![f32::INFINITY, f32::NEG_INFINITY]] {
+    for d in [
+        vec![],
+        vec![f32::NAN; 5],
+        vec![f32::INFINITY, f32::NEG_INFINITY],
+    ] {
         let e = cpu::sigma_clipped_stats(Samples::F32(&d), None, &o)
             .unwrap_err()
             .to_string();
@@ -137,7 +144,9 @@ fn bad_input_is_refused_with_a_reason() {
         assert!(pollster::block_on(sigma_clipped_stats(gpu(), &d, None, &o)).is_err());
     }
     let all_masked = vec![true; 3];
-    assert!(cpu::sigma_clipped_stats(Samples::F32(&[1.0, 2.0, 3.0]), Some(&all_masked), &o).is_err());
+    assert!(
+        cpu::sigma_clipped_stats(Samples::F32(&[1.0, 2.0, 3.0]), Some(&all_masked), &o).is_err()
+    );
     for sigma in [0.0, -1.0, f64::NAN, f64::INFINITY] {
         let bad = ClipOptions { sigma, ..o };
         let e = cpu::sigma_clipped_stats(Samples::F32(&[1.0]), None, &bad)

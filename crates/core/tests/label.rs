@@ -19,8 +19,15 @@ fn both(mask: &[bool], shape: &[usize], c: usize) -> usize {
     for (name, g) in [("whole", gpu()), ("slabs", tiny_gpu())] {
         let got = gpu_label(g, mask, shape, c);
         assert_eq!(got.count, want.count, "{name} {shape:?} c={c}: count");
-        let first = got.labels.iter().zip(&want.labels).position(|(a, b)| a != b);
-        assert!(first.is_none(), "{name} {shape:?} c={c}: differs at {first:?}");
+        let first = got
+            .labels
+            .iter()
+            .zip(&want.labels)
+            .position(|(a, b)| a != b);
+        assert!(
+            first.is_none(),
+            "{name} {shape:?} c={c}: differs at {first:?}"
+        );
     }
     want.count
 }
@@ -63,12 +70,17 @@ fn worst_cases_checkerboard_spiral_full_empty_isolated() {
     let (h, w) = (130, 170);
     let checker: Vec<bool> = (0..h * w).map(|i| (i / w + i % w) % 2 == 0).collect();
     // Faces only: every square alone; with corners: one component.
-    assert_eq!(both(&checker, &[h, w], 1), checker.iter().filter(|&&b| b).count());
+    assert_eq!(
+        both(&checker, &[h, w], 1),
+        checker.iter().filter(|&&b| b).count()
+    );
     assert_eq!(both(&checker, &[h, w], 2), 1);
     assert_eq!(both(&vec![true; h * w], &[h, w], 1), 1);
     assert_eq!(both(&vec![false; h * w], &[h, w], 2), 0);
     // One-pixel components on every other row and column.
-    let dots: Vec<bool> = (0..h * w).map(|i| (i / w) % 2 == 0 && (i % w) % 2 == 0).collect();
+    let dots: Vec<bool> = (0..h * w)
+        .map(|i| (i / w) % 2 == 0 && (i % w) % 2 == 0)
+        .collect();
     assert_eq!(both(&dots, &[h, w], 2), h.div_ceil(2) * w.div_ceil(2));
     // A one-pixel-wide square spiral: one long winding component.
     let spiral = spiral(h, w);

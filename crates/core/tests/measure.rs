@@ -28,10 +28,17 @@ fn both(values: &[f32], shape: &[usize], threshold: f64, c: usize) -> Vec<Region
                 (a.label, a.area, &a.bbox_min, &a.bbox_max),
                 (b.label, b.area, &b.bbox_min, &b.bbox_max)
             );
-            assert_eq!((a.intensity_min, a.intensity_max), (b.intensity_min, b.intensity_max));
+            assert_eq!(
+                (a.intensity_min, a.intensity_max),
+                (b.intensity_min, b.intensity_max)
+            );
             for k in 0..shape.len() {
                 close(a.centroid[k], b.centroid[k], "centroid");
-                close(a.centroid_weighted[k], b.centroid_weighted[k], "weighted centroid");
+                close(
+                    a.centroid_weighted[k],
+                    b.centroid_weighted[k],
+                    "weighted centroid",
+                );
             }
             close(a.intensity_sum, b.intensity_sum, "sum");
             close(a.intensity_mean, b.intensity_mean, "mean");
@@ -43,7 +50,10 @@ fn both(values: &[f32], shape: &[usize], threshold: f64, c: usize) -> Vec<Region
 #[test]
 fn regions_2d_and_3d_match_the_reference() {
     let shape = [150, 170];
-    let v: Vec<f32> = noise(150 * 170, 4).iter().map(|&x| (x * 1000.0) as f32).collect();
+    let v: Vec<f32> = noise(150 * 170, 4)
+        .iter()
+        .map(|&x| (x * 1000.0) as f32)
+        .collect();
     let r = both(&v, &shape, 600.0, 1);
     assert!(r.len() > 100);
     both(&v, &shape, 300.0, 2);
@@ -55,12 +65,18 @@ fn regions_2d_and_3d_match_the_reference() {
 #[test]
 fn negative_and_tiny_intensities_and_one_region_everywhere() {
     let shape = [64, 64];
-    let v: Vec<f32> = noise(4096, 6).iter().map(|&x| (x - 0.5) as f32 * 1e-3).collect();
+    let v: Vec<f32> = noise(4096, 6)
+        .iter()
+        .map(|&x| (x - 0.5) as f32 * 1e-3)
+        .collect();
     // Threshold below everything: one region of the whole image.
     let r = both(&v, &shape, -1.0, 1);
     assert_eq!(r.len(), 1);
     assert_eq!(r[0].area, 4096);
-    assert_eq!((r[0].bbox_min.clone(), r[0].bbox_max.clone()), (vec![0, 0], vec![64, 64]));
+    assert_eq!(
+        (r[0].bbox_min.clone(), r[0].bbox_max.clone()),
+        (vec![0, 0], vec![64, 64])
+    );
     both(&v, &shape, 0.0, 2);
 }
 
@@ -71,7 +87,9 @@ fn no_regions_and_bad_input() {
             .unwrap()
             .is_empty()
     );
-    let e = cpu::regionprops(&[0, 3], &[1.0, 2.0], &[2], 1).unwrap_err().to_string();
+    let e = cpu::regionprops(&[0, 3], &[1.0, 2.0], &[2], 1)
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("label 3"), "{e}");
     assert!(cpu::regionprops(&[1, 1], &[1.0, f32::NAN], &[2], 1).is_err());
     assert!(cpu::regionprops(&[1, 1], &[1.0], &[2], 1).is_err());

@@ -102,8 +102,13 @@ pub async fn regionprops(
     // Label ranges whose accumulators fit one binding.
     let max_labels = ((gpu.max_binding_size() / (4 * W as u64)) as usize).max(1);
     let mut acc_all: Vec<u32> = Vec::with_capacity(n_labels * W);
-    let lab_buf = gpu.storage(4 * (per * slice) as u64, "measure labels").await?;
-    let val_buf = match gpu.storage(4 * (per * slice) as u64, "measure values").await {
+    let lab_buf = gpu
+        .storage(4 * (per * slice) as u64, "measure labels")
+        .await?;
+    let val_buf = match gpu
+        .storage(4 * (per * slice) as u64, "measure values")
+        .await
+    {
         Ok(b) => b,
         Err(e) => {
             gpu.recycle(lab_buf);
@@ -188,7 +193,9 @@ fn scale_for(vmax: f32) -> f32 {
 }
 
 fn words(a: &[u32]) -> f64 {
-    a.iter().rev().fold(0.0, |acc, &w| acc * 4294967296.0 + f64::from(w))
+    a.iter()
+        .rev()
+        .fold(0.0, |acc, &w| acc * 4294967296.0 + f64::from(w))
 }
 
 fn region(label: u32, a: &[u32], ndim: usize, scale: f32) -> Region {
@@ -196,7 +203,9 @@ fn region(label: u32, a: &[u32], ndim: usize, scale: f32) -> Region {
     let axes = 3 - ndim..3;
     let scale = f64::from(scale);
     let isum = (words(&a[15..18]) - words(&a[18..21])) / scale;
-    let wsum = |axis: usize| words(&a[21 + 4 * axis..25 + 4 * axis]) - words(&a[33 + 4 * axis..37 + 4 * axis]);
+    let wsum = |axis: usize| {
+        words(&a[21 + 4 * axis..25 + 4 * axis]) - words(&a[33 + 4 * axis..37 + 4 * axis])
+    };
     let ipos_neg = words(&a[15..18]) - words(&a[18..21]);
     Region {
         label,

@@ -33,7 +33,10 @@ impl Level {
             Level::Workshop(n) => (n, n * stats.std),
         };
         if !n.is_finite() {
-            return Err(Error::param("nsigma", format!("{n} (give a finite number such as 5)")));
+            return Err(Error::param(
+                "nsigma",
+                format!("{n} (give a finite number such as 5)"),
+            ));
         }
         Ok(v)
     }

@@ -79,7 +79,11 @@ impl ClipOptions {
     fn sigmas(&self) -> Result<(f64, f64)> {
         let lo = self.sigma_lower.unwrap_or(self.sigma);
         let hi = self.sigma_upper.unwrap_or(self.sigma);
-        for (name, v) in [("sigma", self.sigma), ("sigma_lower", lo), ("sigma_upper", hi)] {
+        for (name, v) in [
+            ("sigma", self.sigma),
+            ("sigma_lower", lo),
+            ("sigma_upper", hi),
+        ] {
             if !(v.is_finite() && v > 0.0) {
                 return Err(Error::param(
                     name,
@@ -195,7 +199,8 @@ pub async fn sigma_clipped_stats(
         init[1] = key_f32(f32::MAX);
         gpu.upload(&state, bytemuck::cast_slice(&init));
         gpu.upload(&hist, &vec![0u8; 4 * (BINS + 1)]);
-        let flags = u32::from(options.cenfunc == CenFunc::Median) | (u32::from(options.strict) << 1);
+        let flags =
+            u32::from(options.cenfunc == CenFunc::Median) | (u32::from(options.strict) << 1);
         let params = |count: usize, base: usize, pass: u32| {
             gpu.uniform(&Params {
                 count: count as u32,
@@ -222,8 +227,12 @@ pub async fn sigma_clipped_stats(
             .collect();
         let global: [wgpu::Buffer; 3] = [0, 1, 2].map(|pass| params(0, 0, pass));
         let pipe = |e: &str| gpu.pipeline(shaders::CLIP, e);
-        let (sum1, reduce1, sum2, reduce2) =
-            (pipe("sum1")?, pipe("reduce1")?, pipe("sum2")?, pipe("reduce2")?);
+        let (sum1, reduce1, sum2, reduce2) = (
+            pipe("sum1")?,
+            pipe("reduce1")?,
+            pipe("sum2")?,
+            pipe("reduce2")?,
+        );
         let (hist_pass, select_bin, min_above, finalize) = (
             pipe("hist_pass")?,
             pipe("select_bin")?,
@@ -368,10 +377,7 @@ pub mod cpu {
             let std = std(&v);
             let (lo, hi) = if f32_bounds {
                 let (c, s) = (cen as f32, std as f32);
-                (
-                    f64::from(c - s * sl as f32),
-                    f64::from(c + s * su as f32),
-                )
+                (f64::from(c - s * sl as f32), f64::from(c + s * su as f32))
             } else {
                 (cen - std * sl, cen + std * su)
             };
