@@ -274,11 +274,11 @@ pub mod cpu {
             r.intensity_sum += v;
             r.intensity_min = r.intensity_min.min(v);
             r.intensity_max = r.intensity_max.max(v);
-            for a in 0..nd {
-                r.bbox_min[a] = r.bbox_min[a].min(coord[a]);
-                r.bbox_max[a] = r.bbox_max[a].max(coord[a] + 1);
-                r.centroid[a] += coord[a] as f64;
-                r.centroid_weighted[a] += coord[a] as f64 * v;
+            for (a, &c) in coord.iter().enumerate() {
+                r.bbox_min[a] = r.bbox_min[a].min(c);
+                r.bbox_max[a] = r.bbox_max[a].max(c + 1);
+                r.centroid[a] += c as f64;
+                r.centroid_weighted[a] += c as f64 * v;
             }
         }
         for r in &mut out {

@@ -173,7 +173,7 @@ pub async fn sigma_clipped_stats(
         return Err(Error::OutOfMemory {
             what: format!(
                 "clipping {n} values ({} MiB) within the memory budget of {} MiB; raise --memory-budget or use --cpu",
-                n * 4 >> 20,
+                (n * 4) >> 20,
                 gpu.memory_budget() >> 20
             ),
         });
