@@ -183,6 +183,67 @@ pub async fn regionprops(
         .collect())
 }
 
+/// Measures regions 1..=n_labels from labels and f32 intensities already
+/// on the GPU (one buffer each, the whole image of shape `s`): the source
+/// chain's last step. `vmax`: the largest |intensity| of a labelled pixel.
+pub(crate) async fn measure_resident(
+    gpu: &Gpu,
+    labels: &wgpu::Buffer,
+    values: &wgpu::Buffer,
+    s: crate::chunk::Shape3,
+    ndim: usize,
+    n_labels: usize,
+    vmax: f32,
+) -> Result<Vec<Region>> {
+    if n_labels == 0 {
+        return Ok(Vec::new());
+    }
+    let n: usize = s.iter().product();
+    let scale = scale_for(vmax);
+    let max_labels = ((gpu.max_binding_size() / (4 * W as u64)) as usize).max(1);
+    let acc = gpu
+        .storage(4 * (n_labels.min(max_labels) * W) as u64, "measure sums")
+        .await?;
+    let outcome = async {
+        let clear = gpu.pipeline(shaders::MEASURE, "clear")?;
+        let accumulate = gpu.pipeline(shaders::MEASURE, "accumulate")?;
+        let mut words_all: Vec<u32> = Vec::with_capacity(n_labels * W);
+        let mut lo = 1;
+        while lo <= n_labels {
+            let hi = (lo + max_labels).min(n_labels + 1);
+            let params = gpu.uniform(&Params {
+                count: n as u32,
+                nx: s[2] as u32,
+                ny: s[1] as u32,
+                z0: 0,
+                y0: 0,
+                label_lo: lo as u32,
+                label_hi: hi as u32,
+                scale,
+            });
+            let mut rec = gpu.recorder();
+            let buffers = [&params, labels, values, &acc];
+            rec.dispatch(&clear, &buffers, ((hi - lo) * W) as u64)?;
+            rec.dispatch(&accumulate, &buffers, n as u64)?;
+            rec.submit().await?;
+            let raw = gpu.read(&acc, 4 * ((hi - lo) * W) as u64).await?;
+            words_all.extend(
+                raw.chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            lo = hi;
+        }
+        Ok::<_, Error>(words_all)
+    }
+    .await;
+    gpu.recycle(acc);
+    Ok(outcome?
+        .chunks_exact(W)
+        .enumerate()
+        .map(|(k, a)| region(k as u32 + 1, a, ndim, scale))
+        .collect())
+}
+
 /// 2^k with |v| * 2^k < 2^48 for the largest |v|.
 fn scale_for(vmax: f32) -> f32 {
     if vmax == 0.0 {

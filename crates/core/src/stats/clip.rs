@@ -152,7 +152,7 @@ pub async fn sigma_clipped_stats(
     mask: Option<&[bool]>,
     options: &ClipOptions,
 ) -> Result<ClipStats> {
-    let (sl, su) = options.sigmas()?;
+    options.sigmas()?;
     check_mask(data.len(), mask)?;
     // Masked values become NaN, which every bound excludes.
     let values: Vec<f32> = match mask {
@@ -178,16 +178,43 @@ pub async fn sigma_clipped_stats(
             ),
         });
     }
-    let n_partials: usize = chunks.iter().map(|c| c.len().div_ceil(PER_WG)).sum();
+    let mut bufs: Vec<wgpu::Buffer> = Vec::new();
+    let mut uploaded = Ok(());
+    for c in &chunks {
+        match gpu.storage(4 * c.len() as u64, "clip data").await {
+            Ok(b) => {
+                gpu.upload(&b, bytemuck::cast_slice(c));
+                bufs.push(b);
+            }
+            Err(e) => {
+                uploaded = Err(e);
+                break;
+            }
+        }
+    }
+    let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+    let outcome = match uploaded {
+        Ok(()) => clip_buffers(gpu, &bufs, &lens, options).await,
+        Err(e) => Err(e),
+    };
+    for b in bufs {
+        gpu.recycle(b);
+    }
+    outcome
+}
+
+/// The clipping rounds on f32 values already on the GPU (one buffer per
+/// chunk of `lens[k]` values, each a multiple of PER_WG except the last).
+pub(crate) async fn clip_buffers(
+    gpu: &Gpu,
+    bufs: &[wgpu::Buffer],
+    lens: &[usize],
+    options: &ClipOptions,
+) -> Result<ClipStats> {
+    let (sl, su) = options.sigmas()?;
+    let n_partials: usize = lens.iter().map(|c| c.div_ceil(PER_WG)).sum();
     let mut held: Vec<wgpu::Buffer> = Vec::new();
     let outcome = async {
-        let mut bufs = Vec::new();
-        for c in &chunks {
-            let b = gpu.storage(4 * c.len() as u64, "clip data").await?;
-            gpu.upload(&b, bytemuck::cast_slice(c));
-            held.push(b.clone());
-            bufs.push(b);
-        }
         let state = gpu.storage(4 * STATE_WORDS as u64, "clip state").await?;
         held.push(state.clone());
         let hist = gpu.storage(4 * (BINS as u64 + 1), "clip histogram").await?;
@@ -216,14 +243,14 @@ pub async fn sigma_clipped_stats(
         // One uniform per (chunk, pass) and the global ones, made once.
         let mut bases = Vec::new();
         let mut base = 0;
-        for c in &chunks {
+        for c in lens {
             bases.push(base);
-            base += c.len().div_ceil(PER_WG);
+            base += c.div_ceil(PER_WG);
         }
-        let chunk_params: Vec<[wgpu::Buffer; 3]> = chunks
+        let chunk_params: Vec<[wgpu::Buffer; 3]> = lens
             .iter()
             .zip(&bases)
-            .map(|(c, &b)| [0, 1, 2].map(|pass| params(c.len(), b, pass)))
+            .map(|(&c, &b)| [0, 1, 2].map(|pass| params(c, b, pass)))
             .collect();
         let global: [wgpu::Buffer; 3] = [0, 1, 2].map(|pass| params(0, 0, pass));
         let pipe = |e: &str| gpu.pipeline(shaders::CLIP, e);
@@ -239,7 +266,7 @@ pub async fn sigma_clipped_stats(
             pipe("min_above")?,
             pipe("finalize")?,
         );
-        let rounds_per_submit = (64 / (PASSES_PER_ROUND + 6 * (chunks.len() - 1))).max(1);
+        let rounds_per_submit = (64 / (PASSES_PER_ROUND + 6 * (lens.len() - 1))).max(1);
         loop {
             let mut rec = gpu.recorder();
             for _ in 0..rounds_per_submit {
@@ -247,11 +274,11 @@ pub async fn sigma_clipped_stats(
                                  pipeline: &wgpu::ComputePipeline,
                                  pass: usize|
                  -> Result<()> {
-                    for (k, c) in chunks.iter().enumerate() {
+                    for (k, c) in lens.iter().enumerate() {
                         rec.dispatch(
                             pipeline,
                             &[&chunk_params[k][pass], &bufs[k], &state, &hist, &partials],
-                            (c.len().div_ceil(PER_WG) * 256) as u64,
+                            (c.div_ceil(PER_WG) * 256) as u64,
                         )?;
                     }
                     Ok(())
