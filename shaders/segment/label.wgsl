@@ -88,6 +88,14 @@ fn merge(@builtin(global_invocation_id) gid: vec3<u32>,
     let x = i32(i % p.nx);
     let y = i32((i / p.nx) % p.ny);
     let z = i32(i / (p.nx * p.ny));
+    // Anchors: the pixel above, the one to the left and the one in the
+    // previous plane. A neighbour adjacent to a foreground anchor is already
+    // joined to it by an edge that some pixel unites (the anchor's own row,
+    // column or plane edges, which are never skipped), so uniting with the
+    // anchor suffices: fewer atomics on dense masks.
+    let up_fg = y > 0 && fg(i - p.nx);
+    let left_fg = x > 0 && fg(i - 1u);
+    let below_fg = z > 0 && fg(i - p.nx * p.ny);
     // Backward neighbours only (lexicographically negative offsets): each
     // edge is visited once.
     for (var dz = -1; dz <= 0; dz++) {
@@ -96,6 +104,12 @@ fn merge(@builtin(global_invocation_id) gid: vec3<u32>,
                 let backward = dz < 0 || (dz == 0 && (dy < 0 || (dy == 0 && dx < 0)));
                 let nonzero = u32(dz != 0) + u32(dy != 0) + u32(dx != 0);
                 if (!backward || nonzero > p.connectivity) {
+                    continue;
+                }
+                let via_below = dz < 0 && (dy != 0 || dx != 0) && below_fg;
+                let via_up = dz == 0 && dy < 0 && dx != 0 && up_fg;
+                let via_left = dz == 0 && dy < 0 && dx < 0 && left_fg;
+                if (via_below || via_up || via_left) {
                     continue;
                 }
                 let zz = z + dz;
