@@ -173,17 +173,22 @@ fn count_roots(@builtin(workgroup_id) wid: vec3<u32>,
     }
 }
 
-// One workgroup: exclusive scan of the block counts in place; the total goes
-// to blocks[n_blocks].
+// One workgroup: exclusive scan of the block counts in place, 1024 per
+// step (4 per thread); the total goes to blocks[n_blocks].
 @compute @workgroup_size(256)
 fn scan_blocks(@builtin(local_invocation_index) lid: u32) {
     var carry = 0u;
-    for (var base = 0u; base < p.n_blocks; base += 256u) {
-        let i = base + lid;
-        let v = select(0u, blocks[i], i < p.n_blocks);
-        partial[lid] = v;
+    for (var base = 0u; base < p.n_blocks; base += 1024u) {
+        var v: array<u32, 4>;
+        var c = 0u;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            v[k] = select(0u, blocks[i], i < p.n_blocks);
+            c += v[k];
+        }
+        partial[lid] = c;
         workgroupBarrier();
-        // Hillis-Steele inclusive scan of 256 values.
+        // Hillis-Steele inclusive scan of the 256 thread sums.
         for (var s = 1u; s < 256u; s <<= 1u) {
             var add = 0u;
             if (lid >= s) {
@@ -193,8 +198,13 @@ fn scan_blocks(@builtin(local_invocation_index) lid: u32) {
             partial[lid] += add;
             workgroupBarrier();
         }
-        if (i < p.n_blocks) {
-            blocks[i] = carry + partial[lid] - v;
+        var run = carry + partial[lid] - c;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            if (i < p.n_blocks) {
+                blocks[i] = run;
+            }
+            run += v[k];
         }
         carry += partial[255];
         workgroupBarrier();

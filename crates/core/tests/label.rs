@@ -143,3 +143,15 @@ fn bad_parameters_are_refused_with_a_reason() {
     assert!(e.contains("shape"), "{e}");
     assert!(cpu::label(&m, &[1, 1, 2, 3], 1).is_err());
 }
+
+#[test]
+fn more_blocks_than_one_scan_step() {
+    // 1.05 M pixels: 1028 blocks of 1024, more than one step of the
+    // single-workgroup scan over the blocks.
+    let shape = [1028, 1024];
+    let m = random(shape[0] * shape[1], 0.45, 21);
+    let want = cpu::label(&m, &shape, 1).unwrap();
+    let got = gpu_label(gpu(), &m, &shape, 1);
+    assert_eq!(got.count, want.count);
+    assert!(got.labels == want.labels);
+}
