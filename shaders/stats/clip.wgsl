@@ -1,11 +1,13 @@
 // Kappa-sigma clipping (astropy.stats.sigma_clip semantics) that stays on
 // the GPU: one round is
-//   sum1 + reduce1   count and sum of the kept values (float-float), mean;
-//                    decides whether this round is the last one
-//   sum2 + reduce2   sum of squared deviations from that mean (two-pass std)
-//   3 x (hist+select) exact median by radix select on ordered keys
-//                    (11, 11, 10 bits), + min_above for even counts
-//   finalize         centre, std, next bounds as ordered keys
+//   sum_hist0 + reduce1  count, sums of (x - shift) and (x - shift)^2 of the
+//                        kept values (float-float; shift = the previous
+//                        centre, so no cancellation), and the histogram of
+//                        the first radix pass; decides whether this round
+//                        is the last one
+//   3 x select (+ hist1, hist2)  exact median by radix select on ordered
+//                        keys (11, 11, 10 bits), + min_above for even counts
+//   finalize             centre, std, next bounds as ordered keys
 // A value is kept iff lo_key <= key(x) <= hi_key; NaN, +-inf and masked
 // values (uploaded as NaN) have keys outside every bound. The host records
 // several rounds per submission: once `frozen` is set, every kernel returns
@@ -34,13 +36,14 @@ const RANK: u32 = 7u;      // radix select: rank left inside the prefix
 const KEY1: u32 = 8u;      // key of the lower median
 const KEY2: u32 = 9u;      // key of the upper median
 const BELOW: u32 = 10u;    // kept values below the current prefix bin
-const MEAN32: u32 = 11u;   // f32 mean used as the centre of the squares
-const S1: u32 = 12u;       // float-float sum of x (2 words)
-const S2: u32 = 14u;       // float-float sum of (x - mean32)^2 (2 words)
+const MEAN32: u32 = 11u;   // f32 mean of this round
+const S1: u32 = 12u;       // float-float sum of x - shift (2 words)
+const S2: u32 = 14u;       // float-float sum of (x - shift)^2 (2 words)
 const FROZEN: u32 = 16u;   // nothing more to do
 const CEN: u32 = 17u;      // f32 centre of the last bounds
 const STD: u32 = 18u;      // f32 std of the last bounds
 const MEDIAN: u32 = 19u;   // f32 median of this round
+const SHIFT: u32 = 20u;    // f32 centre the sums are taken around
 
 const PER_WG: u32 = 8192u; // values per workgroup in the per-value kernels
 const BINS: u32 = 2048u;
@@ -49,10 +52,12 @@ const BINS: u32 = 2048u;
 @group(0) @binding(1) var<storage, read> data: array<f32>;
 @group(0) @binding(2) var<storage, read_write> st: array<u32>;
 @group(0) @binding(3) var<storage, read_write> hist: array<atomic<u32>>; // BINS + 1 (min_above)
-@group(0) @binding(4) var<storage, read_write> partials: array<vec4<f32>>; // (hi, lo, count bits, 0)
+// Two per workgroup: (s1 hi, s1 lo, count bits, 0), (s2 hi, s2 lo, 0, 0).
+@group(0) @binding(4) var<storage, read_write> partials: array<vec4<f32>>;
 
 var<workgroup> whist: array<atomic<u32>, 2048>;
 var<workgroup> wsum: array<vec2<f32>, 256>;
+var<workgroup> wsum2: array<vec2<f32>, 256>;
 var<workgroup> wcount: array<u32, 256>;
 
 fn key_of(x: f32) -> u32 {
@@ -116,6 +121,7 @@ fn reduce_workgroup(lid: u32) {
     for (var s = 128u; s > 0u; s >>= 1u) {
         if (lid < s) {
             wsum[lid] = ff_add(wsum[lid], wsum[lid + s]);
+            wsum2[lid] = ff_add(wsum2[lid], wsum2[lid + s]);
             wcount[lid] += wcount[lid + s];
         }
         workgroupBarrier();
@@ -123,74 +129,68 @@ fn reduce_workgroup(lid: u32) {
 }
 
 @compute @workgroup_size(256)
-fn sum1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-        @builtin(num_workgroups) groups: vec3<u32>) {
+fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+             @builtin(num_workgroups) groups: vec3<u32>) {
     touch_all();
     if (frozen()) {
         return;
     }
+    for (var j = lid; j < BINS; j += 256u) {
+        atomicStore(&whist[j], 0u);
+    }
+    workgroupBarrier();
     let b = block(wid, groups);
+    let shift = bitcast<f32>(st[SHIFT]);
     var acc = vec2<f32>(0.0, 0.0);
+    var acc2 = vec2<f32>(0.0, 0.0);
     var c = 0u;
     for (var k = 0u; k < PER_WG / 256u; k++) {
         let i = b * PER_WG + k * 256u + lid;
         if (i < p.count) {
             let x = data[i];
-            if (kept(key_of(x))) {
-                acc = ff_add(acc, vec2<f32>(x, 0.0));
+            let key = key_of(x);
+            if (kept(key)) {
+                // Exact deviation as float-float, then its square.
+                let d = two_sum(x, -shift);
+                acc = ff_add(acc, d);
+                let sq = d.x * d.x;
+                let err = fma(d.x, d.x, -sq) + 2.0 * d.x * d.y;
+                acc2 = ff_add(acc2, vec2<f32>(sq, err));
                 c += 1u;
+                atomicAdd(&whist[key >> 21u], 1u);
             }
         }
     }
     wsum[lid] = acc;
+    wsum2[lid] = acc2;
     wcount[lid] = c;
     reduce_workgroup(lid);
     if (lid == 0u && b * PER_WG < p.count) {
-        partials[p.base + b] = vec4<f32>(wsum[0].x, wsum[0].y, bitcast<f32>(wcount[0]), 0.0);
+        let slot = 2u * (p.base + b);
+        partials[slot] = vec4<f32>(wsum[0].x, wsum[0].y, bitcast<f32>(wcount[0]), 0.0);
+        partials[slot + 1u] = vec4<f32>(wsum2[0].x, wsum2[0].y, 0.0, 0.0);
     }
-}
-
-@compute @workgroup_size(256)
-fn sum2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-        @builtin(num_workgroups) groups: vec3<u32>) {
-    touch_all();
-    if (frozen()) {
-        return;
-    }
-    let b = block(wid, groups);
-    let m = bitcast<f32>(st[MEAN32]);
-    var acc = vec2<f32>(0.0, 0.0);
-    for (var k = 0u; k < PER_WG / 256u; k++) {
-        let i = b * PER_WG + k * 256u + lid;
-        if (i < p.count) {
-            let x = data[i];
-            if (kept(key_of(x))) {
-                // Exact deviation as float-float, then its square.
-                let d = two_sum(x, -m);
-                let sq = d.x * d.x;
-                let err = fma(d.x, d.x, -sq) + 2.0 * d.x * d.y;
-                acc = ff_add(acc, vec2<f32>(sq, err));
-            }
+    for (var j = lid; j < BINS; j += 256u) {
+        let h = atomicLoad(&whist[j]);
+        if (h != 0u) {
+            atomicAdd(&hist[j], h);
         }
     }
-    wsum[lid] = acc;
-    wcount[lid] = 0u;
-    reduce_workgroup(lid);
-    if (lid == 0u && b * PER_WG < p.count) {
-        partials[p.base + b] = vec4<f32>(wsum[0].x, wsum[0].y, 0.0, 0.0);
-    }
 }
 
-// One workgroup: sums every partial slot into wsum[0], wcount[0].
+// One workgroup: sums every partial slot into wsum[0], wsum2[0], wcount[0].
 fn reduce_partials(lid: u32) {
     var acc = vec2<f32>(0.0, 0.0);
+    var acc2 = vec2<f32>(0.0, 0.0);
     var c = 0u;
     for (var i = lid; i < p.n_partials; i += 256u) {
-        let q = partials[i];
+        let q = partials[2u * i];
         acc = ff_add(acc, q.xy);
+        acc2 = ff_add(acc2, partials[2u * i + 1u].xy);
         c += bitcast<u32>(q.z);
     }
     wsum[lid] = acc;
+    wsum2[lid] = acc2;
     wcount[lid] = c;
     reduce_workgroup(lid);
 }
@@ -208,7 +208,9 @@ fn reduce1(@builtin(local_invocation_index) lid: u32) {
         st[N] = n;
         st[S1] = bitcast<u32>(s.x);
         st[S1 + 1u] = bitcast<u32>(s.y);
-        st[MEAN32] = bitcast<u32>(s.x / f32(n) + s.y / f32(n));
+        st[S2] = bitcast<u32>(wsum2[0].x);
+        st[S2 + 1u] = bitcast<u32>(wsum2[0].y);
+        st[MEAN32] = bitcast<u32>(bitcast<f32>(st[SHIFT]) + (s.x / f32(n) + s.y / f32(n)));
         // astropy stops when a clipping removed nothing or after maxiters.
         let converged = st[ITER] > 0u && n == st[NPREV];
         st[DONE] = u32(converged || st[ITER] >= p.maxiters || n == 0u);
@@ -217,19 +219,6 @@ fn reduce1(@builtin(local_invocation_index) lid: u32) {
         st[RANK] = (max(n, 1u) - 1u) / 2u;
         st[BELOW] = 0u;
         atomicStore(&hist[BINS], 0xffffffffu);
-    }
-}
-
-@compute @workgroup_size(256)
-fn reduce2(@builtin(local_invocation_index) lid: u32) {
-    touch_all();
-    if (frozen()) {
-        return;
-    }
-    reduce_partials(lid);
-    if (lid == 0u) {
-        st[S2] = bitcast<u32>(wsum[0].x);
-        st[S2 + 1u] = bitcast<u32>(wsum[0].y);
     }
 }
 
@@ -279,7 +268,14 @@ fn hist_pass(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 @compute @workgroup_size(256)
 fn select_bin(@builtin(local_invocation_index) lid: u32) {
     touch_all();
-    if (frozen() || !median_wanted()) {
+    if (frozen()) {
+        return;
+    }
+    if (!median_wanted()) {
+        // sum_hist0 filled the first pass's bins anyway: clear them.
+        for (var j = lid; j < BINS; j += 256u) {
+            atomicStore(&hist[j], 0u);
+        }
         return;
     }
     var c = 0u;
@@ -383,9 +379,8 @@ fn finalize() {
         }
         st[MEDIAN] = bitcast<u32>((value_of(st[KEY1]) + value_of(k2)) / 2.0);
     }
-    // Deviation of the exact mean from m32, then the ddof=0 variance.
-    let s1 = vec2<f32>(bitcast<f32>(st[S1]), bitcast<f32>(st[S1 + 1u]));
-    let d = (s1.x - m32 * n) / n + s1.y / n;
+    // ddof=0 variance from the sums around the shift.
+    let d = bitcast<f32>(st[S1]) / n + bitcast<f32>(st[S1 + 1u]) / n;
     let s2 = bitcast<f32>(st[S2]) + bitcast<f32>(st[S2 + 1u]);
     let sd = sqrt(max(s2 / n - d * d, 0.0));
     if (st[DONE] != 0u) {
@@ -406,4 +401,5 @@ fn finalize() {
     st[HI] = min(upper_key(hi, strict), key_of(0x1.fffffep+127f));
     st[NPREV] = st[N];
     st[ITER] += 1u;
+    st[SHIFT] = bitcast<u32>(cen);
 }

@@ -106,7 +106,14 @@ pub async fn sources(
         let data_buf = gpu.storage(4 * n as u64, "sources image").await?;
         held.push(data_buf.clone());
         gpu.upload(&data_buf, bytemuck::cast_slice(data));
-        let stats = clip::clip_buffers(gpu, std::slice::from_ref(&data_buf), &[n], clip).await?;
+        let stats = clip::clip_buffers(
+            gpu,
+            std::slice::from_ref(&data_buf),
+            &[n],
+            clip::initial_shift(data),
+            clip,
+        )
+        .await?;
         let threshold = level.value(&stats)?;
         // Smallest key of a value above the threshold; none: nothing is.
         let key_lo = Samples::F32(&[])

@@ -138,11 +138,11 @@ struct Params {
 
 const PER_WG: usize = 8192;
 const BINS: usize = 2048;
-const STATE_WORDS: usize = 20;
-/// Passes of one round: sum1, reduce1, sum2, reduce2, 3 x (hist, select),
+const STATE_WORDS: usize = 21;
+/// Passes of one round: sum_hist0, reduce1, select, 2 x (hist, select),
 /// min_above, finalize for one chunk; rounds per submission keep a
 /// recording within the engine's 64 timed passes.
-const PASSES_PER_ROUND: usize = 12;
+const PASSES_PER_ROUND: usize = 9;
 
 /// Sigma-clipped statistics of float32 data on the GPU. `mask`: true =
 /// excluded, as in numpy masked arrays.
@@ -194,7 +194,7 @@ pub async fn sigma_clipped_stats(
     }
     let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
     let outcome = match uploaded {
-        Ok(()) => clip_buffers(gpu, &bufs, &lens, options).await,
+        Ok(()) => clip_buffers(gpu, &bufs, &lens, initial_shift(&values), options).await,
         Err(e) => Err(e),
     };
     for b in bufs {
@@ -209,6 +209,7 @@ pub(crate) async fn clip_buffers(
     gpu: &Gpu,
     bufs: &[wgpu::Buffer],
     lens: &[usize],
+    shift: f32,
     options: &ClipOptions,
 ) -> Result<ClipStats> {
     let (sl, su) = options.sigmas()?;
@@ -219,11 +220,12 @@ pub(crate) async fn clip_buffers(
         held.push(state.clone());
         let hist = gpu.storage(4 * (BINS as u64 + 1), "clip histogram").await?;
         held.push(hist.clone());
-        let partials = gpu.storage(16 * n_partials as u64, "clip partials").await?;
+        let partials = gpu.storage(32 * n_partials as u64, "clip partials").await?;
         held.push(partials.clone());
         let mut init = [0u32; STATE_WORDS];
         init[0] = key_f32(-f32::MAX);
         init[1] = key_f32(f32::MAX);
+        init[20] = shift.to_bits();
         gpu.upload(&state, bytemuck::cast_slice(&init));
         gpu.upload(&hist, &vec![0u8; 4 * (BINS + 1)]);
         let flags =
@@ -254,19 +256,14 @@ pub(crate) async fn clip_buffers(
             .collect();
         let global: [wgpu::Buffer; 3] = [0, 1, 2].map(|pass| params(0, 0, pass));
         let pipe = |e: &str| gpu.pipeline(shaders::CLIP, e);
-        let (sum1, reduce1, sum2, reduce2) = (
-            pipe("sum1")?,
-            pipe("reduce1")?,
-            pipe("sum2")?,
-            pipe("reduce2")?,
-        );
+        let (sum_hist0, reduce1) = (pipe("sum_hist0")?, pipe("reduce1")?);
         let (hist_pass, select_bin, min_above, finalize) = (
             pipe("hist_pass")?,
             pipe("select_bin")?,
             pipe("min_above")?,
             pipe("finalize")?,
         );
-        let rounds_per_submit = (64 / (PASSES_PER_ROUND + 6 * (lens.len() - 1))).max(1);
+        let rounds_per_submit = (64 / (PASSES_PER_ROUND + 4 * (lens.len() - 1))).max(1);
         loop {
             let mut rec = gpu.recorder();
             for _ in 0..rounds_per_submit {
@@ -294,11 +291,10 @@ pub(crate) async fn clip_buffers(
                         threads,
                     )
                 };
-                per_chunk(&mut rec, &sum1, 0)?;
+                per_chunk(&mut rec, &sum_hist0, 0)?;
                 one(&mut rec, &reduce1, 0, 256)?;
-                per_chunk(&mut rec, &sum2, 0)?;
-                one(&mut rec, &reduce2, 0, 256)?;
-                for pass in 0..3 {
+                one(&mut rec, &select_bin, 0, 256)?;
+                for pass in 1..3 {
                     per_chunk(&mut rec, &hist_pass, pass)?;
                     one(&mut rec, &select_bin, pass, 256)?;
                 }
@@ -323,6 +319,24 @@ pub(crate) async fn clip_buffers(
     outcome
 }
 
+/// A first centre for the sums of the first round: the median of at most
+/// 1001 evenly spaced finite values, near the data's centre so that the
+/// float-float sums of squares lose no precision to cancellation.
+pub(crate) fn initial_shift(values: &[f32]) -> f32 {
+    let step = (values.len() / 1001).max(1);
+    let mut sample: Vec<f32> = values
+        .iter()
+        .step_by(step)
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    if sample.is_empty() {
+        sample = values.iter().copied().filter(|v| v.is_finite()).collect();
+    }
+    sample.sort_by(f32::total_cmp);
+    sample.get(sample.len() / 2).copied().unwrap_or(0.0)
+}
+
 /// Final statistics in f64 from the GPU's float-float sums and median keys.
 fn stats_from_state(st: &[u32]) -> ClipStats {
     let f = |i: usize| f64::from(f32::from_bits(st[i]));
@@ -336,9 +350,10 @@ fn stats_from_state(st: &[u32]) -> ClipStats {
             iterations: st[3],
         };
     }
-    let m32 = f(11);
-    let mean = (f(12) + f(13)) / n;
-    let var = ((f(14) + f(15)) / n - (mean - m32).powi(2)).max(0.0);
+    // Sums around the shift of the last round.
+    let d = (f(12) + f(13)) / n;
+    let mean = f(20) + d;
+    let var = ((f(14) + f(15)) / n - d * d).max(0.0);
     let median = (f64::from(value_of(st[8])) + f64::from(value_of(st[9]))) / 2.0;
     ClipStats {
         mean,
