@@ -1,10 +1,13 @@
-// Connected-component labelling, union-find in global memory (Playne &
-// Hawick 2018): every foreground pixel starts as its own root; each pixel
-// unites with its backward neighbours by hooking the larger root onto the
-// smaller with atomicMin, so a component's root is its smallest linear index,
-// i.e. its first pixel in raster order. Then every pixel points straight at
-// its root (flatten), roots are ranked by a prefix sum over root flags, and
-// each pixel takes its root's rank: scipy.ndimage.label's numbering.
+// Connected-component labelling, union-find (Playne & Hawick 2018): every
+// foreground pixel starts as its own root; each pixel unites with its
+// backward neighbours by hooking the larger root onto the smaller with
+// atomicMin, so a component's root is its smallest linear index, i.e. its
+// first pixel in raster order. Edges inside a tile of 256 pixels (32x8 in
+// 2-D, 8x8x4 in 3-D) are united in workgroup memory first (local_merge),
+// then only edges that cross tile borders in global memory (border_merge).
+// Then every pixel points straight at its root (flatten), roots are ranked
+// by a prefix sum over root flags, and each pixel takes its root's rank:
+// scipy.ndimage.label's numbering.
 
 struct Params {
     nx: u32,
@@ -13,8 +16,16 @@ struct Params {
     count: u32,        // nx * ny * nz
     connectivity: u32, // max number of non-zero offsets of a neighbour (1..3)
     n_blocks: u32,     // ceil(count / 1024)
+    tx: u32,           // tile extents (tx * ty * tz = 256)
+    ty: u32,
+    tz: u32,
+    ntx: u32,          // tiles per axis
+    nty: u32,
+    ntz: u32,
     _pad0: u32,
     _pad1: u32,
+    _pad2: u32,
+    _pad3: u32,
 }
 
 const BG: u32 = 0xffffffffu;
@@ -68,61 +79,160 @@ fn unite(a0: u32, b0: u32) {
     }
 }
 
+// Skips a neighbour already joined through a foreground anchor: the pixel
+// above, the one to the left or the one in the previous plane. A neighbour
+// adjacent to a foreground anchor is joined to it by an edge that some
+// pixel unites (the anchors' own edges are never skipped), so uniting with
+// the anchor suffices: fewer atomics on dense masks. The same rule holds in
+// both phases, so every edge is either united or implied.
+fn skipped(dz: i32, dy: i32, dx: i32, up_fg: bool, left_fg: bool, below_fg: bool) -> bool {
+    let via_below = dz < 0 && (dy != 0 || dx != 0) && below_fg;
+    let via_up = dz == 0 && dy < 0 && dx != 0 && up_fg;
+    let via_left = dz == 0 && dy < 0 && dx < 0 && left_fg;
+    return via_below || via_up || via_left;
+}
+
+// Backward offsets (lexicographically negative: each edge once) of the
+// connectivity, numbered 0..12 in the order of the loops below.
+fn offset(k: i32) -> vec3<i32> {
+    // k = (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) for the 13 backward ones.
+    return vec3<i32>(k / 9 - 1, (k / 3) % 3 - 1, k % 3 - 1);
+}
+
+fn wanted(d: vec3<i32>) -> bool {
+    let nonzero = u32(d.x != 0) + u32(d.y != 0) + u32(d.z != 0);
+    return nonzero <= p.connectivity;
+}
+
+var<workgroup> lp: array<atomic<u32>, 256>;
+
+fn lfind(start: u32) -> u32 {
+    var x = start;
+    loop {
+        let up = atomicLoad(&lp[x]);
+        if (up == x) {
+            return x;
+        }
+        x = up;
+    }
+    return x;
+}
+
+fn lunite(a0: u32, b0: u32) {
+    var a = lfind(a0);
+    var b = lfind(b0);
+    loop {
+        if (a == b) {
+            return;
+        }
+        if (a < b) {
+            let t = a;
+            a = b;
+            b = t;
+        }
+        let old = atomicMin(&lp[a], b);
+        if (old == a) {
+            return;
+        }
+        a = lfind(old);
+        b = lfind(b);
+    }
+}
+
+// One workgroup per tile: parents of every pixel of the tile, with the
+// edges inside the tile united in workgroup memory.
 @compute @workgroup_size(256)
-fn init(@builtin(global_invocation_id) gid: vec3<u32>,
-        @builtin(num_workgroups) groups: vec3<u32>) {
+fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(local_invocation_index) t: u32,
+               @builtin(num_workgroups) groups: vec3<u32>) {
+    let tile = wid.x + wid.y * groups.x;
+    let ntiles = p.ntx * p.nty * p.ntz;
+    let lx = t % p.tx;
+    let ly = (t / p.tx) % p.ty;
+    let lz = t / (p.tx * p.ty);
+    let x = (tile % p.ntx) * p.tx + lx;
+    let y = ((tile / p.ntx) % p.nty) * p.ty + ly;
+    let z = (tile / (p.ntx * p.nty)) * p.tz + lz;
+    let inside = tile < ntiles && x < p.nx && y < p.ny && z < p.nz;
+    let i = (z * p.ny + y) * p.nx + x;
+    let f = inside && fg(i);
+    atomicStore(&lp[t], select(BG, t, f));
+    workgroupBarrier();
+    if (f) {
+        let up_fg = y > 0u && fg(i - p.nx);
+        let left_fg = x > 0u && fg(i - 1u);
+        let below_fg = z > 0u && fg(i - p.nx * p.ny);
+        for (var k = 0; k < 13; k++) {
+            let d = offset(k);
+            if (!wanted(d) || skipped(d.x, d.y, d.z, up_fg, left_fg, below_fg)) {
+                continue;
+            }
+            // Neighbour inside this tile (and so inside the image)?
+            let q = vec3<i32>(i32(lz), i32(ly), i32(lx)) + d;
+            if (q.x < 0 || q.y < 0 || q.z < 0 || q.z >= i32(p.tx) || q.y >= i32(p.ty)) {
+                continue;
+            }
+            let u = (u32(q.x) * p.ty + u32(q.y)) * p.tx + u32(q.z);
+            if (atomicLoad(&lp[u]) != BG) {
+                lunite(t, u);
+            }
+        }
+    }
+    workgroupBarrier();
+    if (inside) {
+        var v = BG;
+        if (f) {
+            // The local root is the tile's first pixel of the component in
+            // raster order, so its global index is the smallest one too.
+            let r = lfind(t);
+            let rx = r % p.tx;
+            let ry = (r / p.tx) % p.ty;
+            let rz = r / (p.tx * p.ty);
+            v = ((z - lz + rz) * p.ny + (y - ly + ry)) * p.nx + (x - lx + rx);
+        }
+        atomicStore(&parent[i], v);
+    }
+}
+
+// Edges that cross a tile border, in global memory.
+@compute @workgroup_size(256)
+fn border_merge(@builtin(global_invocation_id) gid: vec3<u32>,
+                @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(gid, groups);
     if (i >= p.count) {
         return;
     }
-    atomicStore(&parent[i], select(BG, i, fg(i)));
-}
-
-@compute @workgroup_size(256)
-fn merge(@builtin(global_invocation_id) gid: vec3<u32>,
-         @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = thread_index(gid, groups);
-    if (i >= p.count || !fg(i)) {
+    let x = i % p.nx;
+    let y = (i / p.nx) % p.ny;
+    let z = i / (p.nx * p.ny);
+    let lx = x % p.tx;
+    let ly = y % p.ty;
+    let lz = z % p.tz;
+    // Only pixels on a tile's faces have backward neighbours in another
+    // tile: the last column and row count too, as (0, -1, +1), (-1, 0, +1)
+    // and (-1, +1, dx) are backward offsets.
+    let border = (lx == 0u && x > 0u) || lx == p.tx - 1u || (ly == 0u && y > 0u)
+        || (ly == p.ty - 1u && z > 0u) || (lz == 0u && z > 0u);
+    if (!border || !fg(i)) {
         return;
     }
-    let x = i32(i % p.nx);
-    let y = i32((i / p.nx) % p.ny);
-    let z = i32(i / (p.nx * p.ny));
-    // Anchors: the pixel above, the one to the left and the one in the
-    // previous plane. A neighbour adjacent to a foreground anchor is already
-    // joined to it by an edge that some pixel unites (the anchor's own row,
-    // column or plane edges, which are never skipped), so uniting with the
-    // anchor suffices: fewer atomics on dense masks.
-    let up_fg = y > 0 && fg(i - p.nx);
-    let left_fg = x > 0 && fg(i - 1u);
-    let below_fg = z > 0 && fg(i - p.nx * p.ny);
-    // Backward neighbours only (lexicographically negative offsets): each
-    // edge is visited once.
-    for (var dz = -1; dz <= 0; dz++) {
-        for (var dy = -1; dy <= 1; dy++) {
-            for (var dx = -1; dx <= 1; dx++) {
-                let backward = dz < 0 || (dz == 0 && (dy < 0 || (dy == 0 && dx < 0)));
-                let nonzero = u32(dz != 0) + u32(dy != 0) + u32(dx != 0);
-                if (!backward || nonzero > p.connectivity) {
-                    continue;
-                }
-                let via_below = dz < 0 && (dy != 0 || dx != 0) && below_fg;
-                let via_up = dz == 0 && dy < 0 && dx != 0 && up_fg;
-                let via_left = dz == 0 && dy < 0 && dx < 0 && left_fg;
-                if (via_below || via_up || via_left) {
-                    continue;
-                }
-                let zz = z + dz;
-                let yy = y + dy;
-                let xx = x + dx;
-                if (zz < 0 || yy < 0 || yy >= i32(p.ny) || xx < 0 || xx >= i32(p.nx)) {
-                    continue;
-                }
-                let j = (u32(zz) * p.ny + u32(yy)) * p.nx + u32(xx);
-                if (fg(j)) {
-                    unite(i, j);
-                }
-            }
+    let up_fg = y > 0u && fg(i - p.nx);
+    let left_fg = x > 0u && fg(i - 1u);
+    let below_fg = z > 0u && fg(i - p.nx * p.ny);
+    for (var k = 0; k < 13; k++) {
+        let d = offset(k);
+        if (!wanted(d) || skipped(d.x, d.y, d.z, up_fg, left_fg, below_fg)) {
+            continue;
+        }
+        let q = vec3<i32>(i32(z), i32(y), i32(x)) + d;
+        if (q.x < 0 || q.y < 0 || q.z < 0 || q.y >= i32(p.ny) || q.z >= i32(p.nx)) {
+            continue;
+        }
+        let same_tile = u32(q.x) / p.tz == z / p.tz && u32(q.y) / p.ty == y / p.ty
+            && u32(q.z) / p.tx == x / p.tx;
+        let j = (u32(q.x) * p.ny + u32(q.y)) * p.nx + u32(q.z);
+        if (!same_tile && fg(j)) {
+            unite(i, j);
         }
     }
 }

@@ -34,7 +34,53 @@ struct Params {
     count: u32,
     connectivity: u32,
     n_blocks: u32,
-    _pad: [u32; 2],
+    tile: [u32; 3],
+    tiles: [u32; 3],
+    _pad: [u32; 4],
+}
+
+/// The kernels' parameters for a box of shape `s`: 256-pixel tiles
+/// (x, y, z extents) shaped for the dimensionality, and the block count of
+/// the ranking kernels.
+pub(crate) struct Plan {
+    pub params: wgpu::Buffer,
+    pub n: usize,
+    pub n_blocks: usize,
+    pub n_tiles: usize,
+}
+
+pub(crate) fn plan(gpu: &Gpu, s: Shape3, connectivity: usize) -> Plan {
+    let n = s.iter().product::<usize>();
+    let tile = if s[0] > 1 {
+        [8, 8, 4]
+    } else if s[1] > 1 {
+        [32, 8, 1]
+    } else {
+        [256, 1, 1]
+    };
+    let tiles = [
+        s[2].div_ceil(tile[0]),
+        s[1].div_ceil(tile[1]),
+        s[0].div_ceil(tile[2]),
+    ];
+    let n_blocks = n.div_ceil(BLOCK);
+    let params = gpu.uniform(&Params {
+        nx: s[2] as u32,
+        ny: s[1] as u32,
+        nz: s[0] as u32,
+        count: n as u32,
+        connectivity: connectivity as u32,
+        n_blocks: n_blocks as u32,
+        tile: tile.map(|v| v as u32),
+        tiles: tiles.map(|v| v as u32),
+        _pad: [0; 4],
+    });
+    Plan {
+        params,
+        n,
+        n_blocks,
+        n_tiles: tiles.iter().product(),
+    }
 }
 
 const BLOCK: usize = 1024;
@@ -267,16 +313,8 @@ async fn label_box(gpu: &Gpu, mask: &[bool], s: Shape3, connectivity: usize) -> 
     };
     gpu.upload(&mask_buf, &bytes);
     let outcome = async {
-        let params = gpu.uniform(&Params {
-            nx: s[2] as u32,
-            ny: s[1] as u32,
-            nz: s[0] as u32,
-            count: n as u32,
-            connectivity: connectivity as u32,
-            n_blocks: n_blocks as u32,
-            _pad: [0; 2],
-        });
-        record_label(gpu, &params, &mask_buf, &parent, &blocks, n, n_blocks).await?;
+        let plan = plan(gpu, s, connectivity);
+        record_label(gpu, &plan, &mask_buf, &parent, &blocks).await?;
         let raw = gpu.read(&parent, 4 * n as u64).await?;
         let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
         let labels: Vec<i32> = raw
@@ -297,21 +335,19 @@ async fn label_box(gpu: &Gpu, mask: &[bool], s: Shape3, connectivity: usize) -> 
 /// `parent` receives the labels, `blocks[n_blocks]` their number.
 pub(crate) async fn record_label(
     gpu: &Gpu,
-    params: &wgpu::Buffer,
+    plan: &Plan,
     mask: &wgpu::Buffer,
     parent: &wgpu::Buffer,
     blocks: &wgpu::Buffer,
-    n: usize,
-    n_blocks: usize,
 ) -> Result<()> {
     let mut rec = gpu.recorder();
-    let three = [params, mask, parent];
-    let four = [params, mask, parent, blocks];
-    let per_pixel = n as u64;
-    let per_block = n_blocks as u64 * 256;
+    let three = [&plan.params, mask, parent];
+    let four = [&plan.params, mask, parent, blocks];
+    let per_pixel = plan.n as u64;
+    let per_block = plan.n_blocks as u64 * 256;
     for (entry, buffers, threads) in [
-        ("init", &three[..], per_pixel),
-        ("merge", &three[..], per_pixel),
+        ("local_merge", &three[..], plan.n_tiles as u64 * 256),
+        ("border_merge", &three[..], per_pixel),
         ("flatten", &three[..], per_pixel),
         ("count_roots", &four[..], per_block),
         ("scan_blocks", &four[..], 256),

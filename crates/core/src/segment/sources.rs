@@ -63,18 +63,6 @@ struct ThresholdParams {
     _pad: u32,
 }
 
-#[repr(C)]
-#[derive(Clone, Copy, Pod, Zeroable)]
-struct LabelParams {
-    nx: u32,
-    ny: u32,
-    nz: u32,
-    count: u32,
-    connectivity: u32,
-    n_blocks: u32,
-    _pad: [u32; 2],
-}
-
 /// Clip, threshold, label and measure on the GPU. When the image fits one
 /// binding (and the budget holds its 9 bytes per pixel) the chain stays on
 /// the GPU: the image is uploaded once, the clipping rounds, the threshold,
@@ -143,16 +131,8 @@ pub async fn sources(
             (n as u64).div_ceil(4),
         )?;
         rec.submit().await?;
-        let lparams = gpu.uniform(&LabelParams {
-            nx: s[2] as u32,
-            ny: s[1] as u32,
-            nz: s[0] as u32,
-            count: n as u32,
-            connectivity: connectivity as u32,
-            n_blocks: n_blocks as u32,
-            _pad: [0; 2],
-        });
-        label::record_label(gpu, &lparams, &mask, &parent, &blocks, n, n_blocks).await?;
+        let plan = label::plan(gpu, s, connectivity);
+        label::record_label(gpu, &plan, &mask, &parent, &blocks).await?;
         let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         let raw = gpu.read(&parent, 4 * n as u64).await?;
