@@ -136,3 +136,24 @@ fn nothing_above_and_bad_input() {
         .is_err()
     );
 }
+
+#[test]
+fn repeated_calls_and_failures_leave_no_device_memory_behind() {
+    // A device of its own: the shared one is busy with the other tests.
+    let device =
+        pollster::block_on(gpuscope_core::Gpu::new(gpuscope_core::GpuOptions::default())).unwrap();
+    let o = ClipOptions::default();
+    for (k, n) in [40usize, 130, 17, 90].into_iter().enumerate() {
+        let shape = [n, n + 3];
+        let d = sky(&shape, k as u64);
+        let s = pollster::block_on(sources(&device, &d, &shape, &o, Level::AboveMedian(5.0), 1))
+            .unwrap();
+        let mask: Vec<bool> = s.labels.labels.iter().map(|&l| l != 0).collect();
+        pollster::block_on(gpuscope_core::segment::label(&device, &mask, &shape, 2)).unwrap();
+        // Fails after the image, mask and label buffers are allocated.
+        let bad = Level::AboveMedian(f64::NAN);
+        assert!(pollster::block_on(sources(&device, &d, &shape, &o, bad, 1)).is_err());
+    }
+    device.trim();
+    assert_eq!(device.live_bytes(), 0);
+}
