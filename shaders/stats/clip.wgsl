@@ -310,7 +310,19 @@ fn select_bin(@builtin(local_invocation_index) lid: u32) {
             let lower_rank = (max(n, 1u) - 1u) / 2u;
             let count_le = lower_rank - r + atomicLoad(&hist[bin]);
             st[KEY1] = prefix;
-            st[KEY2] = select(prefix, 0u, n % 2u == 0u && count_le <= n / 2u);
+            var key2 = prefix;
+            if (n % 2u == 0u && count_le <= n / 2u) {
+                // The next kept key: the next non-empty bin of this pass,
+                // else (0) min_above searches the keys above this bucket.
+                key2 = 0u;
+                for (var j = bin + 1u; j < 1024u; j++) {
+                    if (atomicLoad(&hist[j]) != 0u) {
+                        key2 = (prefix & ~0x3ffu) | j;
+                        break;
+                    }
+                }
+            }
+            st[KEY2] = key2;
         }
     }
     workgroupBarrier();

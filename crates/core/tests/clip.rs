@@ -59,6 +59,14 @@ fn astropy_defaults_and_until_convergence() {
     for n in [2, 3, 1000, 1001] {
         both(&d[..n], None, &ClipOptions::default());
     }
+    // Even counts: the upper middle value in the same radix bucket as the
+    // lower one (adjacent floats) or in another one.
+    let s = both(&[1.0, 1.0 + f32::EPSILON], None, &ClipOptions::default());
+    assert_eq!(s.median, 1.0 + f64::from(f32::EPSILON) / 2.0);
+    assert_eq!(
+        both(&[1.0, 2.0, -5.0, 7.5], None, &ClipOptions::default()).median,
+        1.5
+    );
     // A level a million times the noise: sums around a shift keep the std.
     let far = sky(50_000, 1.0e4, 0.01, 9);
     both(&far, None, &ClipOptions::default());
