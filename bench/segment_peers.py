@@ -125,13 +125,15 @@ def main():
         peer_labels, n = cn.label(db)
         got = np.load(out)
         same = bool(r["last"]["n_labels"] == int(n) and np.array_equal(got, cp.asnumpy(peer_labels)))
-        ref_n = ndi.label(b)[1]
+        ref, ref_n = ndi.label(b)
+        same_scipy = bool(np.array_equal(got, ref))
         rows.append({"workload": name, "shape": list(b.shape),
                      "ours_kernel_ms": r["kernel_ms"], "ours_total_ms": r["total_ms"],
                      "peer": "cupyx.scipy.ndimage.label", "peer_ms": peer_ms,
                      "ratio_kernel": peer_ms / r["kernel_ms"] if r["kernel_ms"] else None,
                      "ratio_total": peer_ms / r["total_ms"],
-                     "same_labels_as_cupyx": same, "n_labels": r["last"]["n_labels"],
+                     "same_labels_as_cupyx": same, "same_labels_as_scipy": same_scipy,
+                     "n_labels": r["last"]["n_labels"],
                      "scipy_n_labels": int(ref_n)})
 
     report = {"device": r["device"], "cupy": cp.__version__, "rows": rows}

@@ -239,7 +239,9 @@ pub fn clip_cmd(cli: &Cli, args: &ClipCmd) -> CliResult {
     let (kernel_ms, total_ms) = timing(&engine, start);
     if args.json {
         let mut out = stats_json(&s);
-        out["device"] = json!(engine.name());
+        // Only float32 data is clipped on the GPU (see clip_stats).
+        let gpu_f32 = matches!((&engine, &a.data), (Engine::Gpu(_), ArrayData::F32(_)));
+        out["device"] = json!(if gpu_f32 { engine.name() } else { "cpu".into() });
         out["kernel_ms"] = kernel_ms;
         out["total_ms"] = json!(total_ms);
         println!("{out}");
