@@ -22,6 +22,10 @@ struct Params {
     sigma_upper: f32,
     maxiters: u32,   // 0xffffffff = until convergence
     flags: u32,      // bit 0: cenfunc median, bit 1: strict comparisons
+    zero: u32,       // always 0, unknown to the compiler (see opaque)
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 // State words.
@@ -82,18 +86,28 @@ fn kept(k: u32) -> bool {
     return k >= st[LO] && k <= st[HI];
 }
 
+// WGSL float operations may be rewritten algebraically by shader compilers
+// (Mesa's NIR turns (a + b) - a into b), which would erase the rounding
+// errors that float-float arithmetic keeps. Passing a value through an
+// integer xor with a uniform the compiler cannot know hides it from those
+// rewrites; the value itself is unchanged.
+fn opaque(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ p.zero);
+}
+
+// a + b = s + e exactly (Knuth's TwoSum).
 fn two_sum(a: f32, b: f32) -> vec2<f32> {
-    let s = a + b;
-    let bb = s - a;
-    return vec2<f32>(s, (a - (s - bb)) + (b - bb));
+    let s = opaque(a + b);
+    let bb = opaque(s - a);
+    return vec2<f32>(s, (a - opaque(s - bb)) + (b - bb));
 }
 
 // Float-float addition: about 44 significant bits.
 fn ff_add(x: vec2<f32>, y: vec2<f32>) -> vec2<f32> {
     let s = two_sum(x.x, y.x);
     let e = s.y + x.y + y.y;
-    let r = s.x + e;
-    return vec2<f32>(r, e - (r - s.x));
+    let r = opaque(s.x + e);
+    return vec2<f32>(r, e - opaque(r - s.x));
 }
 
 fn block(wid: vec3<u32>, groups: vec3<u32>) -> u32 {

@@ -78,6 +78,29 @@ fn astropy_defaults_and_until_convergence() {
 }
 
 #[test]
+fn float_float_sums_survive_shader_compilers() {
+    // A mean 1e-4 of the spread: plain f32 sums (what a compiler leaves when
+    // it rewrites (a + b) - a as b) miss it by far more than 1e-9 std.
+    let d = sky(400_000, 1e-4, 1.0, 12);
+    let c = cpu::sigma_clipped_stats(Samples::F32(&d), None, &ClipOptions::default()).unwrap();
+    let g = pollster::block_on(sigma_clipped_stats(
+        gpu(),
+        &d,
+        None,
+        &ClipOptions::default(),
+    ))
+    .unwrap();
+    assert_eq!(g.n_kept, c.n_kept);
+    assert!(
+        (g.mean - c.mean).abs() <= 1e-9 * c.std,
+        "{} {}",
+        g.mean,
+        c.mean
+    );
+    assert!((g.std - c.std).abs() <= 1e-9 * c.std, "{} {}", g.std, c.std);
+}
+
+#[test]
 fn mean_centre_asymmetric_sigmas_and_the_workshop_variant() {
     let d = sky(65_536, -3.0, 2.0, 2);
     both(

@@ -134,6 +134,8 @@ struct Params {
     sigma_upper: f32,
     maxiters: u32,
     flags: u32,
+    zero: u32,
+    _pad: [u32; 3],
 }
 
 const PER_WG: usize = 8192;
@@ -240,6 +242,8 @@ pub(crate) async fn clip_buffers(
                 sigma_upper: su as f32,
                 maxiters: options.maxiters.unwrap_or(u32::MAX),
                 flags,
+                zero: 0,
+                _pad: [0; 3],
             })
         };
         // One uniform per (chunk, pass) and the global ones, made once.
