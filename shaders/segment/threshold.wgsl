@@ -55,3 +55,31 @@ fn threshold64(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     mask[w] = packed;
 }
+
+// float32 values in `keys` (their bits), ordered in the shader: the GPU
+// source-finding chain thresholds the image it already holds. NaN (tested
+// on the bits: compilers may assume x == x) is never above.
+@compute @workgroup_size(256)
+fn threshold_f32(@builtin(global_invocation_id) gid: vec3<u32>,
+                 @builtin(num_workgroups) groups: vec3<u32>) {
+    let w = word_index(gid, groups);
+    if (w * 4u >= p.count) {
+        return;
+    }
+    var packed = 0u;
+    for (var j = 0u; j < 4u; j++) {
+        let i = w * 4u + j;
+        if (i < p.count) {
+            var b = keys[i];
+            let nan = (b & 0x7fffffffu) > 0x7f800000u;
+            if (b == 0x80000000u) {
+                b = 0u; // -0 as +0
+            }
+            let key = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+            if (!nan && key >= p.key_lo) {
+                packed |= 1u << (8u * j);
+            }
+        }
+    }
+    mask[w] = packed;
+}

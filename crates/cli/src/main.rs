@@ -59,16 +59,15 @@ enum Command {
     Outliers(filters::OutliersArgs),
     /// Time the benchmark workloads on this machine's GPU.
     Bench(bench::BenchArgs),
-    /// Pixels above a value, as a boolean mask (`image > value`).
-    Threshold {
-        input: PathBuf,
-        output: PathBuf,
-        /// Keep pixels strictly greater than V.
-        #[arg(long, value_name = "V", allow_negative_numbers = true)]
-        above: f64,
-        #[arg(long)]
-        json: bool,
-    },
+    /// Pixels above a value, as a boolean mask (`image > value`), the value
+    /// given or from kappa-sigma clipping (`--nsigma`).
+    Threshold(segment::ThresholdCmd),
+    /// Sigma-clipped statistics (astropy's sigma_clipped_stats).
+    Clip(segment::ClipCmd),
+    /// Connected components as int32 labels (scipy.ndimage.label numbering).
+    Label(segment::LabelCmd),
+    /// The workshop pipeline: clip, threshold, label, measure; a catalogue.
+    Sources(segment::SourcesCmd),
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -126,12 +125,10 @@ fn run(cli: Cli) -> CliResult {
         Command::Median(args) => filters::median(&cli, args),
         Command::Outliers(args) => filters::outliers(&cli, args),
         Command::Bench(args) => bench::bench(&cli, args),
-        Command::Threshold {
-            input,
-            output,
-            above,
-            json,
-        } => segment::threshold_cmd(&cli, input, output, *above, *json),
+        Command::Threshold(args) => segment::threshold_cmd(&cli, args),
+        Command::Clip(args) => segment::clip_cmd(&cli, args),
+        Command::Label(args) => segment::label_cmd(&cli, args),
+        Command::Sources(args) => segment::sources_cmd(&cli, args),
     }
 }
 

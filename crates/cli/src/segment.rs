@@ -1,37 +1,470 @@
-//! Segmentation commands: threshold.
+//! Segmentation and statistics commands: threshold, clip, label, sources.
 
-use std::path::Path;
+use std::io::Write;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use clap::Args;
+use gpuscope_core::segment::label::{self, Labels};
+use gpuscope_core::segment::measure::Region;
+use gpuscope_core::segment::sources::{self, Level};
 use gpuscope_core::segment::threshold;
-use gpuscope_io::Array;
-use serde_json::json;
+use gpuscope_core::stats::clip::{self, CenFunc, ClipOptions, ClipStats};
+use gpuscope_io::{Array, ArrayData, Format};
+use serde_json::{Value, json};
 
 use crate::Cli;
-use crate::common::{CliResult, Engine, samples};
+use crate::common::{CliResult, Engine, Failure, samples};
 
-pub fn threshold_cmd(cli: &Cli, input: &Path, output: &Path, above: f64, json: bool) -> CliResult {
-    let image = gpuscope_io::read(input)?;
+/// astropy's sigma_clip parameters, shared by clip, threshold and sources.
+#[derive(Args, Clone, Debug)]
+pub struct ClipArgs {
+    /// Clipping limit in standard deviations (both sides unless overridden).
+    #[arg(long, default_value_t = 3.0)]
+    pub sigma: f64,
+    /// Lower limit in standard deviations (default: --sigma).
+    #[arg(long, value_name = "S")]
+    pub sigma_lower: Option<f64>,
+    /// Upper limit in standard deviations (default: --sigma).
+    #[arg(long, value_name = "S")]
+    pub sigma_upper: Option<f64>,
+    /// Rounds at most (astropy's default 5), or `none` until convergence.
+    #[arg(long, value_name = "N|none", default_value = "5", value_parser = parse_maxiters)]
+    pub maxiters: Maxiters,
+    /// Centre of the interval: median or mean.
+    #[arg(long, default_value = "median", value_parser = parse_cenfunc)]
+    pub cenfunc: CenFunc,
+    /// The workshop's loop: strict comparisons until nothing changes
+    /// (overrides --maxiters); with threshold/sources also `image > N*std`.
+    #[arg(long)]
+    pub workshop: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub struct Maxiters(Option<u32>);
+
+fn parse_maxiters(s: &str) -> Result<Maxiters, String> {
+    if s.eq_ignore_ascii_case("none") {
+        return Ok(Maxiters(None));
+    }
+    s.parse::<u32>()
+        .map(|n| Maxiters(Some(n)))
+        .map_err(|_| format!("'{s}' is not a number of rounds (give e.g. 5, or none)"))
+}
+
+fn parse_cenfunc(s: &str) -> Result<CenFunc, String> {
+    s.parse().map_err(|e: gpuscope_core::Error| e.to_string())
+}
+
+impl ClipArgs {
+    fn options(&self) -> ClipOptions {
+        ClipOptions {
+            sigma: self.sigma,
+            sigma_lower: self.sigma_lower,
+            sigma_upper: self.sigma_upper,
+            maxiters: if self.workshop { None } else { self.maxiters.0 },
+            cenfunc: self.cenfunc,
+            strict: self.workshop,
+        }
+    }
+}
+
+#[derive(Args)]
+pub struct ClipCmd {
+    pub input: PathBuf,
+    #[command(flatten)]
+    pub clip: ClipArgs,
+    /// Values to exclude: an array of the input's shape, non-zero = masked.
+    #[arg(long, value_name = "M.npy")]
+    pub mask: Option<PathBuf>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+#[command(group(clap::ArgGroup::new("level").required(true).args(["above", "nsigma"])))]
+pub struct ThresholdCmd {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    /// Keep pixels strictly greater than V.
+    #[arg(long, value_name = "V", allow_negative_numbers = true)]
+    pub above: Option<f64>,
+    /// Keep pixels above the clipped median + N clipped std (--workshop: above N std).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub nsigma: Option<f64>,
+    #[command(flatten)]
+    pub clip: ClipArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct LabelCmd {
+    pub input: PathBuf,
+    pub output: PathBuf,
+    /// 1 = faces only (scipy's default: 4 in 2-D, 6 in 3-D), 2 (8 or 18),
+    /// 3 (26 in 3-D); scikit-image's meaning.
+    #[arg(long, default_value_t = 1)]
+    pub connectivity: usize,
+    /// Pixels equal to this value are background (scikit-image's option;
+    /// scipy: 0).
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    pub background: f64,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Args)]
+pub struct SourcesCmd {
+    pub input: PathBuf,
+    /// The catalogue: .csv or .json by extension.
+    #[arg(long, value_name = "OUT.csv")]
+    pub catalogue: PathBuf,
+    /// Also write the label image (int32).
+    #[arg(long, value_name = "L.npy")]
+    pub labels: Option<PathBuf>,
+    /// Threshold: clipped median + N clipped std (--workshop: N std).
+    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    pub nsigma: f64,
+    #[arg(long, default_value_t = 1)]
+    pub connectivity: usize,
+    #[command(flatten)]
+    pub clip: ClipArgs,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// The input as one channel. Colour PNG/JPEG (last axis of 3 or 4) becomes
+/// luminance 0.2125 R + 0.7154 G + 0.0721 B (scikit-image's rgb2gray
+/// weights, on the stored values, alpha dropped); grey + alpha keeps grey.
+fn read_one_channel(path: &Path) -> CliResult<Array> {
+    let image = gpuscope_io::read(path)?;
     let a = image.array;
-    let engine = Engine::open(cli)?;
-    let s = samples(&a)?;
-    let start = Instant::now();
-    let mask = match &engine {
-        Engine::Gpu(gpu) => pollster::block_on(threshold::threshold_above(gpu, s, above))?,
-        Engine::Cpu => threshold::cpu::threshold_above(s, above)?,
+    let colour = matches!(image.format, Format::Png | Format::Jpeg)
+        && a.ndim() == 3
+        && matches!(a.shape[2], 2..=4);
+    if !colour {
+        return Ok(a);
+    }
+    let c = a.shape[2];
+    let v = a.to_f32_vec();
+    let grey: Vec<f32> = v
+        .chunks_exact(c)
+        .map(|p| {
+            if c == 2 {
+                p[0]
+            } else {
+                0.2125 * p[0] + 0.7154 * p[1] + 0.0721 * p[2]
+            }
+        })
+        .collect();
+    Ok(Array::from_f32(a.shape[..2].to_vec(), grey)?)
+}
+
+/// float32 data for the GPU chain (exact for float32 and integers up to 16 bits).
+fn f32_data(a: &Array) -> CliResult<Vec<f32>> {
+    match &a.data {
+        ArrayData::F32(v) => Ok(v.clone()),
+        ArrayData::U8(_) | ArrayData::I8(_) | ArrayData::U16(_) | ArrayData::I16(_) => {
+            Ok(a.to_f32_vec())
+        }
+        ArrayData::Bool(_) => Err(Failure(
+            "the input is a boolean mask; give the image itself".into(),
+        )),
+        _ => Ok(a.to_f32_vec()),
+    }
+}
+
+fn clip_stats(
+    engine: &Engine,
+    a: &Array,
+    mask: Option<&[bool]>,
+    o: &ClipOptions,
+) -> CliResult<ClipStats> {
+    Ok(match (engine, &a.data) {
+        // The GPU clips float32 (and small integers, exact in float32 but
+        // with float32 bounds); wider dtypes keep float64 on the CPU.
+        (Engine::Gpu(gpu), ArrayData::F32(v)) => {
+            pollster::block_on(clip::sigma_clipped_stats(gpu, v, mask, o))?
+        }
+        _ => clip::cpu::sigma_clipped_stats(samples(a)?, mask, o)?,
+    })
+}
+
+fn stats_json(s: &ClipStats) -> Value {
+    json!({
+        "mean": s.mean, "median": s.median, "std": s.std,
+        "n_kept": s.n_kept, "iterations": s.iterations,
+    })
+}
+
+fn timing(engine: &Engine, start: Instant) -> (Value, f64) {
+    let kernel = match engine {
+        Engine::Gpu(g) => g.kernel_ns_total().map(|ns| ns as f64 / 1e6),
+        Engine::Cpu => None,
     };
-    let elapsed = start.elapsed().as_secs_f64() * 1e3;
+    (json!(kernel), start.elapsed().as_secs_f64() * 1e3)
+}
+
+fn reset(engine: &Engine) {
+    if let Engine::Gpu(g) = engine {
+        g.reset_kernel_time();
+    }
+}
+
+pub fn clip_cmd(cli: &Cli, args: &ClipCmd) -> CliResult {
+    let a = read_one_channel(&args.input)?;
+    let mask = match &args.mask {
+        Some(p) => {
+            let m = gpuscope_io::read(p)?.array;
+            if m.shape != a.shape {
+                return Err(Failure(format!(
+                    "the mask has shape {:?} but the image {:?}; give a mask of the image's shape",
+                    m.shape, a.shape
+                )));
+            }
+            Some(
+                m.to_f64_vec()
+                    .iter()
+                    .map(|&v| v != 0.0)
+                    .collect::<Vec<bool>>(),
+            )
+        }
+        None => None,
+    };
+    let engine = Engine::open(cli)?;
+    reset(&engine);
+    let start = Instant::now();
+    let s = clip_stats(&engine, &a, mask.as_deref(), &args.clip.options())?;
+    let (kernel_ms, total_ms) = timing(&engine, start);
+    if args.json {
+        let mut out = stats_json(&s);
+        // Only float32 data is clipped on the GPU (see clip_stats).
+        let gpu_f32 = matches!((&engine, &a.data), (Engine::Gpu(_), ArrayData::F32(_)));
+        out["device"] = json!(if gpu_f32 { engine.name() } else { "cpu".into() });
+        out["kernel_ms"] = kernel_ms;
+        out["total_ms"] = json!(total_ms);
+        println!("{out}");
+    } else {
+        println!(
+            "mean {}  median {}  std {}  kept {}  iterations {}",
+            s.mean, s.median, s.std, s.n_kept, s.iterations
+        );
+    }
+    Ok(())
+}
+
+pub fn threshold_cmd(cli: &Cli, args: &ThresholdCmd) -> CliResult {
+    let a = read_one_channel(&args.input)?;
+    let engine = Engine::open(cli)?;
+    reset(&engine);
+    let start = Instant::now();
+    let (value, stats) = match (args.above, args.nsigma) {
+        (Some(v), _) => (v, None),
+        (None, Some(n)) => {
+            let s = clip_stats(&engine, &a, None, &args.clip.options())?;
+            let level = if args.clip.workshop {
+                Level::Workshop(n)
+            } else {
+                Level::AboveMedian(n)
+            };
+            (level.value(&s)?, Some(s))
+        }
+        (None, None) => return Err(Failure("give --above V or --nsigma N".into())),
+    };
+    let s = samples(&a)?;
+    let mask = match &engine {
+        Engine::Gpu(gpu) => pollster::block_on(threshold::threshold_above(gpu, s, value))?,
+        Engine::Cpu => threshold::cpu::threshold_above(s, value)?,
+    };
+    let (kernel_ms, total_ms) = timing(&engine, start);
     let count = mask.iter().filter(|&&m| m).count();
     let result = Array::from_bool(a.shape.clone(), mask)?;
-    gpuscope_io::write(output, &result)?;
-    if json {
+    gpuscope_io::write(&args.output, &result)?;
+    if args.json {
         println!(
             "{}",
             json!({
-                "shape": a.shape, "n_above": count, "device": engine.name(),
-                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed,
+                "shape": a.shape, "n_above": count, "threshold": value,
+                "clip": stats.as_ref().map(stats_json),
+                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
             })
         );
+    }
+    Ok(())
+}
+
+fn foreground(a: &Array, background: f64) -> CliResult<Vec<bool>> {
+    if background.is_nan() {
+        return Err(Failure(
+            "--background NaN matches nothing; give a number".into(),
+        ));
+    }
+    Ok(match &a.data {
+        ArrayData::Bool(v) => v
+            .iter()
+            .map(|&b| f64::from(u8::from(b)) != background)
+            .collect(),
+        _ => label::foreground(samples(a)?, background),
+    })
+}
+
+pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
+    let a = read_one_channel(&args.input)?;
+    let fg = foreground(&a, args.background)?;
+    let engine = Engine::open(cli)?;
+    reset(&engine);
+    let start = Instant::now();
+    let l = match &engine {
+        Engine::Gpu(gpu) => {
+            pollster::block_on(label::label(gpu, &fg, &a.shape, args.connectivity))?
+        }
+        Engine::Cpu => label::cpu::label(&fg, &a.shape, args.connectivity)?,
+    };
+    let (kernel_ms, total_ms) = timing(&engine, start);
+    let Labels { labels, count } = l;
+    gpuscope_io::write(&args.output, &Array::from_i32(a.shape.clone(), labels)?)?;
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "n_labels": count, "shape": a.shape, "connectivity": args.connectivity,
+                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+            })
+        );
+    }
+    Ok(())
+}
+
+pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
+    let catalogue_json = match args
+        .catalogue
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase)
+        .as_deref()
+    {
+        Some("csv") => false,
+        Some("json") => true,
+        _ => {
+            return Err(Failure(format!(
+                "{}: the catalogue must end in .csv or .json",
+                args.catalogue.display()
+            )));
+        }
+    };
+    let a = read_one_channel(&args.input)?;
+    let data = f32_data(&a)?;
+    let engine = Engine::open(cli)?;
+    reset(&engine);
+    let start = Instant::now();
+    let o = args.clip.options();
+    let level = if args.clip.workshop {
+        Level::Workshop(args.nsigma)
+    } else {
+        Level::AboveMedian(args.nsigma)
+    };
+    let found = match &engine {
+        Engine::Gpu(gpu) => pollster::block_on(sources::sources(
+            gpu,
+            &data,
+            &a.shape,
+            &o,
+            level,
+            args.connectivity,
+        ))?,
+        Engine::Cpu => sources::cpu::sources(&data, &a.shape, &o, level, args.connectivity)?,
+    };
+    let (kernel_ms, total_ms) = timing(&engine, start);
+    let text = if catalogue_json {
+        let rows: Vec<Value> = found.regions.iter().map(region_json).collect();
+        serde_json::to_string_pretty(&rows)?
+    } else {
+        catalogue_csv(&found.regions, a.shape.len())
+    };
+    if let Some(path) = &args.labels {
+        let l = Array::from_i32(a.shape.clone(), found.labels.labels.clone())?;
+        gpuscope_io::write(path, &l)?;
+    }
+    write_atomic(&args.catalogue, text.as_bytes())?;
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "n_sources": found.labels.count, "threshold": found.threshold,
+                "clip": stats_json(&found.stats), "shape": a.shape,
+                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+            })
+        );
+    } else {
+        println!(
+            "{} sources above {} (clipped median {}, std {})",
+            found.labels.count, found.threshold, found.stats.median, found.stats.std
+        );
+    }
+    Ok(())
+}
+
+/// Column names as skimage.measure.regionprops_table writes them.
+fn catalogue_csv(regions: &[Region], ndim: usize) -> String {
+    let mut cols = vec!["label".to_string(), "area".to_string()];
+    cols.extend((0..2 * ndim).map(|k| format!("bbox-{k}")));
+    cols.extend((0..ndim).map(|k| format!("centroid-{k}")));
+    cols.extend((0..ndim).map(|k| format!("centroid_weighted-{k}")));
+    cols.extend(
+        [
+            "intensity_sum",
+            "intensity_mean",
+            "intensity_min",
+            "intensity_max",
+        ]
+        .map(String::from),
+    );
+    let mut out = cols.join(",");
+    out.push('\n');
+    for r in regions {
+        let mut row = vec![r.label.to_string(), r.area.to_string()];
+        row.extend(r.bbox_min.iter().chain(&r.bbox_max).map(|v| v.to_string()));
+        row.extend(
+            r.centroid
+                .iter()
+                .chain(&r.centroid_weighted)
+                .map(|v| v.to_string()),
+        );
+        row.extend(
+            [
+                r.intensity_sum,
+                r.intensity_mean,
+                r.intensity_min,
+                r.intensity_max,
+            ]
+            .map(|v| v.to_string()),
+        );
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+fn region_json(r: &Region) -> Value {
+    let bbox: Vec<usize> = r.bbox_min.iter().chain(&r.bbox_max).copied().collect();
+    json!({
+        "label": r.label, "area": r.area, "bbox": bbox, "centroid": r.centroid,
+        "centroid_weighted": r.centroid_weighted, "intensity_sum": r.intensity_sum,
+        "intensity_mean": r.intensity_mean, "intensity_min": r.intensity_min,
+        "intensity_max": r.intensity_max,
+    })
+}
+
+/// Writes through a temporary file and renames it: never a partial file.
+fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
+    let tmp = path.with_extension("partial");
+    let result = std::fs::File::create(&tmp)
+        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
+        .and_then(|()| std::fs::rename(&tmp, path));
+    if let Err(e) = result {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(Failure(format!("{}: {e}", path.display())));
     }
     Ok(())
 }

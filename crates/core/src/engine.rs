@@ -504,6 +504,17 @@ impl Gpu {
 
     /// Copies `bytes` bytes of `buffer` back to the host.
     pub(crate) async fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
+        self.read_at(buffer, 0, bytes).await
+    }
+
+    /// Copies `bytes` bytes of `buffer` from byte `offset` (a multiple of 4)
+    /// back to the host.
+    pub(crate) async fn read_at(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>> {
         let padded = bytes.div_ceil(4) * 4;
         if padded == 0 {
             return Ok(Vec::new());
@@ -517,7 +528,7 @@ impl Gpu {
         let mut encoder = self
             .device
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded);
+        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
         self.queue.submit([encoder.finish()]);
         let data = self.map_read(&staging).await?;
         staging.destroy();

@@ -31,6 +31,9 @@ pub const MEDIAN_F32: &str = shader!(
     "filters/median_keyf32.wgsl",
     "filters/median.wgsl"
 );
+pub const LABEL: &str = shader!("segment/label.wgsl");
+pub const MEASURE: &str = shader!("segment/measure.wgsl");
+pub const CLIP: &str = shader!("stats/clip.wgsl");
 
 /// Every shader with its name, for validation tests and tools.
 pub const ALL: &[(&str, &str)] = &[
@@ -39,4 +42,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("filters/median.wgsl (32-bit keys)", MEDIAN32),
     ("filters/median.wgsl (64-bit keys)", MEDIAN64),
     ("filters/median.wgsl (f32 values)", MEDIAN_F32),
+    ("segment/label.wgsl", LABEL),
+    ("segment/measure.wgsl", MEASURE),
+    ("stats/clip.wgsl", CLIP),
 ];

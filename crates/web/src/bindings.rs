@@ -8,6 +8,7 @@ use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use crate::ops::{self, Linear, RankOp};
+use crate::segment;
 
 #[wasm_bindgen]
 extern "C" {
@@ -456,4 +457,216 @@ pub fn encode_labels(format: &str, labels: &[i32], shape: Vec<u32>) -> Result<Ve
 #[wasm_bindgen]
 pub fn encode_mask(format: &str, mask: &[u8], shape: Vec<u32>) -> Result<Vec<u8>, JsError> {
     ops::encode_mask(format, mask, &shape).map_err(|e| JsError::new(&e))
+}
+
+// ---- clipping, labelling, sources (crate::segment) ----
+
+fn clip_js(s: &gpuscope_core::stats::ClipStats) -> Object {
+    let obj = Object::new();
+    set(&obj, "mean", s.mean);
+    set(&obj, "median", s.median);
+    set(&obj, "std", s.std);
+    set(&obj, "nKept", s.n_kept as f64);
+    set(&obj, "iterations", s.iterations);
+    obj
+}
+
+fn timed(obj: Object, ms: f64, kernel_ms: Option<f64>) -> JsValue {
+    set(&obj, "ms", ms);
+    if let Some(k) = kernel_ms {
+        set(&obj, "kernelMs", k);
+    }
+    obj.into()
+}
+
+fn labels_js(l: &gpuscope_core::segment::Labels, shape: &[u32]) -> Object {
+    let obj = Object::new();
+    set(&obj, "data", js_sys::Int32Array::from(&l.labels[..]));
+    set(&obj, "shape", shape_array(shape));
+    set(&obj, "count", l.count as f64);
+    obj
+}
+
+fn f64s(v: &[f64]) -> Array {
+    v.iter().map(|&x| JsValue::from(x)).collect()
+}
+
+/// `{threshold, clip, count, labels, shape, regions: [{label, area, bbox,
+/// centroid, centroidWeighted, intensitySum, intensityMean, intensityMin,
+/// intensityMax}]}`.
+fn sources_js(s: &gpuscope_core::segment::sources::Sources, shape: &[u32]) -> Object {
+    let obj = labels_js(&s.labels, shape);
+    set(&obj, "threshold", s.threshold);
+    set(&obj, "clip", clip_js(&s.stats));
+    let regions: Array = s
+        .regions
+        .iter()
+        .map(|r| -> JsValue {
+            let o = Object::new();
+            set(&o, "label", r.label);
+            set(&o, "area", r.area as f64);
+            let bbox: Vec<f64> = r
+                .bbox_min
+                .iter()
+                .chain(&r.bbox_max)
+                .map(|&v| v as f64)
+                .collect();
+            set(&o, "bbox", f64s(&bbox));
+            set(&o, "centroid", f64s(&r.centroid));
+            set(&o, "centroidWeighted", f64s(&r.centroid_weighted));
+            set(&o, "intensitySum", r.intensity_sum);
+            set(&o, "intensityMean", r.intensity_mean);
+            set(&o, "intensityMin", r.intensity_min);
+            set(&o, "intensityMax", r.intensity_max);
+            o.into()
+        })
+        .collect();
+    set(&obj, "regions", regions);
+    obj
+}
+
+#[wasm_bindgen]
+impl Engine {
+    fn kernel_ms_total(&self) -> Option<f64> {
+        self.gpu.kernel_ns_total().map(|ns| ns as f64 / 1e6)
+    }
+
+    /// astropy's `sigma_clipped_stats` on the GPU: `{mean, median, std,
+    /// nKept, iterations, ms, kernelMs?}`. `maxiters` undefined = until
+    /// convergence; `workshop`: strict comparisons until nothing changes.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sigma_clipped_stats(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        sigma: f64,
+        sigma_lower: Option<f64>,
+        sigma_upper: Option<f64>,
+        maxiters: Option<u32>,
+        cenfunc: String,
+        workshop: bool,
+    ) -> Result<JsValue, JsError> {
+        let o = segment::clip_options(
+            sigma,
+            sigma_lower,
+            sigma_upper,
+            maxiters,
+            &cenfunc,
+            workshop,
+        )
+        .map_err(js_err)?;
+        self.gpu.reset_kernel_time();
+        let t0 = performance_now();
+        let s = segment::clip_gpu(&self.gpu, &data, &shape, &o)
+            .await
+            .map_err(js_err)?;
+        Ok(timed(
+            clip_js(&s),
+            performance_now() - t0,
+            self.kernel_ms_total(),
+        ))
+    }
+
+    /// `scipy.ndimage.label(data != background)` on the GPU: `{data:
+    /// Int32Array, shape, count, ms, kernelMs?}`.
+    pub async fn label(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        connectivity: u32,
+        background: f64,
+    ) -> Result<JsValue, JsError> {
+        self.gpu.reset_kernel_time();
+        let t0 = performance_now();
+        let l = segment::label_gpu(&self.gpu, &data, &shape, connectivity as usize, background)
+            .await
+            .map_err(js_err)?;
+        Ok(timed(
+            labels_js(&l, &shape),
+            performance_now() - t0,
+            self.kernel_ms_total(),
+        ))
+    }
+
+    /// The workshop pipeline on the GPU: clip, threshold at the clipped
+    /// median + nsigma std (workshop: nsigma std), label, measure.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn sources(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        sigma: f64,
+        maxiters: Option<u32>,
+        cenfunc: String,
+        workshop: bool,
+        nsigma: f64,
+        connectivity: u32,
+    ) -> Result<JsValue, JsError> {
+        let o = segment::clip_options(sigma, None, None, maxiters, &cenfunc, workshop)
+            .map_err(js_err)?;
+        self.gpu.reset_kernel_time();
+        let t0 = performance_now();
+        let s = segment::sources_gpu(&self.gpu, &data, &shape, &o, nsigma, connectivity as usize)
+            .await
+            .map_err(js_err)?;
+        Ok(timed(
+            sources_js(&s, &shape),
+            performance_now() - t0,
+            self.kernel_ms_total(),
+        ))
+    }
+}
+
+/// `sigma_clipped_stats` on the CPU (f64 reference).
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen]
+pub fn sigma_clipped_stats(
+    data: &[f32],
+    shape: Vec<u32>,
+    sigma: f64,
+    sigma_lower: Option<f64>,
+    sigma_upper: Option<f64>,
+    maxiters: Option<u32>,
+    cenfunc: &str,
+    workshop: bool,
+) -> Result<JsValue, JsError> {
+    let o = segment::clip_options(sigma, sigma_lower, sigma_upper, maxiters, cenfunc, workshop)
+        .map_err(js_err)?;
+    let t0 = performance_now();
+    let s = segment::clip_cpu(data, &shape, &o).map_err(js_err)?;
+    Ok(timed(clip_js(&s), performance_now() - t0, None))
+}
+
+/// `scipy.ndimage.label(data != background)` on the CPU.
+#[wasm_bindgen]
+pub fn label(
+    data: &[f32],
+    shape: Vec<u32>,
+    connectivity: u32,
+    background: f64,
+) -> Result<JsValue, JsError> {
+    let t0 = performance_now();
+    let l = segment::label_cpu(data, &shape, connectivity as usize, background).map_err(js_err)?;
+    Ok(timed(labels_js(&l, &shape), performance_now() - t0, None))
+}
+
+/// The workshop pipeline on the CPU.
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen]
+pub fn sources(
+    data: &[f32],
+    shape: Vec<u32>,
+    sigma: f64,
+    maxiters: Option<u32>,
+    cenfunc: &str,
+    workshop: bool,
+    nsigma: f64,
+    connectivity: u32,
+) -> Result<JsValue, JsError> {
+    let o =
+        segment::clip_options(sigma, None, None, maxiters, cenfunc, workshop).map_err(js_err)?;
+    let t0 = performance_now();
+    let s =
+        segment::sources_cpu(data, &shape, &o, nsigma, connectivity as usize).map_err(js_err)?;
+    Ok(timed(sources_js(&s, &shape), performance_now() - t0, None))
 }

@@ -7,6 +7,7 @@
 //! bindings exist only in the wasm32 build.
 
 pub mod ops;
+pub mod segment;
 
 #[cfg(target_arch = "wasm32")]
 mod bindings;

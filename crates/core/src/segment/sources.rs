@@ -1,0 +1,217 @@
+//! The workshop's source finding: estimate the noise by kappa-sigma
+//! clipping, keep pixels above a threshold derived from it, label the
+//! connected regions and measure them.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::engine::Gpu;
+use crate::error::{Error, Result};
+use crate::keys::Samples;
+use crate::segment::label::{self, Labels};
+use crate::segment::measure::{self, Region};
+use crate::segment::threshold;
+use crate::shaders;
+use crate::stats::clip::{self, ClipOptions, ClipStats};
+
+/// How the threshold follows from the clipped statistics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Level {
+    /// `image > median + nsigma * std` (the `--nsigma` of `threshold`).
+    AboveMedian(f64),
+    /// The workshop's `image > nsigma * std`.
+    Workshop(f64),
+}
+
+impl Level {
+    pub fn value(&self, stats: &ClipStats) -> Result<f64> {
+        if stats.n_kept == 0 {
+            return Err(Error::InvalidInput(
+                "the clipping kept no values (strict comparisons remove everything once the std is 0); \
+                 use astropy's inclusive bounds (no --workshop) or a larger sigma"
+                    .into(),
+            ));
+        }
+        let (n, v) = match *self {
+            Level::AboveMedian(n) => (n, stats.median + n * stats.std),
+            Level::Workshop(n) => (n, n * stats.std),
+        };
+        if !n.is_finite() {
+            return Err(Error::param(
+                "nsigma",
+                format!("{n} (give a finite number such as 5)"),
+            ));
+        }
+        Ok(v)
+    }
+}
+
+/// Everything the pipeline found.
+#[derive(Clone, Debug)]
+pub struct Sources {
+    pub stats: ClipStats,
+    pub threshold: f64,
+    pub labels: Labels,
+    pub regions: Vec<Region>,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct ThresholdParams {
+    count: u32,
+    key_lo: u32,
+    key_hi: u32,
+    _pad: u32,
+}
+
+/// Clip, threshold, label and measure on the GPU. When the image fits one
+/// binding (and the budget holds its 9 bytes per pixel) the chain stays on
+/// the GPU: the image is uploaded once, the clipping rounds, the threshold,
+/// the labelling and the measurements run on resident buffers, and only
+/// the statistics, the labels and the per-region sums come back. Larger
+/// images run step by step, each step in chunks.
+pub async fn sources(
+    gpu: &Gpu,
+    data: &[f32],
+    shape: &[usize],
+    clip: &ClipOptions,
+    level: Level,
+    connectivity: usize,
+) -> Result<Sources> {
+    let s = label::check(data.len(), shape, connectivity)?;
+    let n = data.len();
+    let fits = (4 * n as u64) <= gpu.max_binding_size()
+        && (9 * n as u64 + (1 << 20)) <= gpu.memory_budget();
+    if !fits || n == 0 {
+        return stepwise(gpu, data, shape, clip, level, connectivity).await;
+    }
+    if !data.iter().any(|v| v.is_finite()) {
+        return Err(Error::InvalidInput(
+            "no finite values to clip (the image is all NaN/inf)".into(),
+        ));
+    }
+    let mut held: Vec<wgpu::Buffer> = Vec::new();
+    let outcome = async {
+        let data_buf = gpu.storage(4 * n as u64, "sources image").await?;
+        held.push(data_buf.clone());
+        gpu.upload(&data_buf, bytemuck::cast_slice(data));
+        let stats = clip::clip_buffers(
+            gpu,
+            std::slice::from_ref(&data_buf),
+            &[n],
+            clip::initial_shift(data),
+            clip,
+        )
+        .await?;
+        let threshold = level.value(&stats)?;
+        // Smallest key of a value above the threshold; none: nothing is.
+        let key_lo = Samples::F32(&[])
+            .key_above(threshold)
+            .map_or(u32::MAX, |k| k as u32);
+        let mask = gpu
+            .storage(n.div_ceil(4) as u64 * 4, "sources mask")
+            .await?;
+        held.push(mask.clone());
+        let n_blocks = n.div_ceil(1024);
+        let parent = gpu.storage(4 * n as u64, "sources labels").await?;
+        held.push(parent.clone());
+        let blocks = gpu
+            .storage(4 * (n_blocks as u64 + 1), "label blocks")
+            .await?;
+        held.push(blocks.clone());
+        let tparams = gpu.uniform(&ThresholdParams {
+            count: n as u32,
+            key_lo,
+            key_hi: 0,
+            _pad: 0,
+        });
+        let mut rec = gpu.recorder();
+        rec.dispatch(
+            &gpu.pipeline(shaders::THRESHOLD, "threshold_f32")?,
+            &[&tparams, &data_buf, &mask],
+            (n as u64).div_ceil(4),
+        )?;
+        rec.submit().await?;
+        let plan = label::plan(gpu, s, connectivity);
+        label::record_label(gpu, &plan, &mask, &parent, &blocks).await?;
+        let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
+        let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
+        let raw = gpu.read(&parent, 4 * n as u64).await?;
+        let labels: Vec<i32> = raw
+            .chunks_exact(4)
+            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        // Scale of the fixed-point sums: the largest |value| in a region.
+        let mut vmax = 0f32;
+        for (v, &l) in data.iter().zip(&labels) {
+            if l != 0 {
+                if !v.is_finite() {
+                    return Err(Error::InvalidInput(format!(
+                        "region {l} holds the value {v}; region sums need finite values"
+                    )));
+                }
+                vmax = vmax.max(v.abs());
+            }
+        }
+        let regions =
+            measure::measure_resident(gpu, &parent, &data_buf, s, shape.len(), count, vmax).await?;
+        Ok(Sources {
+            stats,
+            threshold,
+            labels: Labels { labels, count },
+            regions,
+        })
+    }
+    .await;
+    for b in held {
+        gpu.recycle(b);
+    }
+    outcome
+}
+
+/// The chain step by step, each step chunked as it needs.
+async fn stepwise(
+    gpu: &Gpu,
+    data: &[f32],
+    shape: &[usize],
+    clip: &ClipOptions,
+    level: Level,
+    connectivity: usize,
+) -> Result<Sources> {
+    let stats = clip::sigma_clipped_stats(gpu, data, None, clip).await?;
+    let threshold = level.value(&stats)?;
+    let mask = threshold::threshold_above(gpu, Samples::F32(data), threshold).await?;
+    let labels = label::label(gpu, &mask, shape, connectivity).await?;
+    let regions = measure::regionprops(gpu, &labels.labels, data, shape, labels.count).await?;
+    Ok(Sources {
+        stats,
+        threshold,
+        labels,
+        regions,
+    })
+}
+
+pub mod cpu {
+    //! The same chain with every step's CPU reference.
+    use super::*;
+
+    pub fn sources(
+        data: &[f32],
+        shape: &[usize],
+        clip: &ClipOptions,
+        level: Level,
+        connectivity: usize,
+    ) -> Result<Sources> {
+        label::check(data.len(), shape, connectivity)?;
+        let stats = clip::cpu::sigma_clipped_stats(Samples::F32(data), None, clip)?;
+        let threshold = level.value(&stats)?;
+        let mask = threshold::cpu::threshold_above(Samples::F32(data), threshold)?;
+        let labels = label::cpu::label(&mask, shape, connectivity)?;
+        let regions = measure::cpu::regionprops(&labels.labels, data, shape, labels.count)?;
+        Ok(Sources {
+            stats,
+            threshold,
+            labels,
+            regions,
+        })
+    }
+}

@@ -1,0 +1,486 @@
+//! Kappa-sigma clipping with astropy's `sigma_clip` / `sigma_clipped_stats`
+//! semantics: keep `cen - sigma_lower*std <= x <= cen + sigma_upper*std`
+//! (strict `<` / `>` in the workshop's variant), repeat until a round
+//! removes nothing or `maxiters` rounds; median of an even count = mean of
+//! the two middle values; std with ddof = 0; NaN, inf and masked values
+//! excluded. For float32 data the bounds are computed in float32, as numpy
+//! does for astropy (a float32 centre times a Python float stays float32),
+//! so the kept set is the same; other dtypes use float64 bounds.
+//!
+//! GPU (float32 data): shaders/stats/clip.wgsl. The exact median is a radix
+//! select on ordered keys (three histogram passes, no sort); the sums are
+//! float-float (about 44 bits), reduced in f64 on the host.
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::engine::Gpu;
+use crate::error::{Error, Result};
+use crate::keys::Samples;
+use crate::shaders;
+
+/// The centre of the clipping interval.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CenFunc {
+    Median,
+    Mean,
+}
+
+impl std::str::FromStr for CenFunc {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "median" => Ok(CenFunc::Median),
+            "mean" => Ok(CenFunc::Mean),
+            other => Err(Error::param(
+                "cenfunc",
+                format!("'{other}' (use median or mean)"),
+            )),
+        }
+    }
+}
+
+/// astropy's parameters (`sigma_lower`/`sigma_upper` default to `sigma`;
+/// `maxiters: None` = until convergence) plus the workshop's strict variant.
+#[derive(Clone, Copy, Debug)]
+pub struct ClipOptions {
+    pub sigma: f64,
+    pub sigma_lower: Option<f64>,
+    pub sigma_upper: Option<f64>,
+    pub maxiters: Option<u32>,
+    pub cenfunc: CenFunc,
+    /// Keep `cen - sl*std < x < cen + su*std` (the workshop's CuPy loop).
+    pub strict: bool,
+}
+
+impl Default for ClipOptions {
+    fn default() -> Self {
+        ClipOptions {
+            sigma: 3.0,
+            sigma_lower: None,
+            sigma_upper: None,
+            maxiters: Some(5),
+            cenfunc: CenFunc::Median,
+            strict: false,
+        }
+    }
+}
+
+impl ClipOptions {
+    /// The workshop's loop: strict comparisons, until nothing changes.
+    pub fn workshop(sigma: f64) -> Self {
+        ClipOptions {
+            sigma,
+            maxiters: None,
+            strict: true,
+            ..ClipOptions::default()
+        }
+    }
+
+    fn sigmas(&self) -> Result<(f64, f64)> {
+        let lo = self.sigma_lower.unwrap_or(self.sigma);
+        let hi = self.sigma_upper.unwrap_or(self.sigma);
+        for (name, v) in [
+            ("sigma", self.sigma),
+            ("sigma_lower", lo),
+            ("sigma_upper", hi),
+        ] {
+            if !(v.is_finite() && v > 0.0) {
+                return Err(Error::param(
+                    name,
+                    format!("{v} (must be a finite number above 0, e.g. 3)"),
+                ));
+            }
+        }
+        Ok((lo, hi))
+    }
+}
+
+/// `sigma_clipped_stats`' answer plus what the clipping did.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ClipStats {
+    pub mean: f64,
+    pub median: f64,
+    pub std: f64,
+    /// Values kept after the last round.
+    pub n_kept: usize,
+    /// Clipping rounds done (astropy's `niterations`).
+    pub iterations: u32,
+}
+
+fn no_values() -> Error {
+    Error::InvalidInput(
+        "no finite, unmasked values to clip (the data is empty, all NaN/inf or all masked)".into(),
+    )
+}
+
+fn check_mask(n: usize, mask: Option<&[bool]>) -> Result<()> {
+    match mask {
+        Some(m) if m.len() != n => Err(Error::InvalidInput(format!(
+            "the mask has {} values but the data {n}; give a mask of the data's shape",
+            m.len()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    count: u32,
+    base: u32,
+    pass: u32,
+    n_partials: u32,
+    sigma_lower: f32,
+    sigma_upper: f32,
+    maxiters: u32,
+    flags: u32,
+    zero: u32,
+    _pad: [u32; 3],
+}
+
+const PER_WG: usize = 8192;
+const BINS: usize = 2048;
+const STATE_WORDS: usize = 21;
+/// Passes of one round: sum_hist0, reduce1, select, 2 x (hist, select),
+/// min_above, finalize for one chunk; rounds per submission keep a
+/// recording within the engine's 64 timed passes.
+const PASSES_PER_ROUND: usize = 9;
+
+/// Sigma-clipped statistics of float32 data on the GPU. `mask`: true =
+/// excluded, as in numpy masked arrays.
+pub async fn sigma_clipped_stats(
+    gpu: &Gpu,
+    data: &[f32],
+    mask: Option<&[bool]>,
+    options: &ClipOptions,
+) -> Result<ClipStats> {
+    options.sigmas()?;
+    check_mask(data.len(), mask)?;
+    // Masked values become NaN, which every bound excludes.
+    let values: Vec<f32> = match mask {
+        Some(m) => data
+            .iter()
+            .zip(m)
+            .map(|(&x, &masked)| if masked { f32::NAN } else { x })
+            .collect(),
+        None => data.to_vec(),
+    };
+    if !values.iter().any(|v| v.is_finite()) {
+        return Err(no_values());
+    }
+    let n = values.len();
+    let per_chunk = ((gpu.max_binding_size() / 4) as usize / PER_WG * PER_WG).max(PER_WG);
+    let chunks: Vec<&[f32]> = values.chunks(per_chunk).collect();
+    if (n as u64) * 4 > gpu.memory_budget() {
+        return Err(Error::OutOfMemory {
+            what: format!(
+                "clipping {n} values ({} MiB) within the memory budget of {} MiB; raise --memory-budget or use --cpu",
+                (n * 4) >> 20,
+                gpu.memory_budget() >> 20
+            ),
+        });
+    }
+    let mut bufs: Vec<wgpu::Buffer> = Vec::new();
+    let mut uploaded = Ok(());
+    for c in &chunks {
+        match gpu.storage(4 * c.len() as u64, "clip data").await {
+            Ok(b) => {
+                gpu.upload(&b, bytemuck::cast_slice(c));
+                bufs.push(b);
+            }
+            Err(e) => {
+                uploaded = Err(e);
+                break;
+            }
+        }
+    }
+    let lens: Vec<usize> = chunks.iter().map(|c| c.len()).collect();
+    let outcome = match uploaded {
+        Ok(()) => clip_buffers(gpu, &bufs, &lens, initial_shift(&values), options).await,
+        Err(e) => Err(e),
+    };
+    for b in bufs {
+        gpu.recycle(b);
+    }
+    outcome
+}
+
+/// The clipping rounds on f32 values already on the GPU (one buffer per
+/// chunk of `lens[k]` values, each a multiple of PER_WG except the last).
+pub(crate) async fn clip_buffers(
+    gpu: &Gpu,
+    bufs: &[wgpu::Buffer],
+    lens: &[usize],
+    shift: f32,
+    options: &ClipOptions,
+) -> Result<ClipStats> {
+    let (sl, su) = options.sigmas()?;
+    let n_partials: usize = lens.iter().map(|c| c.div_ceil(PER_WG)).sum();
+    let mut held: Vec<wgpu::Buffer> = Vec::new();
+    let outcome = async {
+        let state = gpu.storage(4 * STATE_WORDS as u64, "clip state").await?;
+        held.push(state.clone());
+        let hist = gpu.storage(4 * (BINS as u64 + 1), "clip histogram").await?;
+        held.push(hist.clone());
+        let partials = gpu.storage(32 * n_partials as u64, "clip partials").await?;
+        held.push(partials.clone());
+        let mut init = [0u32; STATE_WORDS];
+        init[0] = key_f32(-f32::MAX);
+        init[1] = key_f32(f32::MAX);
+        init[20] = shift.to_bits();
+        gpu.upload(&state, bytemuck::cast_slice(&init));
+        gpu.upload(&hist, &vec![0u8; 4 * (BINS + 1)]);
+        let flags =
+            u32::from(options.cenfunc == CenFunc::Median) | (u32::from(options.strict) << 1);
+        let params = |count: usize, base: usize, pass: u32| {
+            gpu.uniform(&Params {
+                count: count as u32,
+                base: base as u32,
+                pass,
+                n_partials: n_partials as u32,
+                sigma_lower: sl as f32,
+                sigma_upper: su as f32,
+                maxiters: options.maxiters.unwrap_or(u32::MAX),
+                flags,
+                zero: 0,
+                _pad: [0; 3],
+            })
+        };
+        // One uniform per (chunk, pass) and the global ones, made once.
+        let mut bases = Vec::new();
+        let mut base = 0;
+        for c in lens {
+            bases.push(base);
+            base += c.div_ceil(PER_WG);
+        }
+        let chunk_params: Vec<[wgpu::Buffer; 3]> = lens
+            .iter()
+            .zip(&bases)
+            .map(|(&c, &b)| [0, 1, 2].map(|pass| params(c, b, pass)))
+            .collect();
+        let global: [wgpu::Buffer; 3] = [0, 1, 2].map(|pass| params(0, 0, pass));
+        let pipe = |e: &str| gpu.pipeline(shaders::CLIP, e);
+        let (sum_hist0, reduce1) = (pipe("sum_hist0")?, pipe("reduce1")?);
+        let (hist_pass, select_bin, min_above, finalize) = (
+            pipe("hist_pass")?,
+            pipe("select_bin")?,
+            pipe("min_above")?,
+            pipe("finalize")?,
+        );
+        let rounds_per_submit = (64 / (PASSES_PER_ROUND + 4 * (lens.len() - 1))).max(1);
+        loop {
+            let mut rec = gpu.recorder();
+            for _ in 0..rounds_per_submit {
+                let per_chunk = |rec: &mut crate::engine::Recorder<'_>,
+                                 pipeline: &wgpu::ComputePipeline,
+                                 pass: usize|
+                 -> Result<()> {
+                    for (k, c) in lens.iter().enumerate() {
+                        rec.dispatch(
+                            pipeline,
+                            &[&chunk_params[k][pass], &bufs[k], &state, &hist, &partials],
+                            (c.div_ceil(PER_WG) * 256) as u64,
+                        )?;
+                    }
+                    Ok(())
+                };
+                let one = |rec: &mut crate::engine::Recorder<'_>,
+                           pipeline: &wgpu::ComputePipeline,
+                           pass: usize,
+                           threads: u64|
+                 -> Result<()> {
+                    rec.dispatch(
+                        pipeline,
+                        &[&global[pass], &bufs[0], &state, &hist, &partials],
+                        threads,
+                    )
+                };
+                per_chunk(&mut rec, &sum_hist0, 0)?;
+                one(&mut rec, &reduce1, 0, 256)?;
+                one(&mut rec, &select_bin, 0, 256)?;
+                for pass in 1..3 {
+                    per_chunk(&mut rec, &hist_pass, pass)?;
+                    one(&mut rec, &select_bin, pass, 256)?;
+                }
+                per_chunk(&mut rec, &min_above, 0)?;
+                one(&mut rec, &finalize, 0, 1)?;
+            }
+            rec.submit().await?;
+            let raw = gpu.read(&state, 4 * STATE_WORDS as u64).await?;
+            let st: Vec<u32> = raw
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect();
+            if st[16] != 0 {
+                return Ok(stats_from_state(&st));
+            }
+        }
+    }
+    .await;
+    for b in held {
+        gpu.recycle(b);
+    }
+    outcome
+}
+
+/// A first centre for the sums of the first round: the median of at most
+/// 1001 evenly spaced finite values, near the data's centre so that the
+/// float-float sums of squares lose no precision to cancellation.
+pub(crate) fn initial_shift(values: &[f32]) -> f32 {
+    let step = (values.len() / 1001).max(1);
+    let mut sample: Vec<f32> = values
+        .iter()
+        .step_by(step)
+        .copied()
+        .filter(|v| v.is_finite())
+        .collect();
+    if sample.is_empty() {
+        sample = values.iter().copied().filter(|v| v.is_finite()).collect();
+    }
+    sample.sort_by(f32::total_cmp);
+    sample.get(sample.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// Final statistics in f64 from the GPU's float-float sums and median keys.
+fn stats_from_state(st: &[u32]) -> ClipStats {
+    let f = |i: usize| f64::from(f32::from_bits(st[i]));
+    let n = st[5] as f64;
+    if st[5] == 0 {
+        return ClipStats {
+            mean: f64::NAN,
+            median: f64::NAN,
+            std: f64::NAN,
+            n_kept: 0,
+            iterations: st[3],
+        };
+    }
+    // Sums around the shift of the last round.
+    let d = (f(12) + f(13)) / n;
+    let mean = f(20) + d;
+    let var = ((f(14) + f(15)) / n - d * d).max(0.0);
+    let median = (f64::from(value_of(st[8])) + f64::from(value_of(st[9]))) / 2.0;
+    ClipStats {
+        mean,
+        median,
+        std: var.sqrt(),
+        n_kept: st[5] as usize,
+        iterations: st[3],
+    }
+}
+
+fn key_f32(x: f32) -> u32 {
+    let b = if x == 0.0 { 0 } else { x.to_bits() };
+    if b & 0x8000_0000 != 0 {
+        !b
+    } else {
+        b | 0x8000_0000
+    }
+}
+
+fn value_of(k: u32) -> f32 {
+    if k & 0x8000_0000 != 0 {
+        f32::from_bits(k & 0x7fff_ffff)
+    } else {
+        f32::from_bits(!k)
+    }
+}
+
+pub mod cpu {
+    //! CPU reference: astropy's loop written out in f64 with a full sort
+    //! for the median.
+    use super::*;
+
+    /// Sigma-clipped statistics of any dtype; `mask`: true = excluded.
+    pub fn sigma_clipped_stats(
+        samples: Samples<'_>,
+        mask: Option<&[bool]>,
+        options: &ClipOptions,
+    ) -> Result<ClipStats> {
+        let (sl, su) = options.sigmas()?;
+        check_mask(samples.len(), mask)?;
+        let all = to_f64(samples);
+        let mut v: Vec<f64> = all
+            .iter()
+            .enumerate()
+            .filter(|&(i, x)| x.is_finite() && !mask.is_some_and(|m| m[i]))
+            .map(|(_, &x)| x)
+            .collect();
+        if v.is_empty() {
+            return Err(no_values());
+        }
+        let f32_bounds = matches!(samples, Samples::F32(_));
+        let maxiters = options.maxiters.unwrap_or(u32::MAX);
+        let mut iterations = 0;
+        let mut changed = true;
+        // Strict comparisons with std 0 can remove every value: astropy and
+        // the workshop loop then report NaN statistics, and so do we.
+        while changed && iterations < maxiters && !v.is_empty() {
+            iterations += 1;
+            let cen = match options.cenfunc {
+                CenFunc::Median => median(&v),
+                CenFunc::Mean => mean(&v),
+            };
+            let std = std(&v);
+            let (lo, hi) = if f32_bounds {
+                let (c, s) = (cen as f32, std as f32);
+                (f64::from(c - s * sl as f32), f64::from(c + s * su as f32))
+            } else {
+                (cen - std * sl, cen + std * su)
+            };
+            let before = v.len();
+            v.retain(|&x| {
+                if options.strict {
+                    x > lo && x < hi
+                } else {
+                    x >= lo && x <= hi
+                }
+            });
+            changed = v.len() != before;
+        }
+        Ok(ClipStats {
+            mean: mean(&v),
+            median: median(&v),
+            std: std(&v),
+            n_kept: v.len(),
+            iterations,
+        })
+    }
+
+    fn to_f64(s: Samples<'_>) -> Vec<f64> {
+        match s {
+            Samples::U8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::I8(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::U16(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::I16(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            Samples::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            Samples::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            Samples::F64(v) => v.to_vec(),
+        }
+    }
+
+    pub(crate) fn mean(v: &[f64]) -> f64 {
+        v.iter().sum::<f64>() / v.len() as f64
+    }
+
+    pub(crate) fn std(v: &[f64]) -> f64 {
+        let m = mean(v);
+        (v.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / v.len() as f64).sqrt()
+    }
+
+    pub(crate) fn median(v: &[f64]) -> f64 {
+        if v.is_empty() {
+            return f64::NAN;
+        }
+        let mut s = v.to_vec();
+        s.sort_by(f64::total_cmp);
+        let n = s.len();
+        if n % 2 == 1 {
+            s[n / 2]
+        } else {
+            (s[n / 2 - 1] + s[n / 2]) / 2.0
+        }
+    }
+}

@@ -1,0 +1,5 @@
+//! Statistics: kappa-sigma clipping with an exact GPU median.
+
+pub mod clip;
+
+pub use clip::{CenFunc, ClipOptions, ClipStats, sigma_clipped_stats};
