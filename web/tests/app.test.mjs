@@ -48,7 +48,7 @@ const CASES = {
   ],
   remove_outliers: [
     ['coins.png', { diff: 20, size: 3, mode: 'both' }],
-    ['hubble_deep_field.jpg', { diff: 30, size: 5, mode: 'bright' }],
+    ['hubble_deep_field.jpg', { diff: 30, size: 3, mode: 'bright' }],
     ['blobs3d.tif', { diff: 0.5, size: 3, mode: 'tomopy' }],
   ],
 };
