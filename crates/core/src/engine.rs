@@ -239,15 +239,7 @@ impl Gpu {
             index,
             mapped,
         } = pending;
-        #[cfg(not(target_arch = "wasm32"))]
-        self.device
-            .poll(wgpu::PollType::Wait {
-                submission_index: Some(index),
-                timeout: None,
-            })
-            .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
-        #[cfg(target_arch = "wasm32")]
-        let _ = index;
+        self.wait_for(index)?;
         let outcome = async {
             mapped
                 .await
@@ -287,19 +279,26 @@ impl Gpu {
         }
     }
 
+    /// Natively, blocks until `index` has run and its callbacks fired; in the
+    /// browser the awaited callbacks themselves wait.
+    fn wait_for(&self, index: wgpu::SubmissionIndex) -> Result<()> {
+        #[cfg(not(target_arch = "wasm32"))]
+        self.device
+            .poll(wgpu::PollType::Wait {
+                submission_index: Some(index),
+                timeout: None,
+            })
+            .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
+        #[cfg(target_arch = "wasm32")]
+        let _ = index;
+        Ok(())
+    }
+
     /// Writes `bytes` at the start of `up`, once the GPU has finished its
     /// previous copy out of it; large writes are split over threads.
     pub(crate) async fn fill(&self, up: &mut UploadBuffer, bytes: &[u8]) -> Result<()> {
         if let Some((mapped, index)) = up.ready.take() {
-            #[cfg(not(target_arch = "wasm32"))]
-            self.device
-                .poll(wgpu::PollType::Wait {
-                    submission_index: Some(index),
-                    timeout: None,
-                })
-                .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
-            #[cfg(target_arch = "wasm32")]
-            let _ = index;
+            self.wait_for(index)?;
             mapped
                 .await
                 .map_err(|_| Error::Device("an upload mapping was cancelled".into()))?
