@@ -56,6 +56,38 @@ fn quantize(v: f32) -> f32 {
     return w;
 }
 
+// The window sum of an element whose window lies inside the box, starting at
+// input index `base`. crates/core/src/filters/gpu.rs replaces this loop with
+// the taps unrolled and the weights as literals for kernels of moderate size
+// (measured faster on an H200: no loop, no weight loads).
+// ---- GENERATED: begin ----
+fn interior_sum(base: u32) -> f32 {
+    var acc = 0.0;
+    var w = 0u;
+    for (var kz = 0u; kz < p.klen.z; kz++) {
+        for (var ky = 0u; ky < p.klen.y; ky++) {
+            let row = base + (kz * p.in_shape.y + ky) * p.in_shape.x;
+            for (var kx = 0u; kx < p.klen.x; kx++) {
+                acc += weights[w] * src[row + kx];
+                w++;
+            }
+        }
+    }
+    return acc;
+}
+// ---- GENERATED: end ----
+
+// One thread per output element on a 3-D grid (no index division: measured
+// faster on an H200), or on a 1-D grid for boxes whose grid would exceed the
+// per-dimension workgroup limit (long 1-D signals).
+@compute @workgroup_size(32, 8, 1)
+fn correlate_grid(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (any(gid >= p.out_shape.xyz)) {
+        return;
+    }
+    correlate_at(gid, (gid.z * p.out_shape.y + gid.y) * p.out_shape.x + gid.x);
+}
+
 @compute @workgroup_size(256)
 fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
              @builtin(num_workgroups) groups: vec3<u32>) {
@@ -65,10 +97,14 @@ fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i >= nx * ny * p.out_shape.z) {
         return;
     }
-    let ox = i % nx;
-    let oy = (i / nx) % ny;
-    let oz = i / (nx * ny);
-    let o = vec3<u32>(ox, oy, oz);
+    correlate_at(vec3<u32>(i % nx, (i / nx) % ny, i / (nx * ny)), i);
+}
+
+// Output element o (x, y, z), at index i of the output box.
+fn correlate_at(o: vec3<u32>, i: u32) {
+    let ox = o.x;
+    let oy = o.y;
+    let oz = o.z;
     if (p.mode == 4u && (any(o < p.valid_lo.xyz) || any(o >= p.valid_hi.xyz))) {
         dst[i] = p.cval;
         return;
@@ -81,16 +117,7 @@ fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
     let start = vec3<i32>(o + p.offset.xyz) - vec3<i32>(p.left.xyz);
     if (all(start >= vec3<i32>(0)) && all(start + vec3<i32>(p.klen.xyz) <= in_n)) {
         let base = (u32(start.z) * p.in_shape.y + u32(start.y)) * p.in_shape.x + u32(start.x);
-        for (var kz = 0u; kz < p.klen.z; kz++) {
-            for (var ky = 0u; ky < p.klen.y; ky++) {
-                let row = base + (kz * p.in_shape.y + ky) * p.in_shape.x;
-                for (var kx = 0u; kx < p.klen.x; kx++) {
-                    acc += weights[w] * src[row + kx];
-                    w++;
-                }
-            }
-        }
-        dst[i] = quantize(acc);
+        dst[i] = quantize(interior_sum(base));
         return;
     }
     for (var kz = 0u; kz < p.klen.z; kz++) {

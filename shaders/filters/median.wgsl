@@ -74,9 +74,19 @@ fn network_select(c: vec3<i32>) -> Key {
 }
 // ---- GENERATED: end ----
 
-// One invocation per output element. (A 3-D grid with grid-stride loops
-// measured no faster on an H200 and hung SwiftShader, Chromium's WebGPU on
-// machines without a GPU.)
+// One invocation per output element, on a 3-D grid (no index division), or
+// on a 1-D grid where the 3-D one would exceed the per-dimension limit.
+// (Grid-stride loops hung SwiftShader, Chromium's WebGPU without a GPU.)
+@compute @workgroup_size(32, 8, 1)
+fn median_network_grid(@builtin(global_invocation_id) gid: vec3<u32>) {
+    if (any(gid >= p.out_shape.xyz)) {
+        return;
+    }
+    let i = (gid.z * p.out_shape.y + gid.y) * p.out_shape.x + gid.x;
+    let c = vec3<i32>(gid + p.offset.xyz);
+    key_store(i, finish(key_at(centre_index(c)), network_select(c)));
+}
+
 @compute @workgroup_size(256)
 fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
                   @builtin(num_workgroups) groups: vec3<u32>) {

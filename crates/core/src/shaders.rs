@@ -46,3 +46,17 @@ pub const ALL: &[(&str, &str)] = &[
     ("segment/measure.wgsl", MEASURE),
     ("stats/clip.wgsl", CLIP),
 ];
+
+/// Replaces the text between the GENERATED markers of a template with `body`
+/// (kernels specialised on the host: median networks, unrolled correlations).
+pub(crate) fn splice_generated(template: &str, body: &str) -> String {
+    const BEGIN: &str = "// ---- GENERATED: begin ----\n";
+    const END: &str = "// ---- GENERATED: end ----";
+    match (template.find(BEGIN), template.find(END)) {
+        (Some(b), Some(e)) if b < e => {
+            format!("{}{body}{}", &template[..b + BEGIN.len()], &template[e..])
+        }
+        // The markers are part of the committed shaders; a test checks them.
+        _ => template.to_string(),
+    }
+}

@@ -237,3 +237,45 @@ fn repeated_calls_of_many_sizes_leave_no_device_memory_behind() {
     device.trim();
     assert_eq!(device.live_bytes(), 0);
 }
+
+#[test]
+fn separable_kernels_match_reference_in_every_mode_whole_and_chunked() {
+    // Outer products run as one 1-D pass per axis on the GPU (not in constant
+    // mode with a non-zero cval); the answers must not change.
+    let a = [0.2, 1.0, -0.5, 0.3, 2.0];
+    let b = [1.5, -0.25, 0.75];
+    let k2: Vec<f64> = a
+        .iter()
+        .flat_map(|&u| b.iter().map(move |&v| u * v))
+        .collect();
+    let k3: Vec<f64> = b
+        .iter()
+        .flat_map(|&u| k2.iter().map(move |&v| u * v))
+        .collect();
+    for mode in MODES {
+        for cval in [0.0, 1.25] {
+            let boundary = Boundary { mode, cval };
+            let conv = Filter::convolve(2, &k2, &[5, 3]).unwrap();
+            let (g, c) = run_both(gpu(), &conv, &[21, 17], boundary, 11);
+            assert_close(&g, &c, &format!("separable 2-D {mode:?} cval {cval}"));
+            let (g, c) = run_both(tiny_gpu(), &conv, &[300, 200], boundary, 12);
+            assert_close(&g, &c, &format!("separable chunked {mode:?} cval {cval}"));
+            let corr = Filter::correlate(3, &k3, &[3, 5, 3]).unwrap();
+            let (g, c) = run_both(gpu(), &corr, &[7, 9, 8], boundary, 13);
+            assert_close(&g, &c, &format!("separable 3-D {mode:?} cval {cval}"));
+        }
+    }
+    // A kernel above the unrolling limit takes the loop over the weights.
+    let big: Vec<f64> = noise(25 * 25, 14).iter().map(|v| v - 0.5).collect();
+    let f = Filter::correlate(2, &big, &[25, 25]).unwrap();
+    let (g, c) = run_both(gpu(), &f, &[30, 40], Boundary::default(), 15);
+    assert_close(&g, &c, "25x25 kernel");
+}
+
+#[test]
+fn signals_longer_than_a_dispatch_grid_row_use_the_linear_entry() {
+    // More than 65535 workgroups of 64 along x: the 1-D entry point runs.
+    let f = Filter::gaussian(1, &[1.5], 4.0).unwrap();
+    let (g, c) = run_both(gpu(), &f, &[(1 << 22) + 1000], Boundary::default(), 22);
+    assert_close(&g, &c, "long 1-D signal");
+}

@@ -2,6 +2,8 @@
 //! each chunk uploaded once, every pass run on the GPU (ping-pong between
 //! two buffers), the core downloaded once.
 
+use std::fmt::Write as _;
+
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{Chunk, Shape3, shape3};
@@ -13,7 +15,7 @@ use crate::stream::{
     StreamSpec,
 };
 
-use super::{Boundary, Filter, Output};
+use super::{Boundary, Filter, Mode, Output, Pass};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -156,9 +158,18 @@ async fn run(
         progress(s[0], s[0]);
         return Ok(None);
     }
-    let pipeline = gpu.pipeline(shaders::CORRELATE, "correlate")?;
-    let mut weight_buffers = Vec::with_capacity(filter.passes.len());
-    for pass in &filter.passes {
+    let passes = gpu_passes(filter, boundary, output);
+    // Per pass: the 3-D grid entry and the 1-D one for boxes it cannot cover.
+    let mut pipelines = Vec::with_capacity(passes.len());
+    for pass in &passes {
+        let source = pass_source(pass);
+        pipelines.push([
+            gpu.pipeline(&source, "correlate_grid")?,
+            gpu.pipeline(&source, "correlate")?,
+        ]);
+    }
+    let mut weight_buffers = Vec::with_capacity(passes.len());
+    for pass in &passes {
         let w: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
         match gpu.storage(4 * w.len() as u64, "filter weights").await {
             Ok(buffer) => {
@@ -181,8 +192,8 @@ async fn run(
         record_chunk(
             gpu,
             rec,
-            &pipeline,
-            filter,
+            &pipelines,
+            &passes,
             &weight_buffers,
             [src, dst],
             s,
@@ -190,7 +201,7 @@ async fn run(
             boundary,
             output,
         )?;
-        Ok(filter.passes.len() % 2 == 1)
+        Ok(passes.len() % 2 == 1)
     };
     // Two ping-pong buffers per chunk, two chunks in flight.
     let max_elements = (gpu.max_binding_size() / 4)
@@ -214,14 +225,117 @@ async fn run(
     outcome
 }
 
-/// Records every pass of `filter` for chunk `c`, ping-ponging between the
-/// two buffers; the result ends in `buffers[passes % 2]`.
+/// The passes the GPU runs for `filter`. An n-D kernel that is the outer
+/// product of 1-D kernels (a Gaussian built by hand, as the workshop's 15x15
+/// one) runs as one 1-D pass per axis: the same sums in 15 + 15 taps instead
+/// of 225. Only for float output (an integer dtype rounds once, after the
+/// whole sum) and where the boundary is separable too: every mode maps each
+/// axis on its own, but a non-zero constant would pad the intermediate
+/// result with cval instead of cval times the row's weight sum.
+fn gpu_passes(filter: &Filter, boundary: Boundary, output: Output) -> Vec<Pass> {
+    let separable_boundary = boundary.mode != Mode::Constant || boundary.cval == 0.0;
+    if output != Output::Float || !separable_boundary {
+        return filter.passes.clone();
+    }
+    filter
+        .passes
+        .iter()
+        .flat_map(|pass| separate(pass).unwrap_or_else(|| vec![pass.clone()]))
+        .collect()
+}
+
+/// `pass` as 1-D passes (axis 0 first) when its weights are an outer
+/// product to within 1e-7 of their largest magnitude, far below the f32
+/// rounding of the sums; None when they are not, or are 1-D already.
+fn separate(pass: &Pass) -> Option<Vec<Pass>> {
+    let [nz, ny, nx] = pass.shape;
+    if pass.shape.iter().filter(|&&n| n > 1).count() < 2 {
+        return None;
+    }
+    let w = &pass.weights;
+    let at = |z: usize, y: usize, x: usize| w[(z * ny + y) * nx + x];
+    let peak = (0..w.len()).max_by(|&a, &b| w[a].abs().total_cmp(&w[b].abs()))?;
+    let m = w[peak];
+    if m == 0.0 || !m.is_finite() {
+        return None;
+    }
+    let (z0, y0, x0) = (peak / (ny * nx), peak / nx % ny, peak % nx);
+    // w[z, y, x] = fz[z] * fy[y] * fx[x], the peak's row scaled to carry m.
+    let fz: Vec<f64> = (0..nz).map(|z| at(z, y0, x0) / m).collect();
+    let fy: Vec<f64> = (0..ny).map(|y| at(z0, y, x0) / m).collect();
+    let fx: Vec<f64> = (0..nx).map(|x| at(z0, y0, x)).collect();
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                if (at(z, y, x) - fz[z] * fy[y] * fx[x]).abs() > 1e-7 * m.abs() {
+                    return None;
+                }
+            }
+        }
+    }
+    let passes = [(0, fz), (1, fy), (2, fx)]
+        .into_iter()
+        .filter(|(a, _)| pass.shape[*a] > 1)
+        .map(|(a, weights)| {
+            let mut shape = [1; 3];
+            let mut left = [0; 3];
+            shape[a] = pass.shape[a];
+            left[a] = pass.left[a];
+            Pass {
+                shape,
+                left,
+                weights,
+                one_d: true,
+            }
+        })
+        .collect();
+    Some(passes)
+}
+
+/// Kernels up to this many taps get their window sum unrolled with the
+/// weights as literals; larger ones loop over the weights buffer.
+const MAX_UNROLLED_TAPS: usize = 512;
+
+/// The correlation shader for `pass`: the template, with the interior window
+/// sum unrolled when the kernel is small enough and its weights finite (a
+/// WGSL literal cannot be an infinity).
+fn pass_source(pass: &Pass) -> String {
+    let weights: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
+    if weights.len() > MAX_UNROLLED_TAPS || weights.iter().any(|w| !w.is_finite()) {
+        return shaders::CORRELATE.to_string();
+    }
+    let [nz, ny, nx] = pass.shape;
+    let mut f = String::new();
+    // Writing to a String cannot fail. Same order of the sum as the loop.
+    let _ = writeln!(f, "fn interior_sum(base: u32) -> f32 {{");
+    let _ = writeln!(
+        f,
+        "    let sy = p.in_shape.x;\n    let sz = p.in_shape.x * p.in_shape.y;"
+    );
+    let _ = writeln!(f, "    var acc = 0.0;");
+    for z in 0..nz {
+        for y in 0..ny {
+            for x in 0..nx {
+                let w = weights[(z * ny + y) * nx + x];
+                let _ = writeln!(
+                    f,
+                    "    acc += {w:e}f * src[base + {z}u * sz + {y}u * sy + {x}u];"
+                );
+            }
+        }
+    }
+    let _ = writeln!(f, "    return acc;\n}}");
+    shaders::splice_generated(shaders::CORRELATE, &f)
+}
+
+/// Records every pass for chunk `c`, ping-ponging between the two buffers;
+/// the result ends in `buffers[passes % 2]`.
 #[allow(clippy::too_many_arguments)]
 fn record_chunk(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    pipeline: &wgpu::ComputePipeline,
-    filter: &Filter,
+    pipelines: &[[wgpu::ComputePipeline; 2]],
+    passes: &[Pass],
     weights: &[wgpu::Buffer],
     buffers: [&wgpu::Buffer; 2],
     shape: Shape3,
@@ -237,7 +351,7 @@ fn record_chunk(
     let mut in_shape = c.box_shape();
     // Halo still unconsumed on each side, per axis.
     let mut pad = c.pad;
-    for (i, pass) in filter.passes.iter().enumerate() {
+    for (i, pass) in passes.iter().enumerate() {
         let reach = pass.reach();
         let mut offset = [0; 3];
         let mut out_shape = in_shape;
@@ -273,8 +387,14 @@ fn record_chunk(
         };
         let uniform = gpu.uniform(&p);
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
-        let threads = out_shape.iter().product::<usize>() as u64;
-        rec.dispatch(pipeline, &[&uniform, src, &weights[i], dst], threads)?;
+        let buffers = [&uniform, src, &weights[i], dst];
+        let extent = [out_shape[2], out_shape[1], out_shape[0]];
+        let [grid, linear] = &pipelines[i];
+        if rec.grid_fits(extent) {
+            rec.dispatch_grid(grid, &buffers, extent)?;
+        } else {
+            rec.dispatch(linear, &buffers, out_shape.iter().product::<usize>() as u64)?;
+        }
         for a in 0..3 {
             pad[a] -= offset[a];
         }
@@ -282,4 +402,82 @@ fn record_chunk(
     }
     debug_assert_eq!(in_shape, c.core_shape());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outer(a: &[f64], b: &[f64]) -> Vec<f64> {
+        a.iter()
+            .flat_map(|&u| b.iter().map(move |&v| u * v))
+            .collect()
+    }
+
+    #[test]
+    fn outer_products_separate_into_one_pass_per_axis() {
+        let (a, b) = ([0.5, -2.0, 1.0], [3.0, 0.25, 1.0, -1.0, 2.0]);
+        let f = Filter::correlate(2, &outer(&a, &b), &[3, 5]).unwrap();
+        let passes = separate(&f.passes[0]).unwrap();
+        assert_eq!(passes.len(), 2);
+        assert_eq!((passes[0].shape, passes[0].left), ([1, 3, 1], [0, 1, 0]));
+        assert_eq!((passes[1].shape, passes[1].left), ([1, 1, 5], [0, 0, 2]));
+        for (i, w) in f.passes[0].weights.iter().enumerate() {
+            let product = passes[0].weights[i / 5] * passes[1].weights[i % 5];
+            assert!((w - product).abs() < 1e-12, "{i}: {w} vs {product}");
+        }
+    }
+
+    #[test]
+    fn other_kernels_are_left_whole() {
+        let mut k = outer(&[1.0, 2.0, 3.0], &[1.0, 1.0, 1.0]);
+        k[4] += 1e-3; // rank 2
+        let f = Filter::correlate(2, &k, &[3, 3]).unwrap();
+        assert!(separate(&f.passes[0]).is_none());
+        assert!(separate(&Filter::correlate(2, &[0.0; 9], &[3, 3]).unwrap().passes[0]).is_none());
+        let one_d = Filter::correlate(2, &[1.0, 2.0, 1.0], &[1, 3]).unwrap();
+        assert!(separate(&one_d.passes[0]).is_none());
+        // Integer output and a non-zero constant keep the n-D pass.
+        let g = Filter::correlate(2, &outer(&[1.0, 2.0], &[1.0, 3.0]), &[2, 2]).unwrap();
+        let reflect = Boundary::default();
+        assert_eq!(gpu_passes(&g, reflect, Output::Float).len(), 2);
+        let int = Output::Integer {
+            bits: 8,
+            signed: false,
+        };
+        assert_eq!(gpu_passes(&g, reflect, int).len(), 1);
+        let constant = |cval| Boundary {
+            mode: Mode::Constant,
+            cval,
+        };
+        assert_eq!(gpu_passes(&g, constant(1.0), Output::Float).len(), 1);
+        assert_eq!(gpu_passes(&g, constant(0.0), Output::Float).len(), 2);
+    }
+
+    #[test]
+    fn unrolled_shaders_validate() {
+        let k: Vec<f64> = (0..27).map(|i| f64::from(i) - 13.5).collect();
+        let big = vec![1.0; MAX_UNROLLED_TAPS + 1];
+        for (weights, shape) in [
+            (vec![1e-30, -0.0, 2.5], vec![3]),
+            (k.clone(), vec![3, 3, 3]),
+            (big, vec![MAX_UNROLLED_TAPS + 1]),
+        ] {
+            let f = Filter::correlate(shape.len(), &weights, &shape).unwrap();
+            let src = pass_source(&f.passes[0]);
+            assert_eq!(
+                src.contains("f * src[base + "),
+                weights.len() <= MAX_UNROLLED_TAPS,
+                "{shape:?}: unrolled only when small"
+            );
+            let module = naga::front::wgsl::parse_str(&src)
+                .unwrap_or_else(|e| panic!("{shape:?}: {}", e.emit_to_string(&src)));
+            naga::valid::Validator::new(
+                naga::valid::ValidationFlags::all(),
+                naga::valid::Capabilities::empty(),
+            )
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{shape:?}: {e:?}"));
+        }
+    }
 }

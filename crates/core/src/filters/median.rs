@@ -609,6 +609,11 @@ async fn stream_keys<T: Pod>(
         "median_search"
     };
     let pipeline = gpu.pipeline(&source_text, entry)?;
+    let grid_pipeline = if network {
+        Some(gpu.pipeline(&source_text, "median_network_grid")?)
+    } else {
+        None
+    };
     let offsets = if network {
         None
     } else {
@@ -636,7 +641,11 @@ async fn stream_keys<T: Pod>(
         if let Some(o) = &offsets {
             buffers.push(o);
         }
-        rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?;
+        let extent = [core[2], core[1], core[0]];
+        match &grid_pipeline {
+            Some(grid) if rec.grid_fits(extent) => rec.dispatch_grid(grid, &buffers, extent)?,
+            _ => rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?,
+        }
         Ok(true)
     };
     // In and out buffers of two chunks in flight.
@@ -790,20 +799,7 @@ fn network_source(footprint: &Footprint, template: &str) -> String {
         }
     }
     let _ = writeln!(f, "    return v{out};\n}}");
-    splice_generated(template, &f)
-}
-
-/// Replaces the text between the GENERATED markers of the template.
-fn splice_generated(template: &str, body: &str) -> String {
-    const BEGIN: &str = "// ---- GENERATED: begin ----\n";
-    const END: &str = "// ---- GENERATED: end ----";
-    match (template.find(BEGIN), template.find(END)) {
-        (Some(b), Some(e)) if b < e => {
-            format!("{}{body}{}", &template[..b + BEGIN.len()], &template[e..])
-        }
-        // The markers are part of the committed shader; a test checks them.
-        _ => template.to_string(),
-    }
+    shaders::splice_generated(template, &f)
 }
 
 // ---------------------------------------------------------------- CPU reference
