@@ -264,12 +264,14 @@ fn separate(pass: &Pass) -> Option<Vec<Pass>> {
     let fz: Vec<f64> = (0..nz).map(|z| at(z, y0, x0) / m).collect();
     let fy: Vec<f64> = (0..ny).map(|y| at(z0, y, x0) / m).collect();
     let fx: Vec<f64> = (0..nx).map(|x| at(z0, y0, x)).collect();
-    for z in 0..nz {
-        for y in 0..ny {
-            for x in 0..nx {
-                if (at(z, y, x) - fz[z] * fy[y] * fx[x]).abs() > 1e-7 * m.abs() {
+    let mut i = 0;
+    for a in &fz {
+        for b in &fy {
+            for c in &fx {
+                if (w[i] - a * b * c).abs() > 1e-7 * m.abs() {
                     return None;
                 }
+                i += 1;
             }
         }
     }
