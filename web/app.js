@@ -426,16 +426,34 @@ const median = (xs) => {
 
 /** How far the GPU result is from the CPU reference: arrays element by
  * element (exact for integer results, RTOL of the largest magnitude for
- * float sums); tables row by row, exactly. */
+ * float sums); tables cell by cell (see tableAgreement). */
 function agreement(spec, g, c) {
-  if (!c.data && c.table) {
-    const rows = (r) => r.table.rows.map((row) => JSON.stringify(row));
-    const [a, b] = [rows(g), rows(c)];
-    let mismatches = Math.abs(a.length - b.length);
-    for (let i = 0; i < Math.min(a.length, b.length); i++) mismatches += a[i] !== b[i];
-    return { maxDiff: mismatches ? Infinity : 0, maxAbs: 0, mismatches, ok: mismatches === 0 };
-  }
+  if (c.table) return tableAgreement(spec.exact, g.table, c.table);
   return arrayAgreement(spec.exact, g.data, c.data);
+}
+
+/** Tables: the same rows; integer and text columns (and every column of an
+ * exact operation) equal, float columns within RTOL of the column's largest
+ * magnitude (f32 sums on the GPU, f64 on the CPU). */
+function tableAgreement(exact, g, c) {
+  let mismatches = Math.abs(g.rows.length - c.rows.length);
+  let maxDiff = mismatches ? Infinity : 0;
+  let maxAbs = 0;
+  let ok = mismatches === 0;
+  const n = Math.min(g.rows.length, c.rows.length);
+  for (const col of c.columns) {
+    const scale = c.rows.reduce((m, r) => (typeof r[col.key] === 'number' ? Math.max(m, Math.abs(r[col.key])) : m), 0);
+    maxAbs = Math.max(maxAbs, scale);
+    for (let i = 0; i < n; i++) {
+      const [a, b] = [g.rows[i][col.key], c.rows[i][col.key]];
+      if (a === b) continue;
+      mismatches++;
+      const d = typeof a === 'number' && typeof b === 'number' ? Math.abs(a - b) : Infinity;
+      maxDiff = Math.max(maxDiff, Number.isNaN(d) ? Infinity : d);
+      if (exact || col.integer || col.text || !(d <= RTOL * scale)) ok = false;
+    }
+  }
+  return { maxDiff, maxAbs, mismatches, ok };
 }
 
 function arrayAgreement(exact, gpu, cpu) {
@@ -967,7 +985,8 @@ window.gpuscope = {
     if (r.error) throw new Error(r.error);
     const gpu = gs.hasGpu() ? await gs.run('gpu', id, image, r.params) : null;
     const cpu = await gs.run('cpu', id, image, r.params);
-    return { gpu: gpu?.data ?? null, cpu: cpu.data, shape: cpu.shape, gpuMs: gpu?.wallMs, kernelMs: gpu?.kernelMs, cpuMs: cpu.wallMs };
+    const tables = cpu.table ? { gpuTable: gpu?.table ?? null, cpuTable: cpu.table, agreement: gpu && tableAgreement(OPS[id].exact, gpu.table, cpu.table) } : {};
+    return { gpu: gpu?.data ?? null, cpu: cpu.data, shape: cpu.shape, gpuMs: gpu?.wallMs, kernelMs: gpu?.kernelMs, cpuMs: cpu.wallMs, count: cpu.count, gpuCount: gpu?.count, ...tables };
   },
   runGaussian: (p) => window.gpuscope.runBoth('gaussian_filter', p),
   runThreshold: (p) => window.gpuscope.runBoth('threshold', p),

@@ -45,7 +45,14 @@
 //              the page so a result can be checked in Jupyter), e.g.
 //              "ndimage.gaussian_filter(x, sigma=2, mode='reflect', cval=0, truncate=4)"
 //   exact      true when GPU and CPU must agree exactly (integer outputs);
-//              otherwise within RTOL of the largest magnitude (f32 vs f64 sums)
+//              otherwise within RTOL of the largest magnitude (f32 vs f64 sums);
+//              for tables, integer columns always exactly and float columns
+//              within RTOL of the column's largest magnitude
+//   oneChannel optional: a colour image (h, w, 3|4) is converted to luminance
+//              0.2125 R + 0.7154 G + 0.0721 B first (skimage's rgb2gray weights,
+//              as the command line does), alpha dropped
+//   output(r)  optional: turns the wasm function's result into the shape above
+//              (e.g. statistics into a one-row table)
 //
 // Parameters reach the functions parsed: floats/ints as arrays, matrix as
 // {values, rows, cols}, optional empties as null.
@@ -201,7 +208,129 @@ export const OPS = {
     result: 'image',
     exact: true,
   },
+  sigma_clipped_stats: {
+    title: 'sigma_clipped_stats',
+    reference: 'astropy.stats.sigma_clipped_stats',
+    help: 'Mean, median and standard deviation (ddof 0) of the values kept by iterative kappa-sigma clipping (exact median on the GPU); NaN and inf left out. workshop: the GPU workshop’s loop (strict comparisons, until nothing changes). A colour image is clipped as its luminance.',
+    params: [
+      { name: 'sigma', type: 'float', default: 3, min: 0, minExclusive: true, help: 'clipping limit in standard deviations' },
+      { name: 'sigma_lower', type: 'float', default: '', optional: true, min: 0, minExclusive: true, help: 'lower limit (empty: sigma)' },
+      { name: 'sigma_upper', type: 'float', default: '', optional: true, min: 0, minExclusive: true, help: 'upper limit (empty: sigma)' },
+      { name: 'maxiters', type: 'int', default: 5, optional: true, min: 1, help: 'iterations at most (empty: until convergence, astropy’s None)' },
+      { name: 'cenfunc', type: 'choice', choices: ['median', 'mean'], default: 'median' },
+      { name: 'workshop', type: 'bool', default: false, help: 'the workshop’s variant: strict comparisons, until convergence' },
+    ],
+    oneChannel: true,
+    python: (p) =>
+      p.workshop
+        ? 'the workshop loop: while True: m, s = np.median(d), np.std(d); k = d[(d > m - sigma*s) & (d < m + sigma*s)]; stop when len(k) == len(d)'
+        : `stats.sigma_clipped_stats(x, sigma=${py(p.sigma)}, sigma_lower=${py(p.sigma_lower)}, sigma_upper=${py(p.sigma_upper)}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}, stdfunc='std')`,
+    gpu: 'sigma_clipped_stats',
+    cpu: 'sigma_clipped_stats',
+    args: (p) => [p.sigma, p.sigma_lower, p.sigma_upper, p.maxiters, p.cenfunc, p.workshop],
+    output: (r) => ({
+      ...r,
+      table: {
+        columns: [
+          { key: 'mean', label: 'mean' },
+          { key: 'median', label: 'median' },
+          { key: 'std', label: 'std' },
+          { key: 'n_kept', label: 'values kept', integer: true },
+          { key: 'iterations', label: 'iterations', integer: true },
+        ],
+        rows: [{ mean: r.mean, median: r.median, std: r.std, n_kept: r.nKept, iterations: r.iterations }],
+      },
+    }),
+    result: 'table',
+    exact: false,
+  },
+  label: {
+    title: 'label',
+    reference: 'scipy.ndimage.label',
+    help: 'Connected components of the elements different from background, numbered 1…n in raster order of their first element, as scipy numbers them. connectivity 1: faces only (4 / 6 neighbours, scipy’s default); 2: also edges (8 / 18); 3: also corners (26). Run it after threshold.',
+    params: [
+      { name: 'connectivity', type: 'int', default: 1, min: 1, max: 3, help: 'neighbours: 1 faces, 2 + edges, 3 + corners (at most the number of axes)' },
+      { name: 'background', type: 'float', default: 0, help: 'the background value (skimage.measure.label’s background)' },
+    ],
+    check: (p, input) =>
+      p.connectivity > input.shape.length
+        ? `invalid connectivity: ${p.connectivity} (at most ${input.shape.length} for a ${input.shape.length}-D input)`
+        : null,
+    python: (p) => `ndimage.label(x != ${py(p.background)}, structure=ndimage.generate_binary_structure(x.ndim, ${p.connectivity}))[0]`,
+    gpu: 'label',
+    cpu: 'label',
+    args: (p) => [p.connectivity, p.background],
+    result: 'labels',
+    exact: true,
+  },
+  sources: {
+    title: 'sources (clip → threshold → label → measure)',
+    reference: 'the GPU workshop’s source finding: astropy sigma_clipped_stats, scipy.ndimage.label, skimage.measure.regionprops',
+    help: 'Background by kappa-sigma clipping, foreground above median + nsigma·std (workshop: above nsigma·std), connected regions labelled and measured, all on the GPU. Centroids are (row, column) of pixel indices as regionprops gives them. A colour image is measured on its luminance.',
+    params: [
+      { name: 'sigma', type: 'float', default: 3, min: 0, minExclusive: true, help: 'clipping limit in standard deviations' },
+      { name: 'maxiters', type: 'int', default: 5, optional: true, min: 1, help: 'clipping iterations at most (empty: until convergence)' },
+      { name: 'cenfunc', type: 'choice', choices: ['median', 'mean'], default: 'median' },
+      { name: 'nsigma', type: 'float', default: 5, min: 0, help: 'detection level in clipped standard deviations' },
+      { name: 'workshop', type: 'bool', default: false, help: 'the workshop’s variant: strict clipping until convergence, foreground above nsigma·std' },
+      { name: 'connectivity', type: 'int', default: 1, min: 1, max: 2, help: '1: 4 neighbours (scipy’s default); 2: 8 neighbours' },
+    ],
+    oneChannel: true,
+    python: (p) =>
+      `m, med, s = stats.sigma_clipped_stats(x, sigma=${py(p.sigma)}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}); ` +
+      `lab, n = ndimage.label(x > ${p.workshop ? '' : 'med + '}${py(p.nsigma)} * s${p.connectivity === 2 ? ', structure=np.ones((3, 3))' : ''}); ` +
+      'measure.regionprops(lab, intensity_image=x)',
+    gpu: 'sources',
+    cpu: 'sources',
+    args: (p) => [p.sigma, p.maxiters, p.cenfunc, p.workshop, p.nsigma, p.connectivity],
+    output: (r) => ({
+      ...r,
+      table: {
+        columns: [
+          { key: 'label', label: 'label', integer: true },
+          { key: 'area', label: 'area', integer: true },
+          { key: 'centroid_y', label: 'centroid y' },
+          { key: 'centroid_x', label: 'centroid x' },
+          { key: 'weighted_y', label: 'weighted centroid y' },
+          { key: 'weighted_x', label: 'weighted centroid x' },
+          { key: 'bbox', label: 'bbox (y0, x0, y1, x1)', text: true },
+          { key: 'sum', label: 'intensity sum' },
+          { key: 'mean', label: 'intensity mean' },
+          { key: 'max', label: 'intensity max' },
+        ],
+        rows: r.regions.map((g) => ({
+          label: g.label,
+          area: g.area,
+          centroid_y: g.centroid[0],
+          centroid_x: g.centroid[1],
+          weighted_y: g.centroidWeighted[0],
+          weighted_x: g.centroidWeighted[1],
+          bbox: g.bbox.join(', '),
+          sum: g.intensitySum,
+          mean: g.intensityMean,
+          max: g.intensityMax,
+        })),
+      },
+    }),
+    // Pixel (i, j) is drawn over [i, i + 1) x [j, j + 1): its centre is i + 0.5.
+    markers: (r) => r.table.rows.map((g) => ({ y: g.centroid_y + 0.5, x: g.centroid_x + 0.5, r: Math.max(3, Math.sqrt(g.area / Math.PI) + 2), label: String(g.label) })),
+    result: 'table',
+    exact: false,
+  },
 };
+
+/** Luminance of a colour image (h, w, 3|4): skimage's rgb2gray weights on
+ * the stored values, alpha dropped. Other inputs come back unchanged. */
+export function oneChannel(input) {
+  const { shape, data } = input;
+  if (shape.length !== 3 || (shape[2] !== 3 && shape[2] !== 4)) return input;
+  const [h, w, c] = shape;
+  const out = new Float32Array(h * w);
+  for (let i = 0; i < h * w; i++) {
+    out[i] = 0.2125 * data[i * c] + 0.7154 * data[i * c + 1] + 0.0721 * data[i * c + 2];
+  }
+  return { data: out, shape: [h, w] };
+}
 
 /** The default parameters of an operation as form text. */
 export function defaults(id) {
@@ -305,35 +434,7 @@ export function parseStep(id, raw, input) {
 
 // Templates for the operations of the coming issues, for whoever adds their
 // bindings: parameter names and defaults are the references' (see
-// shared/docs/references.md); the binding names and argument orders are
-// placeholders to match to the real `Engine` methods and CPU twins.
+// shared/docs/references.md).
 //
-//   sigma_clip: {   // the kept values as a mask
-//     title: 'sigma_clip', reference: 'astropy.stats.sigma_clip',
-//     params: [
-//       { name: 'sigma', type: 'float', default: 3, min: 0, minExclusive: true },
-//       { name: 'sigma_lower', type: 'float', default: '', optional: true, min: 0 },
-//       { name: 'sigma_upper', type: 'float', default: '', optional: true, min: 0 },
-//       { name: 'maxiters', type: 'int', default: 5, min: 1, optional: true },
-//     ],
-//     gpu: 'sigma_clip', cpu: 'sigma_clip',
-//     args: (p) => [p.sigma, p.sigma_lower ?? p.sigma, p.sigma_upper ?? p.sigma, p.maxiters ?? 0],
-//     result: 'mask', exact: true,
-//   },
-//   label: {
-//     title: 'label', reference: 'scipy.ndimage.label',
-//     params: [{ name: 'connectivity', type: 'choice', choices: ['1', 'full'], default: '1',
-//                help: '1: the cross (4 / 6 neighbours, scipy default); full: 8 / 26' }],
-//     gpu: 'label', cpu: 'label', args: (p) => [p.connectivity === 'full'],
-//     python: (p) => `ndimage.label(x${p.connectivity === 'full' ? ', structure=np.ones((3,) * x.ndim)' : ''})[0]`,
-//     result: 'labels', exact: true,        // {data: Int32Array, shape, count, ms}
-//   },
-//   regionprops: {  // after a labels step: input = the labels, context.image = the intensities
-//     title: 'regionprops', reference: 'skimage.measure.regionprops',
-//     params: [],
-//     gpu: 'regionprops', cpu: 'regionprops', args: (p, input, context) => [context.image.data],
-//     result: 'table', exact: false,        // {table: {columns: [{key, label}], rows: [{label, area, centroid_y, ...}]}}
-//     markers: (r) => r.table.rows.map((row) => ({ y: row.centroid_y + 0.5, x: row.centroid_x + 0.5, r: Math.sqrt(row.area / Math.PI) })),
-//   },
 //   slic: { ..., result: 'labels', overlay: 'boundaries' },
 //   find_spots: { ..., result: 'table', markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4 })) },

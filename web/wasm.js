@@ -7,7 +7,7 @@
 // wasm module in a Web Worker (cpu-worker.js), so a long CPU run never
 // freezes the page and cancelling it terminates the worker.
 import init, * as wasm from './pkg/gpuscope_web.js';
-import { OPS } from './ops.js';
+import { OPS, oneChannel } from './ops.js';
 
 let engine = null;
 
@@ -138,6 +138,7 @@ const callCpu = (fn, data, shape, args) => cpu.call(fn, data, shape, args);
  * `kernelMs` the GPU's own timestamps when the adapter has them. */
 export async function run(where, id, input, params, context = {}) {
   const op = OPS[id];
+  if (op.oneChannel) input = oneChannel(input);
   const data = input.data instanceof Float32Array ? input.data : Float32Array.from(input.data);
   const shape = Uint32Array.from(input.shape);
   const args = op.args(params, input, { image: input, ...context });
@@ -149,9 +150,10 @@ export async function run(where, id, input, params, context = {}) {
   } else {
     r = await callCpu(op.cpu, data, shape, args);
   }
+  if (op.output) r = op.output(r);
   r.wallMs = performance.now() - t0;
   r.where = where;
-  r.shape = Array.from(r.shape);
+  r.shape = Array.from(r.shape ?? input.shape);
   return r;
 }
 

@@ -118,6 +118,20 @@ fn frozen() -> bool {
     return st[FROZEN] != 0u;
 }
 
+var<workgroup> wflag: u32;
+
+// `v` as invocation 0 of the workgroup sees it, shared with every
+// invocation. Barriers must sit in uniform control flow, and a value read
+// from a read_write storage buffer is not uniform to Chrome's WGSL compiler
+// (Tint rejects such a shader; naga accepts it): decisions taken on the
+// state words before a barrier go through here.
+fn workgroup_decision(lid: u32, v: u32) -> u32 {
+    if (lid == 0u) {
+        wflag = v;
+    }
+    return workgroupUniformLoad(&wflag);
+}
+
 fn median_wanted() -> bool {
     return (p.flags & 1u) != 0u || st[DONE] != 0u;
 }
@@ -146,7 +160,7 @@ fn reduce_workgroup(lid: u32) {
 fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
              @builtin(num_workgroups) groups: vec3<u32>) {
     touch_all();
-    if (frozen()) {
+    if (workgroup_decision(lid, u32(frozen())) != 0u) {
         return;
     }
     for (var j = lid; j < BINS; j += 256u) {
@@ -212,7 +226,7 @@ fn reduce_partials(lid: u32) {
 @compute @workgroup_size(256)
 fn reduce1(@builtin(local_invocation_index) lid: u32) {
     touch_all();
-    if (frozen()) {
+    if (workgroup_decision(lid, u32(frozen())) != 0u) {
         return;
     }
     reduce_partials(lid);
@@ -248,7 +262,7 @@ fn pass_bits() -> u32 {
 fn hist_pass(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
              @builtin(num_workgroups) groups: vec3<u32>) {
     touch_all();
-    if (frozen() || !median_wanted()) {
+    if (workgroup_decision(lid, u32(frozen() || !median_wanted())) != 0u) {
         return;
     }
     for (var j = lid; j < BINS; j += 256u) {
@@ -282,10 +296,12 @@ fn hist_pass(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 @compute @workgroup_size(256)
 fn select_bin(@builtin(local_invocation_index) lid: u32) {
     touch_all();
-    if (frozen()) {
+    // 1: nothing to do; 2: no median this round.
+    let decision = workgroup_decision(lid, select(select(0u, 2u, !median_wanted()), 1u, frozen()));
+    if (decision == 1u) {
         return;
     }
-    if (!median_wanted()) {
+    if (decision == 2u) {
         // sum_hist0 filled the first pass's bins anyway: clear them.
         for (var j = lid; j < BINS; j += 256u) {
             atomicStore(&hist[j], 0u);
@@ -350,7 +366,7 @@ fn select_bin(@builtin(local_invocation_index) lid: u32) {
 fn min_above(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
              @builtin(num_workgroups) groups: vec3<u32>) {
     touch_all();
-    if (frozen() || !median_wanted() || st[KEY2] != 0u) {
+    if (workgroup_decision(lid, u32(frozen() || !median_wanted() || st[KEY2] != 0u)) != 0u) {
         return;
     }
     let k1 = st[KEY1];

@@ -51,6 +51,31 @@ const CASES = {
     ['hubble_deep_field.jpg', { diff: 30, size: 3, mode: 'bright' }],
     ['blobs3d.tif', { diff: 0.5, size: 3, mode: 'tomopy' }],
   ],
+  // A third element runs a step first (on the CPU) and feeds its output in.
+  sigma_clipped_stats: [
+    ['hubble_deep_field.jpg', { sigma: 3, maxiters: '' }],
+    ['coins.png', { sigma: 2, sigma_upper: 1.5, maxiters: 3, cenfunc: 'mean' }],
+  ],
+  label: [
+    ['coins.png', { connectivity: 1 }, ['threshold', { value: 100 }]],
+    ['coins.png', { connectivity: 2 }, ['threshold', { value: 100 }]],
+    ['blobs3d.tif', { connectivity: 1 }, ['threshold', { value: 2506 }]],
+    ['blobs3d.tif', { connectivity: 3 }, ['threshold', { value: 1100 }]],
+  ],
+  sources: [
+    ['hubble_deep_field.jpg', {}],
+    ['hubble_deep_field.jpg', { workshop: true, nsigma: 5, connectivity: 2 }],
+  ],
+};
+
+/** What scipy.ndimage.label counts for the label cases (checked with scipy
+ * 1.x on the same samples and thresholds), so that a wrong count on both
+ * paths cannot pass. */
+const LABEL_COUNTS = {
+  'coins.png 1': 161,
+  'coins.png 2': 100,
+  'blobs3d.tif 1': 44,
+  'blobs3d.tif 3': 16,
 };
 
 let browser;
@@ -73,11 +98,19 @@ after(async () => {
 });
 
 /** Runs `id` on both paths in the page and compares there (no big transfers). */
-function compareInPage(id, params) {
+function compareInPage(id, params, before) {
   return page.evaluate(
-    async ([id, params]) => {
-      const r = await window.gpuscope.runBoth(id, params);
-      const input = window.gpuscope.state.image.data;
+    async ([id, params, before]) => {
+      let image = window.gpuscope.state.image;
+      if (before) {
+        const b = await window.gpuscope.runBoth(before[0], before[1], image);
+        image = { data: Float32Array.from(b.cpu), shape: b.shape };
+      }
+      const r = await window.gpuscope.runBoth(id, params, image);
+      if (r.cpuTable) {
+        return { table: true, rows: r.cpuTable.rows, gpuRows: r.gpuTable?.rows, agreement: r.agreement, gpuMs: r.gpuMs, cpuMs: r.cpuMs };
+      }
+      const input = image.data;
       let maxDiff = 0;
       let maxAbs = 0;
       let moved = 0;
@@ -105,9 +138,11 @@ function compareInPage(id, params) {
         mismatches,
         gpuMs: r.gpuMs,
         cpuMs: r.cpuMs,
+        count: r.count,
+        gpuCount: r.gpuCount,
       };
     },
-    [id, params],
+    [id, params, before],
   );
 }
 
@@ -165,11 +200,31 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
   });
 
   it('runs every operation of the registry on WebGPU with the CPU reference’s numbers', async () => {
+    // GPUSCOPE_OPS=a,b runs only those operations' cases (while developing one).
+    const only = process.env.GPUSCOPE_OPS?.split(',');
     for (const [id, cases] of Object.entries(CASES)) {
-      for (const [sample, params] of cases) {
+      if (only && !only.includes(id)) continue;
+      for (const [sample, params, before] of cases) {
         await loadSample(sample);
-        const r = await compareInPage(id, params);
-        const what = `${id} on ${sample} ${JSON.stringify(params)}`;
+        const r = await compareInPage(id, params, before);
+        const what = `${id} on ${sample} ${JSON.stringify(params)}${before ? ` after ${JSON.stringify(before)}` : ''}`;
+        if (r.table) {
+          assert.ok(r.rows.length > 0, `${what}: an empty table`);
+          assert.ok(r.agreement.ok, `${what}: GPU and CPU tables differ: ${JSON.stringify(r.agreement)}`);
+          if (id === 'sigma_clipped_stats') {
+            const [g, c] = [r.gpuRows[0], r.rows[0]];
+            assert.equal(g.n_kept, c.n_kept, `${what}: values kept`);
+            assert.equal(g.iterations, c.iterations, `${what}: iterations`);
+            for (const k of ['mean', 'median', 'std']) {
+              assert.ok(Math.abs(g[k] - c[k]) <= 1e-6 * Math.abs(c[k]), `${what}: ${k} GPU ${g[k]} CPU ${c[k]}`);
+            }
+            assert.ok(c.std > 0 && c.n_kept > 0, what);
+          } else {
+            assert.ok(r.rows.length > 5, `${what}: only ${r.rows.length} sources`);
+          }
+          console.log(`  ${what}: ${r.rows.length} rows, GPU ${r.gpuMs.toFixed(1)} ms, CPU ${r.cpuMs.toFixed(1)} ms`);
+          continue;
+        }
         assert.equal(r.gpuLength, r.length, what);
         assert.deepEqual(r.shape, r.inputShape, what);
         assert.equal(r.length, r.shape.reduce((a, b) => a * b, 1), what);
@@ -177,6 +232,13 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
           assert.equal(r.gpuType, 'Uint8Array', what);
           assert.equal(r.mismatches, 0, `${what}: ${r.mismatches} pixels differ`);
           if (sample === 'coins.png' && params.value === 100) assert.ok(r.ones > 0 && r.ones < r.length, what);
+        } else if (id === 'label') {
+          assert.equal(r.gpuType, 'Int32Array', what);
+          assert.equal(r.mismatches, 0, `${what}: ${r.mismatches} labels differ`);
+          assert.equal(r.gpuCount, r.count, what);
+          const expected = LABEL_COUNTS[`${sample} ${params.connectivity}`];
+          if (expected !== undefined) assert.equal(r.count, expected, `${what}: scipy's count`);
+          assert.ok(r.count > 0, what);
         } else if (id === 'median_filter' || id === 'remove_outliers') {
           // Selections: one of the input values, identical on both paths.
           assert.equal(r.gpuType, 'Float32Array', what);

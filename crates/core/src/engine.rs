@@ -615,15 +615,20 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    /// Whether a `_grid` entry point (workgroup [`GRID_WORKGROUP`]) can cover
-    /// `extent` (x, y, z) in one dispatch; otherwise use the 1-D entry.
+    /// Whether `extent` (x, y, z) should run on a `_grid` entry point
+    /// (workgroup [`GRID_WORKGROUP`]): it fits one dispatch and fills the
+    /// workgroups. Narrow boxes (an RGB image's 3 channels along x, a 1-D
+    /// signal's single row) would leave most invocations idle: they, and
+    /// grids over the per-dimension limit, use the 1-D entry.
     pub(crate) fn grid_fits(&self, extent: [usize; 3]) -> bool {
         let max = self
             .gpu
             .device
             .limits()
             .max_compute_workgroups_per_dimension as usize;
-        (0..3).all(|a| extent[a].div_ceil(GRID_WORKGROUP[a] as usize) <= max)
+        let filled =
+            extent[0] >= GRID_WORKGROUP[0] as usize && extent[1] >= GRID_WORKGROUP[1] as usize;
+        filled && (0..3).all(|a| extent[a].div_ceil(GRID_WORKGROUP[a] as usize) <= max)
     }
 
     /// One invocation per cell of `extent` (x, y, z) for a `_grid` entry

@@ -271,11 +271,3 @@ fn separable_kernels_match_reference_in_every_mode_whole_and_chunked() {
     let (g, c) = run_both(gpu(), &f, &[30, 40], Boundary::default(), 15);
     assert_close(&g, &c, "25x25 kernel");
 }
-
-#[test]
-fn signals_longer_than_a_dispatch_grid_row_use_the_linear_entry() {
-    // More than 65535 workgroups of 64 along x: the 1-D entry point runs.
-    let f = Filter::gaussian(1, &[1.5], 4.0).unwrap();
-    let (g, c) = run_both(gpu(), &f, &[(1 << 22) + 1000], Boundary::default(), 22);
-    assert_close(&g, &c, "long 1-D signal");
-}

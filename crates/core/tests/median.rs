@@ -299,13 +299,3 @@ fn repeated_calls_of_many_sizes_leave_no_device_memory_behind() {
     device.trim();
     assert_eq!(device.live_bytes(), before);
 }
-
-#[test]
-fn signals_longer_than_a_dispatch_grid_row_use_the_linear_entry() {
-    // 2^22 + 2^20 elements along x: more than 65535 workgroups of 64, so the
-    // network kernel runs on its 1-D entry point (the search has only that).
-    let n = (1 << 22) + (1 << 20);
-    let input = SampleVec::F32(noise(n, 21).iter().map(|&v| v as f32).collect());
-    let fp = Footprint::size(1, &[3]).unwrap();
-    median_both(gpu(), &input, &[n], &fp, Boundary::default());
-}

@@ -159,15 +159,9 @@ async fn run(
         return Ok(None);
     }
     let passes = gpu_passes(filter, boundary, output);
-    // Per pass: the 3-D grid entry and the 1-D one for boxes it cannot cover.
-    let mut pipelines = Vec::with_capacity(passes.len());
-    for pass in &passes {
-        let source = pass_source(pass);
-        pipelines.push([
-            gpu.pipeline(&source, "correlate_grid")?,
-            gpu.pipeline(&source, "correlate")?,
-        ]);
-    }
+    // Per pass its shader; pipelines come from the device's cache per chunk
+    // (the 1-D entry is compiled only for boxes the 3-D grid cannot cover).
+    let sources: Vec<String> = passes.iter().map(pass_source).collect();
     let mut weight_buffers = Vec::with_capacity(passes.len());
     for pass in &passes {
         let w: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
@@ -192,7 +186,7 @@ async fn run(
         record_chunk(
             gpu,
             rec,
-            &pipelines,
+            &sources,
             &passes,
             &weight_buffers,
             [src, dst],
@@ -336,7 +330,7 @@ fn pass_source(pass: &Pass) -> String {
 fn record_chunk(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    pipelines: &[[wgpu::ComputePipeline; 2]],
+    sources: &[String],
     passes: &[Pass],
     weights: &[wgpu::Buffer],
     buffers: [&wgpu::Buffer; 2],
@@ -391,11 +385,16 @@ fn record_chunk(
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
         let buffers = [&uniform, src, &weights[i], dst];
         let extent = [out_shape[2], out_shape[1], out_shape[0]];
-        let [grid, linear] = &pipelines[i];
         if rec.grid_fits(extent) {
-            rec.dispatch_grid(grid, &buffers, extent)?;
+            let grid = gpu.pipeline(&sources[i], "correlate_grid")?;
+            rec.dispatch_grid(&grid, &buffers, extent)?;
         } else {
-            rec.dispatch(linear, &buffers, out_shape.iter().product::<usize>() as u64)?;
+            let linear = gpu.pipeline(&sources[i], "correlate")?;
+            rec.dispatch(
+                &linear,
+                &buffers,
+                out_shape.iter().product::<usize>() as u64,
+            )?;
         }
         for a in 0..3 {
             pad[a] -= offset[a];

@@ -608,12 +608,14 @@ async fn stream_keys<T: Pod>(
     } else {
         "median_search"
     };
-    let pipeline = gpu.pipeline(&source_text, entry)?;
-    let grid_pipeline = if network {
-        Some(gpu.pipeline(&source_text, "median_network_grid")?)
+    // Networks run on the 3-D grid entry; the 1-D entry (the search's only
+    // one) is compiled when a box needs it.
+    let grid_entry = network.then_some("median_network_grid");
+    if let Some(e) = grid_entry {
+        gpu.pipeline(&source_text, e)?;
     } else {
-        None
-    };
+        gpu.pipeline(&source_text, entry)?;
+    }
     let offsets = if network {
         None
     } else {
@@ -642,9 +644,15 @@ async fn stream_keys<T: Pod>(
             buffers.push(o);
         }
         let extent = [core[2], core[1], core[0]];
-        match &grid_pipeline {
-            Some(grid) if rec.grid_fits(extent) => rec.dispatch_grid(grid, &buffers, extent)?,
-            _ => rec.dispatch(&pipeline, &buffers, core.iter().product::<usize>() as u64)?,
+        match grid_entry {
+            Some(e) if rec.grid_fits(extent) => {
+                rec.dispatch_grid(&gpu.pipeline(&source_text, e)?, &buffers, extent)?
+            }
+            _ => rec.dispatch(
+                &gpu.pipeline(&source_text, entry)?,
+                &buffers,
+                core.iter().product::<usize>() as u64,
+            )?,
         }
         Ok(true)
     };

@@ -268,7 +268,20 @@ pub(crate) async fn clip_buffers(
             pipe("finalize")?,
         );
         let rounds_per_submit = (64 / (PASSES_PER_ROUND + 4 * (lens.len() - 1))).max(1);
+        // Each round that does not stop removes at least one value: more
+        // rounds than values means the kernels are not doing their work.
+        let total: usize = lens.iter().sum();
+        let mut rounds = 0usize;
         loop {
+            if rounds > total + rounds_per_submit + 1 {
+                return Err(Error::Device(format!(
+                    "the clipping kernels did not converge after {rounds} rounds; please report this with the input"
+                )));
+            }
+            rounds += rounds_per_submit;
+            // A kernel the device rejects must fail the call, not loop on
+            // stale state.
+            let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
             let mut rec = gpu.recorder();
             for _ in 0..rounds_per_submit {
                 let per_chunk = |rec: &mut crate::engine::Recorder<'_>,
@@ -305,7 +318,11 @@ pub(crate) async fn clip_buffers(
                 per_chunk(&mut rec, &min_above, 0)?;
                 one(&mut rec, &finalize, 0, 1)?;
             }
-            rec.submit().await?;
+            let submitted = rec.submit().await;
+            if let Some(e) = scope.pop().await {
+                return Err(Error::Device(format!("the GPU rejected the clipping kernels: {e}")));
+            }
+            submitted?;
             let raw = gpu.read(&state, 4 * STATE_WORDS as u64).await?;
             let st: Vec<u32> = raw
                 .chunks_exact(4)
