@@ -1,0 +1,848 @@
+//! SLIC superpixels with skimage.segmentation.slic's parameters, defaults
+//! and numbering, in 2-D and 3-D, grayscale or multichannel.
+//!
+//! The host prepares the features exactly as skimage does (rescale to
+//! [0, 1] ignoring masked pixels, Lab for RGB, Gaussian smoothing, scaling
+//! by 1/compactness) and the seed grid (`regular_grid`). The GPU then runs
+//! the k-means iterations (shaders/slic/kmeans.wgsl) and the connectivity
+//! step (shaders/slic/connect.wgsl). `cpu` is the twin: the same f32
+//! arithmetic in the same order, so labels are equal on lavapipe.
+//!
+//! Choices (see README, "SLIC"):
+//! - Assignment is pixel-centric: a pixel looks at the centres seeded in
+//!   the 5^3 grid cells around its own (±2 cells, the reach of skimage's
+//!   ±2·step windows) and applies skimage's window test to each; ties go
+//!   to the lower index. This is skimage's answer unless a centre drifts
+//!   more than about half a step from its seed.
+//! - Centres are means of exact integer sums (coordinates) and 64-bit
+//!   fixed-point sums (features, 2^-k with |feature|·2^k ≤ 2^30), so they do
+//!   not depend on the order of atomics.
+//! - Connectivity: face-connected pieces of each superpixel are numbered in
+//!   raster order of their first pixel (skimage's order); a piece smaller
+//!   than min_size joins the neighbouring piece that comes last among those
+//!   before it (skimage: the last one its breadth-first search meets), or,
+//!   with none, shares the next piece's label as skimage does. skimage's
+//!   max_size cap on the search is not reproduced (it only sizes a buffer).
+
+pub mod cpu;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::engine::Gpu;
+use crate::error::{Error, Result};
+use crate::filters::{Boundary, Filter, Mode, Output};
+use crate::keys::Samples;
+use crate::shaders;
+
+/// A pixel no centre reached (masked, or outside every window).
+pub(crate) const NONE: u32 = u32::MAX;
+/// Seed cells searched on each side of a pixel's own cell.
+pub(crate) const RADIUS: usize = 2;
+
+/// skimage.segmentation.slic's parameters with its defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlicParams {
+    pub n_segments: usize,
+    pub compactness: f64,
+    pub max_num_iter: usize,
+    /// One value for every spatial axis, or one per spatial axis.
+    pub sigma: Vec<f64>,
+    /// One per spatial axis; None = isotropic.
+    pub spacing: Option<Vec<f64>>,
+    /// None = grayscale; negative values count from the end.
+    pub channel_axis: Option<isize>,
+    /// None = Lab when there are 3 channels.
+    pub convert2lab: Option<bool>,
+    pub enforce_connectivity: bool,
+    pub min_size_factor: f64,
+    pub max_size_factor: f64,
+    pub slic_zero: bool,
+    pub start_label: i32,
+    /// Spatial shape; true = segment this pixel.
+    pub mask: Option<Vec<bool>>,
+}
+
+impl Default for SlicParams {
+    fn default() -> Self {
+        SlicParams {
+            n_segments: 100,
+            compactness: 10.0,
+            max_num_iter: 10,
+            sigma: vec![0.0],
+            spacing: None,
+            channel_axis: Some(-1),
+            convert2lab: None,
+            enforce_connectivity: true,
+            min_size_factor: 0.5,
+            max_size_factor: 3.0,
+            slic_zero: false,
+            start_label: 1,
+            mask: None,
+        }
+    }
+}
+
+/// The labels (int32, the spatial shape of the input) and how many
+/// distinct segments they hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segments {
+    pub labels: Vec<i32>,
+    pub shape: Vec<usize>,
+    pub n_segments: usize,
+    /// k-means iterations run (fewer than max_num_iter after an early stop).
+    pub iterations: usize,
+}
+
+/// The seed grid along one axis: seeds at start, start + step, ...
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Axis {
+    pub start: usize,
+    pub step: usize,
+    pub count: usize,
+}
+
+/// Everything the k-means and connectivity steps need, prepared on the host.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    /// (depth, height, width); depth 1 for 2-D images.
+    pub dims: [usize; 3],
+    pub nc: usize,
+    /// Pixel-major features (nc per pixel), already divided by compactness.
+    pub features: Vec<f32>,
+    pub mask: Option<Vec<bool>>,
+    pub grid: [Axis; 3],
+    /// skimage's integer window half-widths / 2 (`step_z, step_y, step_x`).
+    pub win: [usize; 3],
+    pub spacing: [f32; 3],
+    pub spatial_weight: f32,
+    /// Fixed-point exponent of the feature sums.
+    pub shift: i32,
+    pub max_num_iter: usize,
+    pub slic_zero: bool,
+    pub start_label: i32,
+    pub enforce: bool,
+    pub min_size: usize,
+    pub out_shape: Vec<usize>,
+}
+
+impl Prepared {
+    pub fn n(&self) -> usize {
+        self.dims.iter().product()
+    }
+    pub fn n_centres(&self) -> usize {
+        self.grid.iter().map(|a| a.count).product()
+    }
+    /// Initial centres: seed positions, features zero (as skimage).
+    pub fn seeds(&self) -> Vec<f32> {
+        let stride = 4 + self.nc;
+        let mut c = vec![0f32; self.n_centres() * stride];
+        let g = &self.grid;
+        let mut k = 0;
+        for iz in 0..g[0].count {
+            for iy in 0..g[1].count {
+                for ix in 0..g[2].count {
+                    let o = k * stride;
+                    c[o] = (g[0].start + iz * g[0].step) as f32;
+                    c[o + 1] = (g[1].start + iy * g[1].step) as f32;
+                    c[o + 2] = (g[2].start + ix * g[2].step) as f32;
+                    let i = ((g[0].start + iz * g[0].step) * self.dims[1]
+                        + g[1].start
+                        + iy * g[1].step)
+                        * self.dims[2]
+                        + g[2].start
+                        + ix * g[2].step;
+                    // Alive unless outside the mask.
+                    c[o + 3] = if self.mask.as_ref().is_none_or(|m| m[i]) {
+                        1.0
+                    } else {
+                        0.0
+                    };
+                    k += 1;
+                }
+            }
+        }
+        c
+    }
+    pub fn scale(&self) -> f32 {
+        2f32.powi(self.shift)
+    }
+}
+
+/// skimage.util.regular_grid for a 3-D shape: (start, step) per axis
+/// (a `slice(None)` is (0, 1)).
+pub(crate) fn regular_grid(shape: [usize; 3], n_points: usize) -> [(usize, usize); 3] {
+    let space = shape.iter().map(|&v| v as f64).product::<f64>();
+    let n = n_points as f64;
+    if space <= n {
+        return [(0, 1); 3];
+    }
+    // numpy's argsort of three values is stable (insertion sort).
+    let mut order = [0usize, 1, 2];
+    order.sort_by_key(|&a| shape[a]);
+    let sorted: Vec<f64> = order.iter().map(|&a| shape[a] as f64).collect();
+    let mut steps = [(space / n).powf(1.0 / 3.0); 3];
+    if (0..3).any(|d| sorted[d] < steps[d]) {
+        for dim in 0..3 {
+            steps[dim] = sorted[dim];
+            if dim + 1 < 3 {
+                let rest: f64 = sorted[dim + 1..].iter().product();
+                let s = (rest / n).powf(1.0 / (3 - dim - 1) as f64);
+                for v in steps.iter_mut().skip(dim + 1) {
+                    *v = s;
+                }
+            }
+            if (0..3).all(|d| sorted[d] >= steps[d]) {
+                break;
+            }
+        }
+    }
+    let mut out = [(0, 1); 3];
+    for (rank, &axis) in order.iter().enumerate() {
+        let start = (steps[rank] / 2.0).floor() as usize;
+        // numpy rounds half to even; a step below 0.5 would be a Python error.
+        let step = (steps[rank].round_ties_even() as usize).max(1);
+        out[axis] = (start, step);
+    }
+    out
+}
+
+fn to_f64(samples: Samples<'_>) -> Vec<f64> {
+    fn f<T: Copy + Into<f64>>(v: &[T]) -> Vec<f64> {
+        v.iter().map(|&x| x.into()).collect()
+    }
+    match samples {
+        Samples::U8(v) => f(v),
+        Samples::I8(v) => f(v),
+        Samples::U16(v) => f(v),
+        Samples::I16(v) => f(v),
+        Samples::U32(v) => f(v),
+        Samples::I32(v) => f(v),
+        Samples::F32(v) => f(v),
+        Samples::F64(v) => v.to_vec(),
+        Samples::U64(v) => v.iter().map(|&x| x as f64).collect(),
+        Samples::I64(v) => v.iter().map(|&x| x as f64).collect(),
+    }
+}
+
+/// sRGB in [0, 1] to CIE Lab (D65, 2°), skimage.color.rgb2lab's formulas.
+pub(crate) fn rgb2lab(rgb: [f64; 3]) -> [f64; 3] {
+    const M: [[f64; 3]; 3] = [
+        [0.412453, 0.357580, 0.180423],
+        [0.212671, 0.715160, 0.072169],
+        [0.019334, 0.119193, 0.950227],
+    ];
+    const WHITE: [f64; 3] = [0.95047, 1.0, 1.08883];
+    let lin = rgb.map(|v| {
+        if v > 0.04045 {
+            ((v + 0.055) / 1.055).powf(2.4)
+        } else {
+            v / 12.92
+        }
+    });
+    let mut f = [0.0; 3];
+    for i in 0..3 {
+        let xyz = M[i][0] * lin[0] + M[i][1] * lin[1] + M[i][2] * lin[2];
+        let t = xyz / WHITE[i];
+        f[i] = if t > 0.008856 {
+            t.cbrt()
+        } else {
+            7.787 * t + 16.0 / 116.0
+        };
+    }
+    [
+        116.0 * f[1] - 16.0,
+        500.0 * (f[0] - f[1]),
+        200.0 * (f[1] - f[2]),
+    ]
+}
+
+fn check_params(p: &SlicParams) -> Result<()> {
+    if p.n_segments == 0 {
+        return Err(Error::param("n_segments", "0 (must be at least 1)"));
+    }
+    if !p.compactness.is_finite() || p.compactness <= 0.0 {
+        return Err(Error::param(
+            "compactness",
+            format!("{} (must be a positive number)", p.compactness),
+        ));
+    }
+    if p.start_label != 0 && p.start_label != 1 {
+        return Err(Error::param(
+            "start_label",
+            format!("{} (should be 0 or 1, as in scikit-image)", p.start_label),
+        ));
+    }
+    for (name, v) in [
+        ("min_size_factor", p.min_size_factor),
+        ("max_size_factor", p.max_size_factor),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(Error::param(
+                name,
+                format!("{v} (must be zero or a positive number)"),
+            ));
+        }
+    }
+    if p.sigma.iter().any(|s| !s.is_finite() || *s < 0.0) {
+        return Err(Error::param(
+            "sigma",
+            format!("{:?} (must be zero or positive numbers)", p.sigma),
+        ));
+    }
+    if let Some(sp) = &p.spacing
+        && sp.iter().any(|s| !s.is_finite() || *s <= 0.0)
+    {
+        return Err(Error::param(
+            "spacing",
+            format!("{sp:?} (must be positive numbers)"),
+        ));
+    }
+    Ok(())
+}
+
+/// Validates the input and parameters and prepares features and seeds as
+/// skimage.segmentation.slic does before its Cython loop.
+pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Prepared> {
+    check_params(p)?;
+    let len: Option<usize> = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    if len != Some(samples.len()) {
+        return Err(Error::InvalidInput(format!(
+            "shape {shape:?} does not match the {} values given",
+            samples.len()
+        )));
+    }
+    if samples.is_empty() {
+        return Err(Error::InvalidInput("the image is empty".into()));
+    }
+    let ndim = shape.len();
+    // Move the channel axis last.
+    let (spatial, nc, values): (Vec<usize>, usize, Vec<f64>) = match p.channel_axis {
+        None => {
+            if !(2..=3).contains(&ndim) {
+                return Err(Error::InvalidInput(format!(
+                    "a grayscale image must be 2-D or 3-D, got shape {shape:?}"
+                )));
+            }
+            (shape.to_vec(), 1, to_f64(samples))
+        }
+        Some(a) => {
+            if ndim == 2 {
+                return Err(Error::param(
+                    "channel_axis",
+                    format!(
+                        "{a} makes a 2-D image multichannel, which scikit-image does not support; \
+                         use channel_axis=None (--channel-axis none) for a grayscale image"
+                    ),
+                ));
+            }
+            if !(3..=4).contains(&ndim) {
+                return Err(Error::InvalidInput(format!(
+                    "a multichannel image must be 3-D or 4-D (channels included), got shape {shape:?}"
+                )));
+            }
+            let axis = if a < 0 { a + ndim as isize } else { a };
+            if axis < 0 || axis >= ndim as isize {
+                return Err(Error::param(
+                    "channel_axis",
+                    format!("{a} for a {ndim}-D image"),
+                ));
+            }
+            let axis = axis as usize;
+            let v = to_f64(samples);
+            let nc = shape[axis];
+            let outer: usize = shape[..axis].iter().product();
+            let inner: usize = shape[axis + 1..].iter().product();
+            let mut moved = vec![0.0; v.len()];
+            for o in 0..outer {
+                for c in 0..nc {
+                    for i in 0..inner {
+                        moved[(o * inner + i) * nc + c] = v[(o * nc + c) * inner + i];
+                    }
+                }
+            }
+            let mut sp = shape.to_vec();
+            sp.remove(axis);
+            (sp, nc, moved)
+        }
+    };
+    let is_2d = spatial.len() == 2;
+    let dims = if is_2d {
+        [1, spatial[0], spatial[1]]
+    } else {
+        [spatial[0], spatial[1], spatial[2]]
+    };
+    let n: usize = dims.iter().product();
+    if n == 0 || nc == 0 {
+        return Err(Error::InvalidInput(format!(
+            "the image of shape {shape:?} is empty"
+        )));
+    }
+    if n >= NONE as usize {
+        return Err(Error::InvalidInput(format!(
+            "{n} pixels: at most 2^32-2 are supported"
+        )));
+    }
+    let mask = match &p.mask {
+        None => None,
+        Some(m) => {
+            if m.len() != n {
+                return Err(Error::InvalidInput(format!(
+                    "the mask has {} values but the image has {n} pixels (the mask must have the image's spatial shape)",
+                    m.len()
+                )));
+            }
+            if !m.iter().any(|&v| v) {
+                return Err(Error::InvalidInput("the mask selects no pixel".into()));
+            }
+            Some(m.clone())
+        }
+    };
+    // Rescale to [0, 1] over the unmasked values.
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for (i, &v) in values.iter().enumerate() {
+        if mask.as_ref().is_some_and(|m| !m[i / nc]) {
+            continue;
+        }
+        if v.is_nan() {
+            return Err(Error::InvalidInput(
+                "the image contains NaN (scikit-image refuses unmasked NaN too); mask those pixels out or replace them".into(),
+            ));
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if lo.is_infinite() || hi.is_infinite() {
+        return Err(Error::InvalidInput(
+            "the image contains infinite values (scikit-image refuses unmasked inf too); mask those pixels out or replace them".into(),
+        ));
+    }
+    let f32_input = matches!(samples, Samples::F32(_));
+    let rescale = |v: f64| -> f64 {
+        if f32_input {
+            // skimage keeps float32 input in float32.
+            let (v, lo, hi) = (v as f32, lo as f32, hi as f32);
+            let d = v - lo;
+            (if hi != lo { d / (hi - lo) } else { d }) as f64
+        } else {
+            let d = v - lo;
+            if hi != lo { d / (hi - lo) } else { d }
+        }
+    };
+    let mut img: Vec<f64> = values.iter().map(|&v| rescale(v)).collect();
+    // Masked-out values may fall outside [0, 1] and may be NaN/inf: they
+    // never enter a centre, but keep them finite for the fixed-point sums.
+    if let Some(m) = &mask {
+        for (i, v) in img.iter_mut().enumerate() {
+            if !m[i / nc] {
+                *v = 0.0;
+            }
+        }
+    }
+    let multichannel = p.channel_axis.is_some();
+    let mut lab = false;
+    if multichannel && p.convert2lab != Some(false) {
+        if nc != 3 && p.convert2lab == Some(true) {
+            return Err(Error::param(
+                "convert2lab",
+                format!("Lab conversion requires an RGB image (3 channels, got {nc})"),
+            ));
+        } else if nc == 3 {
+            for px in img.chunks_exact_mut(3) {
+                let v = rgb2lab([px[0], px[1], px[2]]);
+                px.copy_from_slice(&v);
+            }
+            lab = true;
+        }
+    }
+    let spacing: [f64; 3] = match &p.spacing {
+        None => [1.0; 3],
+        Some(s) if is_2d && s.len() == 2 => [1.0, s[0], s[1]],
+        Some(s) if !is_2d && s.len() == 3 => [s[0], s[1], s[2]],
+        Some(s) => {
+            return Err(Error::param(
+                "spacing",
+                format!(
+                    "{} values for a {}-D image (give one per spatial axis)",
+                    s.len(),
+                    spatial.len()
+                ),
+            ));
+        }
+    };
+    let sigma: [f64; 3] = match p.sigma.len() {
+        1 => [0, 1, 2].map(|a| p.sigma[0] / spacing[a]),
+        2 if is_2d => [0.0, p.sigma[0], p.sigma[1]],
+        3 if !is_2d => [p.sigma[0], p.sigma[1], p.sigma[2]],
+        k => {
+            return Err(Error::param(
+                "sigma",
+                format!(
+                    "{k} values for a {}-D image (give one, or one per spatial axis)",
+                    spatial.len()
+                ),
+            ));
+        }
+    };
+    if sigma.iter().any(|&s| s > 0.0) {
+        let filter = Filter::gaussian(3, &sigma, 4.0)?;
+        let boundary = Boundary {
+            mode: Mode::Reflect,
+            cval: 0.0,
+        };
+        let mut plane = vec![0.0; n];
+        for c in 0..nc {
+            for (i, v) in plane.iter_mut().enumerate() {
+                *v = img[i * nc + c];
+            }
+            let smooth =
+                crate::filters::cpu::apply(&filter, &plane, &dims, boundary, Output::Float)?;
+            for (i, v) in smooth.iter().enumerate() {
+                img[i * nc + c] = *v;
+            }
+        }
+    }
+    // Seeds: skimage's regular_grid(n_segments). With a mask, skimage seeds
+    // by k-means on the mask's pixels (numpy's random generator); we take
+    // the grid for n_segments·N/|mask| seeds and keep those inside the mask.
+    let in_mask = mask
+        .as_ref()
+        .map_or(n, |m| m.iter().filter(|&&v| v).count());
+    let wanted = if in_mask == n {
+        p.n_segments
+    } else {
+        ((p.n_segments as f64) * n as f64 / in_mask as f64).round() as usize
+    };
+    let g = regular_grid(dims, wanted);
+    let grid = [0, 1, 2].map(|a| Axis {
+        start: g[a].0,
+        step: g[a].1,
+        count: (dims[a] - g[a].0).div_ceil(g[a].1),
+    });
+    let n_centres: usize = grid.iter().map(|a| a.count).product();
+    if n_centres >= NONE as usize {
+        return Err(Error::param("n_segments", "too many segments"));
+    }
+    // The Cython loop recomputes the windows from the number of centres.
+    let w = regular_grid(dims, n_centres);
+    let win = [w[0].1, w[1].1, w[2].1];
+    let step = grid
+        .iter()
+        .map(|a| a.step as f64)
+        .fold(f64::NEG_INFINITY, f64::max) as f32;
+    let spatial_weight = (1.0 / f64::from(step * step)) as f32;
+    let ratio = 1.0 / p.compactness;
+    let features: Vec<f32> = if f32_input && !lab {
+        let r = ratio as f32;
+        img.iter().map(|&v| v as f32 * r).collect()
+    } else {
+        img.iter().map(|&v| (v * ratio) as f32).collect()
+    };
+    let max_abs = features.iter().fold(0f32, |m, v| m.max(v.abs()));
+    if !max_abs.is_finite() {
+        return Err(Error::param(
+            "compactness",
+            format!(
+                "{} makes the scaled features overflow float32",
+                p.compactness
+            ),
+        ));
+    }
+    // Largest k with max|feature|·2^k ≤ 2^30.
+    let shift = if max_abs > 0.0 {
+        (30 - (max_abs.log2().floor() as i32) - 1).clamp(-100, 100)
+    } else {
+        0
+    };
+    let mut prep = Prepared {
+        dims,
+        nc,
+        features,
+        mask,
+        grid,
+        win,
+        spacing: spacing.map(|v| v as f32),
+        spatial_weight,
+        shift,
+        max_num_iter: p.max_num_iter,
+        slic_zero: p.slic_zero,
+        start_label: p.start_label,
+        enforce: p.enforce_connectivity,
+        min_size: 0,
+        out_shape: spatial,
+    };
+    let alive = prep
+        .seeds()
+        .chunks_exact(4 + nc)
+        .filter(|c| c[3] > 0.0)
+        .count();
+    let segment_size = in_mask as f64 / alive.max(1) as f64;
+    prep.min_size = (p.min_size_factor * segment_size) as usize;
+    Ok(prep)
+}
+
+/// Final int32 labels from the k-means labels (no connectivity step).
+pub(crate) fn plain_labels(raw: &[u32], start: i32) -> Vec<i32> {
+    raw.iter()
+        .map(|&k| {
+            if k == NONE {
+                start - 1
+            } else {
+                k as i32 + start
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn count_segments(labels: &[i32], start: i32) -> usize {
+    let max = labels.iter().copied().max().unwrap_or(0);
+    if max < start {
+        return 0;
+    }
+    let mut seen = vec![false; (max - start + 1) as usize];
+    for &l in labels {
+        if l >= start {
+            seen[(l - start) as usize] = true;
+        }
+    }
+    seen.iter().filter(|&&s| s).count()
+}
+
+// ---------------------------------------------------------------- GPU path
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct KParams {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    nc: u32,
+    n: u32,
+    n_centres: u32,
+    start_x: u32,
+    start_y: u32,
+    start_z: u32,
+    step_x: u32,
+    step_y: u32,
+    step_z: u32,
+    count_x: u32,
+    count_y: u32,
+    count_z: u32,
+    win_x: u32,
+    win_y: u32,
+    win_z: u32,
+    radius: u32,
+    slic_zero: u32,
+    use_mask: u32,
+    sx: f32,
+    sy: f32,
+    sz: f32,
+    spatial_weight: f32,
+    scale: f32,
+    inv_scale: f32,
+    _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CParams {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    n: u32,
+    min_size: u32,
+    start_label: i32,
+    n_blocks: u32,
+    _pad: u32,
+}
+
+/// Elements per workgroup of the connectivity step's ranking kernels.
+const BLOCK: usize = 1024;
+
+/// SLIC on the GPU.
+pub async fn slic(
+    gpu: &Gpu,
+    samples: Samples<'_>,
+    shape: &[usize],
+    p: &SlicParams,
+) -> Result<Segments> {
+    let prep = prepare(samples, shape, p)?;
+    run(gpu, &prep).await
+}
+
+/// Buffers of one run, recycled together whatever happens.
+struct Buffers<'g> {
+    gpu: &'g Gpu,
+    list: Vec<wgpu::Buffer>,
+}
+
+impl Buffers<'_> {
+    async fn get(&mut self, bytes: u64, what: &str) -> Result<wgpu::Buffer> {
+        let max = self.gpu.max_binding_size();
+        if bytes > max {
+            return Err(Error::InvalidInput(format!(
+                "the {what} need {bytes} bytes, more than the device's largest binding ({max} bytes); \
+                 volumes this large are not chunked by slic yet: use --cpu or a smaller volume"
+            )));
+        }
+        let b = self.gpu.storage(bytes, what).await?;
+        self.list.push(b.clone());
+        Ok(b)
+    }
+}
+
+impl Drop for Buffers<'_> {
+    fn drop(&mut self) {
+        for b in self.list.drain(..) {
+            self.gpu.recycle(b);
+        }
+    }
+}
+
+pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
+    let n = prep.n();
+    let k = prep.n_centres();
+    let nc = prep.nc;
+    let mut bufs = Buffers {
+        gpu,
+        list: Vec::new(),
+    };
+    let features = bufs.get(4 * (n * nc) as u64, "slic features").await?;
+    let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
+    let labels = bufs.get(4 * n as u64, "slic labels").await?;
+    let stride = 1 + 2 * (3 + nc);
+    let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
+    let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
+    let flag = bufs
+        .get(4 * ((n.div_ceil(32)).max(1)) as u64, "slic mask")
+        .await?;
+    gpu.upload(&features, bytemuck::cast_slice(&prep.features));
+    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&labels, bytemuck::cast_slice(&vec![NONE; n]));
+    gpu.upload(&accum, &vec![0u8; 4 * k * stride]);
+    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
+    // The mask as bits; bit 0 of word 0 of a separate flag buffer counts changes.
+    let mut mask_bits = vec![0u32; n.div_ceil(32).max(1)];
+    if let Some(m) = &prep.mask {
+        for (i, &v) in m.iter().enumerate() {
+            if v {
+                mask_bits[i / 32] |= 1 << (i % 32);
+            }
+        }
+    }
+    gpu.upload(&flag, bytemuck::cast_slice(&mask_bits));
+    let changed = bufs.get(4, "slic change flag").await?;
+    let g = &prep.grid;
+    let params = gpu.uniform(&KParams {
+        nx: prep.dims[2] as u32,
+        ny: prep.dims[1] as u32,
+        nz: prep.dims[0] as u32,
+        nc: nc as u32,
+        n: n as u32,
+        n_centres: k as u32,
+        start_x: g[2].start as u32,
+        start_y: g[1].start as u32,
+        start_z: g[0].start as u32,
+        step_x: g[2].step as u32,
+        step_y: g[1].step as u32,
+        step_z: g[0].step as u32,
+        count_x: g[2].count as u32,
+        count_y: g[1].count as u32,
+        count_z: g[0].count as u32,
+        win_x: prep.win[2] as u32,
+        win_y: prep.win[1] as u32,
+        win_z: prep.win[0] as u32,
+        radius: RADIUS as u32,
+        slic_zero: u32::from(prep.slic_zero),
+        use_mask: u32::from(prep.mask.is_some()),
+        sx: prep.spacing[2],
+        sy: prep.spacing[1],
+        sz: prep.spacing[0],
+        spatial_weight: prep.spatial_weight,
+        scale: prep.scale(),
+        inv_scale: 2f32.powi(-prep.shift),
+        _pad: 0,
+    });
+    let kb = [
+        &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
+    ];
+    let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
+    let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
+    let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
+    let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
+    let mut iterations = 0;
+    for _ in 0..prep.max_num_iter {
+        gpu.upload(&changed, &[0u8; 4]);
+        let mut rec = gpu.recorder();
+        rec.dispatch(&assign, &kb, n as u64)?;
+        rec.dispatch(&accumulate, &kb, n as u64)?;
+        rec.dispatch(&finalize, &kb, k as u64)?;
+        if prep.slic_zero {
+            rec.dispatch(&colour_max, &kb, n as u64)?;
+        }
+        rec.submit().await?;
+        iterations += 1;
+        let c = gpu.read(&changed, 4).await?;
+        if c == [0u8; 4] {
+            break;
+        }
+    }
+    let raw = if prep.enforce {
+        connect(gpu, prep, &labels, &mut bufs).await?
+    } else {
+        let raw = gpu.read(&labels, 4 * n as u64).await?;
+        let raw: Vec<u32> = bytemuck::pod_collect_to_vec(&raw);
+        plain_labels(&raw, prep.start_label)
+    };
+    let n_segments = count_segments(&raw, prep.start_label);
+    Ok(Segments {
+        labels: raw,
+        shape: prep.out_shape.clone(),
+        n_segments,
+        iterations,
+    })
+}
+
+/// The connectivity step on the GPU; returns the final labels.
+async fn connect(
+    gpu: &Gpu,
+    prep: &Prepared,
+    labels: &wgpu::Buffer,
+    bufs: &mut Buffers<'_>,
+) -> Result<Vec<i32>> {
+    let n = prep.n();
+    let n_blocks = n.div_ceil(BLOCK);
+    let parent = bufs.get(4 * n as u64, "slic pieces").await?;
+    let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
+    let target = bufs.get(4 * n as u64, "slic merge targets").await?;
+    let out = bufs.get(4 * n as u64, "slic piece labels").await?;
+    let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
+    let params = gpu.uniform(&CParams {
+        nx: prep.dims[2] as u32,
+        ny: prep.dims[1] as u32,
+        nz: prep.dims[0] as u32,
+        n: n as u32,
+        min_size: prep.min_size.min(u32::MAX as usize) as u32,
+        start_label: prep.start_label,
+        n_blocks: n_blocks as u32,
+        _pad: 0,
+    });
+    let cb = [&params, labels, &parent, &size, &target, &blocks, &out];
+    let mut rec = gpu.recorder();
+    for (entry, threads) in [
+        ("init", n as u64),
+        ("unite_faces", n as u64),
+        ("flatten", n as u64),
+        ("measure", n as u64),
+        ("count_kept", (n_blocks * 256) as u64),
+        ("scan_blocks", 256),
+        ("rank_pieces", (n_blocks * 256) as u64),
+        ("resolve", n as u64),
+        ("gather", n as u64),
+    ] {
+        let pipeline = gpu.pipeline(shaders::SLIC_CONNECT, entry)?;
+        rec.dispatch(&pipeline, &cb, threads)?;
+    }
+    rec.submit().await?;
+    let raw = gpu.read(&parent, 4 * n as u64).await?;
+    Ok(bytemuck::pod_collect_to_vec(&raw))
+}

@@ -1,0 +1,315 @@
+// SLIC's connectivity step (skimage's _enforce_label_connectivity_cython)
+// on the GPU, in parallel and deterministic:
+// - init / unite_faces / flatten: face-connected pieces of equal k-means
+//   label by union-find, the root being the piece's first pixel in raster
+//   order (hooks go to the smaller index with atomicMin).
+// - measure: piece sizes, and for each piece the latest earlier
+//   neighbouring piece (atomicMax of root + 1), its merge merge_to if small.
+// - count_kept / scan_blocks / rank_pieces: every piece's label is
+//   start_label + the number of kept (size >= min_size) pieces before it:
+//   a kept piece's own number, and for a small piece without an earlier
+//   neighbour the next kept piece's number, as skimage's counter gives.
+// - resolve: a small piece follows its targets (always earlier) down to a
+//   kept piece or one without a merge_to, and takes its label.
+// - gather: each pixel takes its piece's label (into `parent`).
+
+struct Params {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    n: u32,
+    min_size: u32,
+    start_label: i32,
+    n_blocks: u32,
+    _pad: u32,
+}
+
+const NONE: u32 = 0xffffffffu;
+const BLOCK: u32 = 1024u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> labels: array<u32>;
+@group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> size: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read_write> merge_to: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
+@group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
+
+fn keep() {
+    if (p.n == NONE) {
+        atomicStore(&parent[0], labels[0]);
+        atomicAdd(&size[0], 0u);
+        atomicMax(&merge_to[0], 0u);
+        blocks[0] = piece_label[0];
+    }
+}
+
+fn thread_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.x + gid.y * groups.x * 256u;
+}
+
+@compute @workgroup_size(256)
+fn init(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    atomicStore(&parent[i], select(i, NONE, labels[i] == NONE));
+    atomicStore(&size[i], 0u);
+    atomicStore(&merge_to[i], 0u);
+}
+
+fn find(start: u32) -> u32 {
+    var x = start;
+    loop {
+        let up = atomicLoad(&parent[x]);
+        if (up == x) {
+            return x;
+        }
+        x = up;
+    }
+    return x;
+}
+
+fn unite(a0: u32, b0: u32) {
+    var a = find(a0);
+    var b = find(b0);
+    loop {
+        if (a == b) {
+            return;
+        }
+        if (a < b) {
+            let t = a;
+            a = b;
+            b = t;
+        }
+        let old = atomicMin(&parent[a], b);
+        if (old == a) {
+            return;
+        }
+        a = find(old);
+        b = find(b);
+    }
+}
+
+@compute @workgroup_size(256)
+fn unite_faces(@builtin(global_invocation_id) gid: vec3<u32>,
+               @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let l = labels[i];
+    if (l == NONE) {
+        return;
+    }
+    let x = i % p.nx;
+    let y = (i / p.nx) % p.ny;
+    let z = i / (p.nx * p.ny);
+    if (x > 0u && labels[i - 1u] == l) {
+        unite(i, i - 1u);
+    }
+    if (y > 0u && labels[i - p.nx] == l) {
+        unite(i, i - p.nx);
+    }
+    if (z > 0u && labels[i - p.nx * p.ny] == l) {
+        unite(i, i - p.nx * p.ny);
+    }
+}
+
+@compute @workgroup_size(256)
+fn flatten(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n || labels[i] == NONE) {
+        return;
+    }
+    atomicStore(&parent[i], find(i));
+}
+
+fn earlier(r: u32, j: u32) {
+    if (labels[j] == NONE) {
+        return;
+    }
+    let rj = atomicLoad(&parent[j]);
+    if (rj < r) {
+        atomicMax(&merge_to[r], rj + 1u);
+    }
+}
+
+@compute @workgroup_size(256)
+fn measure(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n || labels[i] == NONE) {
+        return;
+    }
+    let r = atomicLoad(&parent[i]);
+    atomicAdd(&size[r], 1u);
+    let x = i % p.nx;
+    let y = (i / p.nx) % p.ny;
+    let z = i / (p.nx * p.ny);
+    let plane = p.nx * p.ny;
+    if (x + 1u < p.nx) { earlier(r, i + 1u); }
+    if (x > 0u) { earlier(r, i - 1u); }
+    if (y + 1u < p.ny) { earlier(r, i + p.nx); }
+    if (y > 0u) { earlier(r, i - p.nx); }
+    if (z + 1u < p.nz) { earlier(r, i + plane); }
+    if (z > 0u) { earlier(r, i - plane); }
+}
+
+fn is_root(i: u32) -> bool {
+    return i < p.n && labels[i] != NONE && atomicLoad(&parent[i]) == i;
+}
+
+fn is_kept(i: u32) -> bool {
+    return is_root(i) && atomicLoad(&size[i]) >= p.min_size;
+}
+
+var<workgroup> partial: array<u32, 256>;
+
+fn block_index(wid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return wid.x + wid.y * groups.x;
+}
+
+@compute @workgroup_size(256)
+fn count_kept(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let b = block_index(wid, groups);
+    var c = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        c += u32(is_kept(b * BLOCK + lid * 4u + k));
+    }
+    partial[lid] = c;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            partial[lid] += partial[lid + s];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && b < p.n_blocks) {
+        blocks[b] = partial[0];
+    }
+}
+
+// One workgroup: exclusive scan of the block counts, 1024 per step.
+@compute @workgroup_size(256)
+fn scan_blocks(@builtin(local_invocation_index) lid: u32) {
+    keep();
+    var carry = 0u;
+    for (var base = 0u; base < p.n_blocks; base += 1024u) {
+        var v: array<u32, 4>;
+        var c = 0u;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            v[k] = select(0u, blocks[i], i < p.n_blocks);
+            c += v[k];
+        }
+        partial[lid] = c;
+        workgroupBarrier();
+        for (var s = 1u; s < 256u; s <<= 1u) {
+            var add = 0u;
+            if (lid >= s) {
+                add = partial[lid - s];
+            }
+            workgroupBarrier();
+            partial[lid] += add;
+            workgroupBarrier();
+        }
+        var run = carry + partial[lid] - c;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            if (i < p.n_blocks) {
+                blocks[i] = run;
+            }
+            run += v[k];
+        }
+        carry += partial[255];
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        blocks[p.n_blocks] = carry;
+    }
+}
+
+@compute @workgroup_size(256)
+fn rank_pieces(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32,
+               @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let b = block_index(wid, groups);
+    let first = b * BLOCK + lid * 4u;
+    var c = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        c += u32(is_kept(first + k));
+    }
+    partial[lid] = c;
+    workgroupBarrier();
+    for (var s = 1u; s < 256u; s <<= 1u) {
+        var add = 0u;
+        if (lid >= s) {
+            add = partial[lid - s];
+        }
+        workgroupBarrier();
+        partial[lid] += add;
+        workgroupBarrier();
+    }
+    if (b >= p.n_blocks) {
+        return;
+    }
+    var rank = blocks[b] + partial[lid] - c;
+    for (var k = 0u; k < 4u; k++) {
+        let i = first + k;
+        if (is_root(i)) {
+            piece_label[i] = bitcast<u32>(p.start_label + i32(rank));
+            if (atomicLoad(&size[i]) >= p.min_size) {
+                rank += 1u;
+            }
+        }
+    }
+}
+
+fn small_with_target(i: u32) -> bool {
+    return atomicLoad(&size[i]) < p.min_size && atomicLoad(&merge_to[i]) != 0u;
+}
+
+@compute @workgroup_size(256)
+fn resolve(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (!is_root(i) || !small_with_target(i)) {
+        return;
+    }
+    var x = i;
+    loop {
+        if (!small_with_target(x)) {
+            break;
+        }
+        x = atomicLoad(&merge_to[x]) - 1u;
+    }
+    piece_label[i] = piece_label[x];
+}
+
+@compute @workgroup_size(256)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    if (labels[i] == NONE) {
+        atomicStore(&parent[i], bitcast<u32>(p.start_label - 1));
+    } else {
+        atomicStore(&parent[i], piece_label[atomicLoad(&parent[i])]);
+    }
+}
