@@ -1,16 +1,21 @@
 // SLIC's connectivity step (skimage's _enforce_label_connectivity_cython)
-// on the GPU, in parallel and deterministic:
+// on the GPU, deterministic and with skimage's numbering:
 // - init / unite_faces / flatten: face-connected pieces of equal k-means
 //   label by union-find, the root being the piece's first pixel in raster
-//   order (hooks go to the smaller index with atomicMin).
-// - measure: piece sizes, and for each piece the latest earlier
-//   neighbouring piece (atomicMax of root + 1), its merge merge_to if small.
-// - count_kept / scan_blocks / rank_pieces: every piece's label is
-//   start_label + the number of kept (size >= min_size) pieces before it:
-//   a kept piece's own number, and for a small piece without an earlier
-//   neighbour the next kept piece's number, as skimage's counter gives.
-// - resolve: a small piece follows its targets (always earlier) down to a
-//   kept piece or one without a merge_to, and takes its label.
+//   order (hooks go to the smaller index with atomicMin): skimage's order
+//   of pieces.
+// - measure: piece sizes at the roots.
+// - count_kept / scan_blocks / rank_pieces: every piece's counter value,
+//   start_label + the number of kept (size >= min_size) pieces before it.
+//   A kept piece's label is its counter value.
+// - bfs_round: a small piece replays skimage's breadth-first search over
+//   its pixels (one thread per piece, the queue a linked list through the
+//   piece's own pixels) and takes the label of the last earlier neighbour
+//   met whose label differs from its counter value, or keeps the counter.
+//   A neighbouring small earlier piece must be resolved first: rounds
+//   repeat until no search is blocked; a piece resolved in round t stamps
+//   `state` with t, and round t only reads stamps < t (written by earlier
+//   dispatches), so the result never depends on timing.
 // - gather: each pixel takes its piece's label (into `parent`).
 
 struct Params {
@@ -21,26 +26,32 @@ struct Params {
     min_size: u32,
     start_label: i32,
     n_blocks: u32,
-    _pad: u32,
+    round: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
+const END: u32 = 0xfffffffeu;
 const BLOCK: u32 = 1024u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> labels: array<u32>;
 @group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
 @group(0) @binding(3) var<storage, read_write> size: array<atomic<u32>>;
-@group(0) @binding(4) var<storage, read_write> merge_to: array<atomic<u32>>;
+// Per root: 0 = unresolved, else the round that resolved it; then 4
+// counters of blocked searches, one per round of a batch.
+@group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
+// Per pixel: (round stamp of the visit, next pixel in the search queue).
+@group(0) @binding(7) var<storage, read_write> queue: array<u32>;
 
 fn keep() {
     if (p.n == NONE) {
         atomicStore(&parent[0], labels[0]);
         atomicAdd(&size[0], 0u);
-        atomicMax(&merge_to[0], 0u);
+        atomicMax(&state[0], 0u);
         blocks[0] = piece_label[0];
+        queue[0] = 0u;
     }
 }
 
@@ -58,7 +69,8 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     atomicStore(&parent[i], select(i, NONE, labels[i] == NONE));
     atomicStore(&size[i], 0u);
-    atomicStore(&merge_to[i], 0u);
+    atomicStore(&state[i], 0u);
+    queue[2u * i] = 0u;
 }
 
 fn find(start: u32) -> u32 {
@@ -131,16 +143,6 @@ fn flatten(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&parent[i], find(i));
 }
 
-fn earlier(r: u32, j: u32) {
-    if (labels[j] == NONE) {
-        return;
-    }
-    let rj = atomicLoad(&parent[j]);
-    if (rj < r) {
-        atomicMax(&merge_to[r], rj + 1u);
-    }
-}
-
 @compute @workgroup_size(256)
 fn measure(@builtin(global_invocation_id) gid: vec3<u32>,
            @builtin(num_workgroups) groups: vec3<u32>) {
@@ -149,18 +151,7 @@ fn measure(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i >= p.n || labels[i] == NONE) {
         return;
     }
-    let r = atomicLoad(&parent[i]);
-    atomicAdd(&size[r], 1u);
-    let x = i % p.nx;
-    let y = (i / p.nx) % p.ny;
-    let z = i / (p.nx * p.ny);
-    let plane = p.nx * p.ny;
-    if (x + 1u < p.nx) { earlier(r, i + 1u); }
-    if (x > 0u) { earlier(r, i - 1u); }
-    if (y + 1u < p.ny) { earlier(r, i + p.nx); }
-    if (y > 0u) { earlier(r, i - p.nx); }
-    if (z + 1u < p.nz) { earlier(r, i + plane); }
-    if (z > 0u) { earlier(r, i - plane); }
+    atomicAdd(&size[atomicLoad(&parent[i])], 1u);
 }
 
 fn is_root(i: u32) -> bool {
@@ -277,26 +268,90 @@ fn rank_pieces(@builtin(workgroup_id) wid: vec3<u32>,
     }
 }
 
-fn small_with_target(i: u32) -> bool {
-    return atomicLoad(&size[i]) < p.min_size && atomicLoad(&merge_to[i]) != 0u;
+@compute @workgroup_size(256)
+fn clear_pending(@builtin(global_invocation_id) gid: vec3<u32>) {
+    keep();
+    if (gid.x < 4u) {
+        atomicStore(&state[p.n + gid.x], 0u);
+    }
+}
+
+// The label of earlier piece r as skimage sees it when it meets it, or
+// NONE while r is a small piece not resolved by an earlier round.
+fn label_of(r: u32) -> u32 {
+    if (atomicLoad(&size[r]) >= p.min_size) {
+        return piece_label[r];
+    }
+    let t = atomicLoad(&state[r]);
+    if (t != 0u && t < p.round) {
+        return piece_label[r];
+    }
+    return NONE;
 }
 
 @compute @workgroup_size(256)
-fn resolve(@builtin(global_invocation_id) gid: vec3<u32>,
-           @builtin(num_workgroups) groups: vec3<u32>) {
+fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
-    let i = thread_index(gid, groups);
-    if (!is_root(i) || !small_with_target(i)) {
+    let r = thread_index(gid, groups);
+    if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
         return;
     }
-    var x = i;
+    let lab = labels[r];
+    let current = piece_label[r];
+    var adjacent = current;
+    queue[2u * r] = p.round;
+    queue[2u * r + 1u] = END;
+    var tail = r;
+    var x = r;
+    let plane = p.nx * p.ny;
     loop {
-        if (!small_with_target(x)) {
+        let px = x % p.nx;
+        let py = (x / p.nx) % p.ny;
+        let pz = x / plane;
+        for (var k = 0u; k < 6u; k++) {
+            var j = NONE;
+            switch k {
+                case 0u: { if (px + 1u < p.nx) { j = x + 1u; } }
+                case 1u: { if (px > 0u) { j = x - 1u; } }
+                case 2u: { if (py + 1u < p.ny) { j = x + p.nx; } }
+                case 3u: { if (py > 0u) { j = x - p.nx; } }
+                case 4u: { if (pz + 1u < p.nz) { j = x + plane; } }
+                default: { if (pz > 0u) { j = x - plane; } }
+            }
+            if (j == NONE) {
+                continue;
+            }
+            let lj = labels[j];
+            if (lj == lab) {
+                // Same label and face-adjacent: the same piece.
+                if (queue[2u * j] != p.round) {
+                    queue[2u * j] = p.round;
+                    queue[2u * j + 1u] = END;
+                    queue[2u * tail + 1u] = j;
+                    tail = j;
+                }
+            } else if (lj != NONE) {
+                let rj = atomicLoad(&parent[j]);
+                if (rj < r) {
+                    let l = label_of(rj);
+                    if (l == NONE) {
+                        atomicAdd(&state[p.n + (p.round - 1u) % 4u], 1u);
+                        return;
+                    }
+                    if (l != current) {
+                        adjacent = l;
+                    }
+                }
+            }
+        }
+        x = queue[2u * x + 1u];
+        if (x == END) {
             break;
         }
-        x = atomicLoad(&merge_to[x]) - 1u;
     }
-    piece_label[i] = piece_label[x];
+    piece_label[r] = adjacent;
+    atomicStore(&state[r], p.round);
 }
 
 @compute @workgroup_size(256)

@@ -205,95 +205,58 @@ fn distance(
     dist
 }
 
-/// The connectivity step: face-connected pieces of each label, numbered in
-/// raster order of their first pixel; pieces smaller than `min_size` take
-/// the label of the latest earlier neighbouring piece, or with none the
-/// label the next kept piece will get (skimage's counter is not advanced).
+/// The connectivity step, skimage's `_enforce_label_connectivity_cython`:
+/// pieces grown by breadth-first search from each unlabelled pixel in
+/// raster order (neighbours +x, -x, +y, -y, +z, -z); a piece smaller than
+/// `min_size` takes the label of the last already-labelled neighbouring
+/// pixel its search met whose label is not the current counter, or keeps
+/// the counter, which then is not advanced. skimage's `max_size` cap on the
+/// search (a buffer size) is not reproduced: pieces are never cut.
 pub(crate) fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
     let [nz, ny, nx] = dims;
     let n = raw.len();
-    let mut root = vec![NONE; n];
-    let mut size = vec![0usize; n];
-    let mut stack = Vec::new();
-    let neighbours = |i: usize| {
-        let (z, y, x) = (i / (ny * nx), (i / nx) % ny, i % nx);
-        let mut v = [None; 6];
-        if x + 1 < nx {
-            v[0] = Some(i + 1);
-        }
-        if x > 0 {
-            v[1] = Some(i - 1);
-        }
-        if y + 1 < ny {
-            v[2] = Some(i + nx);
-        }
-        if y > 0 {
-            v[3] = Some(i - nx);
-        }
-        if z + 1 < nz {
-            v[4] = Some(i + nx * ny);
-        }
-        if z > 0 {
-            v[5] = Some(i - nx * ny);
-        }
-        v
-    };
+    let unset = start - 1;
+    let mut out = vec![unset; n];
+    let mut queue: Vec<usize> = Vec::new();
+    let mut current = start;
     for s in 0..n {
-        if raw[s] == NONE || root[s] != NONE {
+        if raw[s] == NONE || out[s] != unset {
             continue;
         }
-        root[s] = s as u32;
-        stack.push(s);
-        while let Some(i) = stack.pop() {
-            size[s] += 1;
-            for j in neighbours(i).into_iter().flatten() {
-                if raw[j] == raw[s] && root[j] == NONE {
-                    root[j] = s as u32;
-                    stack.push(j);
+        let label = raw[s];
+        let mut adjacent = current;
+        out[s] = current;
+        queue.clear();
+        queue.push(s);
+        let mut visited = 0;
+        while visited < queue.len() {
+            let i = queue[visited];
+            let (z, y, x) = (i / (ny * nx), (i / nx) % ny, i % nx);
+            let nb = [
+                (x + 1 < nx).then(|| i + 1),
+                (x > 0).then(|| i - 1),
+                (y + 1 < ny).then(|| i + nx),
+                (y > 0).then(|| i - nx),
+                (z + 1 < nz).then(|| i + nx * ny),
+                (z > 0).then(|| i - nx * ny),
+            ];
+            for j in nb.into_iter().flatten() {
+                if raw[j] == label && out[j] == unset {
+                    out[j] = current;
+                    queue.push(j);
+                } else if out[j] != unset && out[j] != current {
+                    adjacent = out[j];
                 }
             }
+            visited += 1;
+        }
+        if queue.len() < min_size {
+            for &i in &queue {
+                out[i] = adjacent;
+            }
+        } else {
+            current += 1;
         }
     }
-    // Latest earlier neighbouring piece of each piece (+1; 0 = none).
-    let mut target = vec![0u32; n];
-    for i in 0..n {
-        if raw[i] == NONE {
-            continue;
-        }
-        let r = root[i];
-        for j in neighbours(i).into_iter().flatten() {
-            let rj = root[j];
-            if rj != NONE && rj < r {
-                target[r as usize] = target[r as usize].max(rj + 1);
-            }
-        }
-    }
-    let mut out = vec![0i32; n];
-    let mut kept = 0i32;
-    for r in 0..n {
-        if root[r] == r as u32 {
-            out[r] = start + kept;
-            if size[r] >= min_size {
-                kept += 1;
-            }
-        }
-    }
-    for r in 0..n {
-        if root[r] == r as u32 && size[r] < min_size && target[r] != 0 {
-            let mut x = r;
-            while size[x] < min_size && target[x] != 0 {
-                x = (target[x] - 1) as usize;
-            }
-            out[r] = out[x];
-        }
-    }
-    (0..n)
-        .map(|i| {
-            if raw[i] == NONE {
-                start - 1
-            } else {
-                out[root[i] as usize]
-            }
-        })
-        .collect()
+    out
 }

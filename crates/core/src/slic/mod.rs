@@ -652,7 +652,7 @@ struct CParams {
     min_size: u32,
     start_label: i32,
     n_blocks: u32,
-    _pad: u32,
+    round: u32,
 }
 
 /// Elements per workgroup of the connectivity step's ranking kernels.
@@ -802,6 +802,9 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     })
 }
 
+/// Search rounds recorded per submission of the connectivity step.
+const ROUNDS: u32 = 4;
+
 /// The connectivity step on the GPU; returns the final labels.
 async fn connect(
     gpu: &Gpu,
@@ -813,21 +816,29 @@ async fn connect(
     let n_blocks = n.div_ceil(BLOCK);
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
-    let target = bufs.get(4 * n as u64, "slic merge targets").await?;
+    let state = bufs.get(4 * (n as u64 + 4), "slic piece states").await?;
     let out = bufs.get(4 * n as u64, "slic piece labels").await?;
     let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
-    let params = gpu.uniform(&CParams {
-        nx: prep.dims[2] as u32,
-        ny: prep.dims[1] as u32,
-        nz: prep.dims[0] as u32,
-        n: n as u32,
-        min_size: prep.min_size.min(u32::MAX as usize) as u32,
-        start_label: prep.start_label,
-        n_blocks: n_blocks as u32,
-        _pad: 0,
-    });
-    let cb = [&params, labels, &parent, &size, &target, &blocks, &out];
+    let queue = bufs.get(8 * n as u64, "slic search queue").await?;
+    let params = |round: u32| {
+        gpu.uniform(&CParams {
+            nx: prep.dims[2] as u32,
+            ny: prep.dims[1] as u32,
+            nz: prep.dims[0] as u32,
+            n: n as u32,
+            min_size: prep.min_size.min(u32::MAX as usize) as u32,
+            start_label: prep.start_label,
+            n_blocks: n_blocks as u32,
+            round,
+        })
+    };
+    let first = params(0);
+    let cb = |u: &wgpu::Buffer| -> [wgpu::Buffer; 8] {
+        [u, labels, &parent, &size, &state, &blocks, &out, &queue].map(|b| b.clone())
+    };
     let mut rec = gpu.recorder();
+    let bound = cb(&first);
+    let refs: Vec<&wgpu::Buffer> = bound.iter().collect();
     for (entry, threads) in [
         ("init", n as u64),
         ("unite_faces", n as u64),
@@ -836,12 +847,41 @@ async fn connect(
         ("count_kept", (n_blocks * 256) as u64),
         ("scan_blocks", 256),
         ("rank_pieces", (n_blocks * 256) as u64),
-        ("resolve", n as u64),
-        ("gather", n as u64),
     ] {
         let pipeline = gpu.pipeline(shaders::SLIC_CONNECT, entry)?;
-        rec.dispatch(&pipeline, &cb, threads)?;
+        rec.dispatch(&pipeline, &refs, threads)?;
     }
+    rec.submit().await?;
+    // Search rounds until none is blocked by an unresolved earlier piece.
+    let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
+    let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
+    let mut round = 1u32;
+    loop {
+        let mut rec = gpu.recorder();
+        rec.dispatch(&clear, &refs, 4)?;
+        for _ in 0..ROUNDS {
+            let u = params(round);
+            let bound = cb(&u);
+            let r: Vec<&wgpu::Buffer> = bound.iter().collect();
+            rec.dispatch(&bfs, &r, n as u64)?;
+            round += 1;
+        }
+        rec.submit().await?;
+        let last = gpu
+            .read_at(&state, 4 * (n as u64 + u64::from(ROUNDS) - 1), 4)
+            .await?;
+        if last == [0u8; 4] {
+            break;
+        }
+        if round > 1 << 20 {
+            return Err(Error::Device(
+                "the connectivity step did not converge".into(),
+            ));
+        }
+    }
+    let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
+    let mut rec = gpu.recorder();
+    rec.dispatch(&gather, &refs, n as u64)?;
     rec.submit().await?;
     let raw = gpu.read(&parent, 4 * n as u64).await?;
     Ok(bytemuck::pod_collect_to_vec(&raw))
