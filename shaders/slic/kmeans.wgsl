@@ -108,6 +108,17 @@ fn colour_distance(i: u32, base: u32) -> f32 {
     return d;
 }
 
+// Every pixel starts with no centre, so the first assignment counts as a change.
+@compute @workgroup_size(256)
+fn init(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i < p.n) {
+        labels[i] = NONE;
+    }
+}
+
 @compute @workgroup_size(256)
 fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(num_workgroups) groups: vec3<u32>) {

@@ -300,6 +300,12 @@ fn check_params(p: &SlicParams) -> Result<()> {
     Ok(())
 }
 
+fn nan_error() -> Error {
+    Error::InvalidInput(
+        "the image contains NaN (scikit-image refuses unmasked NaN too); mask those pixels out or replace them".into(),
+    )
+}
+
 /// Validates the input and parameters and prepares features and seeds as
 /// skimage.segmentation.slic does before its Cython loop.
 pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Prepared> {
@@ -315,6 +321,16 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
         return Err(Error::InvalidInput("the image is empty".into()));
     }
     let ndim = shape.len();
+    let fast = match samples {
+        Samples::F32(v)
+            if p.channel_axis.is_none()
+                && p.mask.is_none()
+                && p.sigma.iter().all(|&s| s == 0.0) =>
+        {
+            Some(v)
+        }
+        _ => None,
+    };
     // Move the channel axis last.
     let (spatial, nc, values): (Vec<usize>, usize, Vec<f64>) = match p.channel_axis {
         None => {
@@ -323,7 +339,14 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
                     "a grayscale image must be 2-D or 3-D, got shape {shape:?}"
                 )));
             }
-            (shape.to_vec(), 1, to_f64(samples))
+            // Grayscale float32 without smoothing: features straight from
+            // the input, without a float64 copy (large volumes).
+            let values = if fast.is_some() {
+                Vec::new()
+            } else {
+                to_f64(samples)
+            };
+            (shape.to_vec(), 1, values)
         }
         Some(a) => {
             if ndim == 2 {
@@ -399,14 +422,29 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
     };
     // Rescale to [0, 1] over the unmasked values.
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    if let Some(v) = fast {
+        let (mut l, mut h) = (f32::INFINITY, f32::NEG_INFINITY);
+        let mut nan = false;
+        for &x in v {
+            nan |= x.is_nan();
+            l = l.min(x);
+            h = h.max(x);
+        }
+        if nan {
+            lo = f64::NAN;
+        } else {
+            (lo, hi) = (f64::from(l), f64::from(h));
+        }
+    }
+    if lo.is_nan() {
+        return Err(nan_error());
+    }
     for (i, &v) in values.iter().enumerate() {
         if mask.as_ref().is_some_and(|m| !m[i / nc]) {
             continue;
         }
         if v.is_nan() {
-            return Err(Error::InvalidInput(
-                "the image contains NaN (scikit-image refuses unmasked NaN too); mask those pixels out or replace them".into(),
-            ));
+            return Err(nan_error());
         }
         lo = lo.min(v);
         hi = hi.max(v);
@@ -531,7 +569,15 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
         .fold(f64::NEG_INFINITY, f64::max) as f32;
     let spatial_weight = (1.0 / f64::from(step * step)) as f32;
     let ratio = 1.0 / p.compactness;
-    let features: Vec<f32> = if f32_input && !lab {
+    let features: Vec<f32> = if let Some(v) = fast {
+        let (r, lo, hi) = (ratio as f32, lo as f32, hi as f32);
+        v.iter()
+            .map(|&x| {
+                let d = x - lo;
+                (if hi != lo { d / (hi - lo) } else { d }) * r
+            })
+            .collect()
+    } else if f32_input && !lab {
         let r = ratio as f32;
         img.iter().map(|&v| v as f32 * r).collect()
     } else {
@@ -717,7 +763,6 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         .await?;
     gpu.upload(&features, bytemuck::cast_slice(&prep.features));
     gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
-    gpu.upload(&labels, bytemuck::cast_slice(&vec![NONE; n]));
     gpu.upload(&accum, &vec![0u8; 4 * k * stride]);
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     // The mask as bits; bit 0 of word 0 of a separate flag buffer counts changes.
@@ -769,6 +814,9 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
     let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
     let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
+    let mut rec = gpu.recorder();
+    rec.dispatch(&gpu.pipeline(shaders::SLIC_KMEANS, "init")?, &kb, n as u64)?;
+    rec.submit().await?;
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
         gpu.upload(&changed, &[0u8; 4]);
