@@ -101,38 +101,6 @@ pub async fn sources_gpu(
     sources::sources(gpu, data, &shape, o, level(nsigma, o.strict), connectivity).await
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parameters_are_checked_with_the_core_messages() {
-        let e = clip_options(3.0, None, None, Some(5), "mode", false)
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("cenfunc"), "{e}");
-        let o = clip_options(0.0, None, None, None, "median", false).unwrap();
-        assert!(clip_cpu(&[1.0, 2.0], &[2], &o).is_err());
-        assert!(label_cpu(&[1.0; 4], &[2, 2], 3, 0.0).is_err());
-        assert!(label_cpu(&[1.0; 4], &[3, 2], 1, 0.0).is_err());
-    }
-
-    #[test]
-    fn the_chain_runs_on_the_cpu() {
-        // Two bright pixels apart on a flat background with a little noise.
-        let mut d: Vec<f32> = (0..100).map(|i| (i % 7) as f32 * 0.01).collect();
-        d[11] = 50.0;
-        d[88] = 60.0;
-        let o = clip_options(3.0, None, None, Some(5), "median", false).unwrap();
-        let s = sources_cpu(&d, &[10, 10], &o, 5.0, 1).unwrap();
-        assert_eq!(s.labels.count, 2);
-        assert_eq!(s.regions[1].intensity_max, 60.0);
-        let l = label_cpu(&d, &[10, 10], 2, 0.0).unwrap();
-        assert!(l.count >= 1);
-    }
-}
-
 // ---- SLIC (gpuscope_core::slic) ----
 
 /// skimage.segmentation.slic's parameters as the page passes them (no
@@ -187,4 +155,36 @@ pub fn slic_cpu(data: &[f32], shape: &[u32], p: &SlicParams) -> Result<Segments>
 pub async fn slic_gpu(gpu: &Gpu, data: &[f32], shape: &[u32], p: &SlicParams) -> Result<Segments> {
     let shape = shape_of(shape, data.len())?;
     slic::slic(gpu, Samples::F32(data), &shape, p).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parameters_are_checked_with_the_core_messages() {
+        let e = clip_options(3.0, None, None, Some(5), "mode", false)
+            .err()
+            .unwrap()
+            .to_string();
+        assert!(e.contains("cenfunc"), "{e}");
+        let o = clip_options(0.0, None, None, None, "median", false).unwrap();
+        assert!(clip_cpu(&[1.0, 2.0], &[2], &o).is_err());
+        assert!(label_cpu(&[1.0; 4], &[2, 2], 3, 0.0).is_err());
+        assert!(label_cpu(&[1.0; 4], &[3, 2], 1, 0.0).is_err());
+    }
+
+    #[test]
+    fn the_chain_runs_on_the_cpu() {
+        // Two bright pixels apart on a flat background with a little noise.
+        let mut d: Vec<f32> = (0..100).map(|i| (i % 7) as f32 * 0.01).collect();
+        d[11] = 50.0;
+        d[88] = 60.0;
+        let o = clip_options(3.0, None, None, Some(5), "median", false).unwrap();
+        let s = sources_cpu(&d, &[10, 10], &o, 5.0, 1).unwrap();
+        assert_eq!(s.labels.count, 2);
+        assert_eq!(s.regions[1].intensity_max, 60.0);
+        let l = label_cpu(&d, &[10, 10], 2, 0.0).unwrap();
+        assert!(l.count >= 1);
+    }
 }
