@@ -38,7 +38,8 @@ const BLOCK: u32 = 1024u;
 @group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
 @group(0) @binding(3) var<storage, read_write> size: array<atomic<u32>>;
 // Per root: 0 = unresolved, else the round that resolved it; then 4
-// counters of blocked searches, one per round of a batch.
+// counters of blocked searches, one per round of a batch, and the largest
+// label + 1.
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
@@ -71,6 +72,9 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&size[i], 0u);
     atomicStore(&state[i], 0u);
     queue[2u * i] = 0u;
+    if (i == 0u) {
+        atomicStore(&state[p.n + 4u], 0u);
+    }
 }
 
 fn find(start: u32) -> u32 {
@@ -365,6 +369,9 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
     if (labels[i] == NONE) {
         atomicStore(&parent[i], bitcast<u32>(p.start_label - 1));
     } else {
-        atomicStore(&parent[i], piece_label[atomicLoad(&parent[i])]);
+        let l = piece_label[atomicLoad(&parent[i])];
+        atomicStore(&parent[i], l);
+        // The largest label + 1 (labels are >= 0 here), for the count.
+        atomicMax(&state[p.n + 4u], l + 1u);
     }
 }

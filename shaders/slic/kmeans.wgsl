@@ -42,18 +42,24 @@ struct Params {
     spatial_weight: f32,
     scale: f32,
     inv_scale: f32,
-    _pad: u32,
+    lo: f32,     // rescaling of raw float32 input (minmax, rescale)
+    hi: f32,
+    ratio: f32,  // 1 / compactness
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> features: array<f32>;        // n * nc
+@group(0) @binding(1) var<storage, read_write> features: array<f32>;  // n * nc
 @group(0) @binding(2) var<storage, read_write> centres: array<f32>;   // (z, y, x, alive, features...) per centre
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
 @group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read> maskw: array<u32>;            // one bit per pixel
+// [change flag, min key, max key, NaN (1) / inf (2) flags]
 @group(0) @binding(7) var<storage, read_write> changed: array<atomic<u32>>;
 
 // Every entry point binds 0..7 (the recorder binds them all): this never
@@ -108,7 +114,46 @@ fn colour_distance(i: u32, base: u32) -> f32 {
     return d;
 }
 
-// Every pixel starts with no centre, so the first assignment counts as a change.
+// Raw float32 input: its minimum and maximum as order-preserving keys, and
+// flags for NaN and inf (tested on the bits: compilers may assume no NaN).
+@compute @workgroup_size(256)
+fn minmax(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let b = bitcast<u32>(features[i]);
+    if ((b & 0x7f800000u) == 0x7f800000u) {
+        atomicOr(&changed[3], select(2u, 1u, (b & 0x007fffffu) != 0u));
+        return;
+    }
+    let key = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+    atomicMin(&changed[1], key);
+    atomicMax(&changed[2], key);
+}
+
+// skimage's rescaling to [0, 1] and scaling by 1 / compactness, in float32
+// in the order of the CPU twin.
+@compute @workgroup_size(256)
+fn rescale(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let d = features[i] - p.lo;
+    var v = d;
+    if (p.hi != p.lo) {
+        v = d / (p.hi - p.lo);
+    }
+    features[i] = v * p.ratio;
+}
+
+// Every pixel starts with no centre, so the first assignment counts as a
+// change; the sums start at zero (finalize clears them after each use).
 @compute @workgroup_size(256)
 fn init(@builtin(global_invocation_id) gid: vec3<u32>,
         @builtin(num_workgroups) groups: vec3<u32>) {
@@ -116,6 +161,9 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     let i = thread_index(gid, groups);
     if (i < p.n) {
         labels[i] = NONE;
+    }
+    if (i < p.n_centres * words()) {
+        atomicStore(&accum[i], 0u);
     }
 }
 

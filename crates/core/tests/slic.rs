@@ -319,9 +319,18 @@ fn bad_input_is_a_clear_error() {
     let p = gray(SlicParams::default());
     let e = pollster::block_on(slic::slic(gpu(), Samples::F32(&img), &[10, 10], &p)).unwrap_err();
     assert!(e.to_string().contains("NaN"), "{e}");
-    img[17] = f32::INFINITY;
+    img[17] = f32::NEG_INFINITY;
     let e = cpu::slic(Samples::F32(&img), &[10, 10], &p).unwrap_err();
     assert!(e.to_string().contains("infinite"), "{e}");
+    let e = pollster::block_on(slic::slic(gpu(), Samples::F32(&img), &[10, 10], &p)).unwrap_err();
+    assert!(e.to_string().contains("infinite"), "{e}");
+    // Integer input goes through the host's rescaling: NaN cannot occur,
+    // float64 NaN is refused there.
+    let mut f64img: Vec<f64> = img.iter().map(|&v| f64::from(v)).collect();
+    f64img[17] = f64::NAN;
+    let e =
+        pollster::block_on(slic::slic(gpu(), Samples::F64(&f64img), &[10, 10], &p)).unwrap_err();
+    assert!(e.to_string().contains("NaN"), "{e}");
     // NaN under a mask is fine, as in scikit-image.
     img[17] = f32::NAN;
     let mut mask = vec![true; 100];

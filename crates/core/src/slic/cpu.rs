@@ -8,7 +8,7 @@ use crate::keys::Samples;
 
 /// SLIC on the CPU.
 pub fn slic(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Segments> {
-    let prep = prepare(samples, shape, p)?;
+    let prep = prepare(samples, shape, p, false)?;
     Ok(run(&prep))
 }
 

@@ -117,6 +117,10 @@ pub(crate) struct Prepared {
     pub spatial_weight: f32,
     /// Fixed-point exponent of the feature sums.
     pub shift: i32,
+    /// 1 / compactness.
+    pub ratio: f32,
+    /// The GPU rescales the raw float32 input itself (`features` is empty).
+    pub gpu_rescale: bool,
     pub max_num_iter: usize,
     pub slic_zero: bool,
     pub start_label: i32,
@@ -300,6 +304,12 @@ fn check_params(p: &SlicParams) -> Result<()> {
     Ok(())
 }
 
+fn inf_error() -> Error {
+    Error::InvalidInput(
+        "the image contains infinite values (scikit-image refuses unmasked inf too); mask those pixels out or replace them".into(),
+    )
+}
+
 fn nan_error() -> Error {
     Error::InvalidInput(
         "the image contains NaN (scikit-image refuses unmasked NaN too); mask those pixels out or replace them".into(),
@@ -308,7 +318,15 @@ fn nan_error() -> Error {
 
 /// Validates the input and parameters and prepares features and seeds as
 /// skimage.segmentation.slic does before its Cython loop.
-pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Prepared> {
+///
+/// `on_gpu`: float32 grayscale input without smoothing or mask is rescaled
+/// by the GPU itself (`features` stays empty; see `run`).
+pub(crate) fn prepare(
+    samples: Samples<'_>,
+    shape: &[usize],
+    p: &SlicParams,
+    on_gpu: bool,
+) -> Result<Prepared> {
     check_params(p)?;
     let len: Option<usize> = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
     if len != Some(samples.len()) {
@@ -422,7 +440,8 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
     };
     // Rescale to [0, 1] over the unmasked values.
     let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-    if let Some(v) = fast {
+    let gpu_rescale = fast.is_some() && on_gpu;
+    if let Some(v) = fast.filter(|_| !gpu_rescale) {
         let (mut l, mut h) = (f32::INFINITY, f32::NEG_INFINITY);
         let mut nan = false;
         for &x in v {
@@ -449,10 +468,8 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
         lo = lo.min(v);
         hi = hi.max(v);
     }
-    if lo.is_infinite() || hi.is_infinite() {
-        return Err(Error::InvalidInput(
-            "the image contains infinite values (scikit-image refuses unmasked inf too); mask those pixels out or replace them".into(),
-        ));
+    if !gpu_rescale && (lo.is_infinite() || hi.is_infinite()) {
+        return Err(inf_error());
     }
     let f32_input = matches!(samples, Samples::F32(_));
     let rescale = |v: f64| -> f64 {
@@ -569,7 +586,9 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
         .fold(f64::NEG_INFINITY, f64::max) as f32;
     let spatial_weight = (1.0 / f64::from(step * step)) as f32;
     let ratio = 1.0 / p.compactness;
-    let features: Vec<f32> = if let Some(v) = fast {
+    let features: Vec<f32> = if gpu_rescale {
+        Vec::new()
+    } else if let Some(v) = fast {
         let (r, lo, hi) = (ratio as f32, lo as f32, hi as f32);
         v.iter()
             .map(|&x| {
@@ -583,7 +602,14 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
     } else {
         img.iter().map(|&v| (v * ratio) as f32).collect()
     };
-    let max_abs = features.iter().fold(0f32, |m, v| m.max(v.abs()));
+    // Rescaled values lie in [0, 1] (the maximum maps to exactly 1): the
+    // GPU-rescaled features' largest magnitude is the ratio itself (or 0 for
+    // a constant image, whose sums are 0 whatever the scale).
+    let max_abs = if gpu_rescale {
+        ratio as f32
+    } else {
+        features.iter().fold(0f32, |m, v| m.max(v.abs()))
+    };
     if !max_abs.is_finite() {
         return Err(Error::param(
             "compactness",
@@ -609,6 +635,8 @@ pub(crate) fn prepare(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> 
         spacing: spacing.map(|v| v as f32),
         spatial_weight,
         shift,
+        ratio: ratio as f32,
+        gpu_rescale,
         max_num_iter: p.max_num_iter,
         slic_zero: p.slic_zero,
         start_label: p.start_label,
@@ -685,7 +713,10 @@ struct KParams {
     spatial_weight: f32,
     scale: f32,
     inv_scale: f32,
-    _pad: u32,
+    lo: f32,
+    hi: f32,
+    ratio: f32,
+    _pad: [u32; 3],
 }
 
 #[repr(C)]
@@ -711,8 +742,12 @@ pub async fn slic(
     shape: &[usize],
     p: &SlicParams,
 ) -> Result<Segments> {
-    let prep = prepare(samples, shape, p)?;
-    run(gpu, &prep).await
+    let prep = prepare(samples, shape, p, true)?;
+    let raw = match samples {
+        Samples::F32(v) if prep.gpu_rescale => Some(v),
+        _ => None,
+    };
+    run(gpu, &prep, raw).await
 }
 
 /// Buffers of one run, recycled together whatever happens.
@@ -744,7 +779,18 @@ impl Drop for Buffers<'_> {
     }
 }
 
-pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
+/// Order-preserving u32 key of a float32 (as the `minmax` kernel).
+fn unkey(k: u32) -> f32 {
+    f32::from_bits(if k & 0x8000_0000 != 0 {
+        k & 0x7fff_ffff
+    } else {
+        !k
+    })
+}
+
+/// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
+/// minimum and maximum and rescales it in place).
+pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Result<Segments> {
     let n = prep.n();
     let k = prep.n_centres();
     let nc = prep.nc;
@@ -761,9 +807,11 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let flag = bufs
         .get(4 * ((n.div_ceil(32)).max(1)) as u64, "slic mask")
         .await?;
-    gpu.upload(&features, bytemuck::cast_slice(&prep.features));
+    match raw {
+        Some(v) => gpu.upload(&features, bytemuck::cast_slice(v)),
+        None => gpu.upload(&features, bytemuck::cast_slice(&prep.features)),
+    }
     gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
-    gpu.upload(&accum, &vec![0u8; 4 * k * stride]);
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     // The mask as bits; bit 0 of word 0 of a separate flag buffer counts changes.
     let mut mask_bits = vec![0u32; n.div_ceil(32).max(1)];
@@ -775,9 +823,11 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         }
     }
     gpu.upload(&flag, bytemuck::cast_slice(&mask_bits));
-    let changed = bufs.get(4, "slic change flag").await?;
+    // [change flag, min key, max key, NaN/inf flags]
+    let changed = bufs.get(16, "slic change flag").await?;
+    gpu.upload(&changed, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
     let g = &prep.grid;
-    let params = gpu.uniform(&KParams {
+    let mut kp = KParams {
         nx: prep.dims[2] as u32,
         ny: prep.dims[1] as u32,
         nz: prep.dims[0] as u32,
@@ -805,8 +855,45 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         spatial_weight: prep.spatial_weight,
         scale: prep.scale(),
         inv_scale: 2f32.powi(-prep.shift),
-        _pad: 0,
-    });
+        lo: 0.0,
+        hi: 0.0,
+        ratio: prep.ratio,
+        _pad: [0; 3],
+    };
+    if raw.is_some() {
+        // skimage's rescaling to [0, 1], then 1 / compactness, on the GPU.
+        let params = gpu.uniform(&kp);
+        let kb = [
+            &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
+        ];
+        let mut rec = gpu.recorder();
+        rec.dispatch(
+            &gpu.pipeline(shaders::SLIC_KMEANS, "minmax")?,
+            &kb,
+            n as u64,
+        )?;
+        rec.submit().await?;
+        let w: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu.read(&changed, 16).await?);
+        if w[3] & 1 != 0 {
+            return Err(nan_error());
+        }
+        if w[3] & 2 != 0 {
+            return Err(inf_error());
+        }
+        (kp.lo, kp.hi) = (unkey(w[1]), unkey(w[2]));
+        let params = gpu.uniform(&kp);
+        let kb = [
+            &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
+        ];
+        let mut rec = gpu.recorder();
+        rec.dispatch(
+            &gpu.pipeline(shaders::SLIC_KMEANS, "rescale")?,
+            &kb,
+            n as u64,
+        )?;
+        rec.submit().await?;
+    }
+    let params = gpu.uniform(&kp);
     let kb = [
         &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
     ];
@@ -815,11 +902,13 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
     let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
     let mut rec = gpu.recorder();
-    rec.dispatch(&gpu.pipeline(shaders::SLIC_KMEANS, "init")?, &kb, n as u64)?;
+    // Labels to NONE, sums to 0.
+    let init = n.max(k * stride) as u64;
+    rec.dispatch(&gpu.pipeline(shaders::SLIC_KMEANS, "init")?, &kb, init)?;
     rec.submit().await?;
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
-        gpu.upload(&changed, &[0u8; 4]);
+        gpu.upload(&changed, &[0u8; 4]); // the change flag only
         let mut rec = gpu.recorder();
         rec.dispatch(&assign, &kb, n as u64)?;
         rec.dispatch(&accumulate, &kb, n as u64)?;
@@ -834,16 +923,17 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
             break;
         }
     }
-    let raw = if prep.enforce {
+    let (labels, n_segments) = if prep.enforce {
         connect(gpu, prep, &labels, &mut bufs).await?
     } else {
         let raw = gpu.read(&labels, 4 * n as u64).await?;
         let raw: Vec<u32> = bytemuck::pod_collect_to_vec(&raw);
-        plain_labels(&raw, prep.start_label)
+        let labels = plain_labels(&raw, prep.start_label);
+        let count = count_segments(&labels, prep.start_label);
+        (labels, count)
     };
-    let n_segments = count_segments(&raw, prep.start_label);
     Ok(Segments {
-        labels: raw,
+        labels,
         shape: prep.out_shape.clone(),
         n_segments,
         iterations,
@@ -853,18 +943,20 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
 /// Search rounds recorded per submission of the connectivity step.
 const ROUNDS: u32 = 4;
 
-/// The connectivity step on the GPU; returns the final labels.
+/// The connectivity step on the GPU; returns the final labels and their
+/// number of distinct values.
 async fn connect(
     gpu: &Gpu,
     prep: &Prepared,
     labels: &wgpu::Buffer,
     bufs: &mut Buffers<'_>,
-) -> Result<Vec<i32>> {
+) -> Result<(Vec<i32>, usize)> {
     let n = prep.n();
     let n_blocks = n.div_ceil(BLOCK);
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
-    let state = bufs.get(4 * (n as u64 + 4), "slic piece states").await?;
+    // Per root, then 4 blocked-search counters and the largest label + 1.
+    let state = bufs.get(4 * (n as u64 + 5), "slic piece states").await?;
     let out = bufs.get(4 * n as u64, "slic piece labels").await?;
     let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
     let queue = bufs.get(8 * n as u64, "slic search queue").await?;
@@ -932,5 +1024,12 @@ async fn connect(
     rec.dispatch(&gather, &refs, n as u64)?;
     rec.submit().await?;
     let raw = gpu.read(&parent, 4 * n as u64).await?;
-    Ok(bytemuck::pod_collect_to_vec(&raw))
+    let kept = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
+    let top = gpu.read_at(&state, 4 * (n as u64 + 4), 4).await?;
+    let kept = u32::from_le_bytes([kept[0], kept[1], kept[2], kept[3]]) as i64;
+    let top = i64::from(u32::from_le_bytes([top[0], top[1], top[2], top[3]])) - 1;
+    // Kept piece j has label start + j; small pieces take one of those
+    // labels or start + kept (a counter value not yet given to a piece).
+    let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
+    Ok((bytemuck::pod_collect_to_vec(&raw), count as usize))
 }
