@@ -14,6 +14,8 @@
 // - colour_max: SLICO's per-centre maximum colour distance (atomicMax on
 //   the bits of non-negative floats, which order like the floats).
 
+// One slab of the volume along z: n = nx * ny * nz pixels from plane z0 of
+// `depth` planes; centres and sums are shared by all slabs.
 struct Params {
     nx: u32,
     ny: u32,
@@ -45,9 +47,9 @@ struct Params {
     lo: f32,     // rescaling of raw float32 input (minmax, rescale)
     hi: f32,
     ratio: f32,  // 1 / compactness
-    _pad0: u32,
-    _pad1: u32,
-    _pad2: u32,
+    z0: u32,
+    depth: u32,
+    _pad: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -177,7 +179,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     let x = i % p.nx;
     let y = (i / p.nx) % p.ny;
-    let z = i / (p.nx * p.ny);
+    let z = p.z0 + i / (p.nx * p.ny);
     var best = NONE;
     if (in_mask(i)) {
         let rz = cands(z, p.start_z, p.step_z, p.count_z);
@@ -193,7 +195,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     let cz = centres[b];
                     let cy = centres[b + 1u];
                     let cx = centres[b + 2u];
-                    if (centres[b + 3u] == 0.0 || !in_window(cz, z, p.win_z, p.nz)
+                    if (centres[b + 3u] == 0.0 || !in_window(cz, z, p.win_z, p.depth)
                         || !in_window(cy, y, p.win_y, p.ny) || !in_window(cx, x, p.win_x, p.nx)) {
                         continue;
                     }
@@ -251,7 +253,7 @@ fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     let w = k * words();
     atomicAdd(&accum[w], 1u);
-    add64(w + 1u, i32(i / (p.nx * p.ny)));
+    add64(w + 1u, i32(p.z0 + i / (p.nx * p.ny)));
     add64(w + 3u, i32((i / p.nx) % p.ny));
     add64(w + 5u, i32(i % p.nx));
     for (var c = 0u; c < p.nc; c++) {

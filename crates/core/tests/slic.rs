@@ -473,3 +473,53 @@ fn five_million_segments_on_300_cubed() {
     // skimage may give a small top-left piece the next piece's label.
     assert_connected(&s.labels, [300, 300, 300], Some(s.labels[0]));
 }
+
+#[test]
+fn volumes_beyond_one_binding_run_in_slabs() {
+    // 64 KiB bindings: the features go to the GPU in z-slabs sharing the
+    // centres; the connectivity step then runs on the host.
+    let tiny = common::tiny_gpu();
+    let shape = [20, 30, 40];
+    let img = blobs(&shape, 19);
+    let mask: Vec<bool> = (0..img.len()).map(|i| i % 40 > 2).collect();
+    for p in [
+        gray(SlicParams {
+            n_segments: 150,
+            compactness: 0.3,
+            ..SlicParams::default()
+        }),
+        gray(SlicParams {
+            n_segments: 100,
+            compactness: 0.3,
+            slic_zero: true,
+            enforce_connectivity: false,
+            mask: Some(mask),
+            ..SlicParams::default()
+        }),
+    ] {
+        let want = cpu::slic(Samples::F32(&img), &shape, &p).unwrap();
+        let got = pollster::block_on(slic::slic(tiny, Samples::F32(&img), &shape, &p)).unwrap();
+        assert_eq!(got, want, "{p:?}");
+        assert!(got.n_segments > 10);
+    }
+    // A multichannel volume (z, y, x, 3): 12 bytes per voxel.
+    let r = noise(12 * 20 * 25 * 3, 23);
+    let vol: Vec<f32> = (0..r.len())
+        .map(|i| {
+            let v = i / 3;
+            let (z, y, x) = (v / 500, (v / 25) % 20, v % 25);
+            (((x / 6 + y / 5 + z / 4 + i % 3) % 2) as f64 + 0.3 * r[i]) as f32
+        })
+        .collect();
+    let p = SlicParams {
+        n_segments: 60,
+        convert2lab: Some(false),
+        compactness: 1.0,
+        ..SlicParams::default()
+    };
+    let want = cpu::slic(Samples::F32(&vol), &[12, 20, 25, 3], &p).unwrap();
+    let got =
+        pollster::block_on(slic::slic(tiny, Samples::F32(&vol), &[12, 20, 25, 3], &p)).unwrap();
+    assert_eq!(got, want);
+    assert_eq!(got.shape, vec![12, 20, 25]);
+}

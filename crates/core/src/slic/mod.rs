@@ -4,9 +4,11 @@
 //! The host prepares the features exactly as skimage does (rescale to
 //! [0, 1] ignoring masked pixels, Lab for RGB, Gaussian smoothing, scaling
 //! by 1/compactness) and the seed grid (`regular_grid`). The GPU then runs
-//! the k-means iterations (shaders/slic/kmeans.wgsl) and the connectivity
-//! step (shaders/slic/connect.wgsl). `cpu` is the twin: the same f32
-//! arithmetic in the same order, so labels are equal on lavapipe.
+//! the k-means iterations (shaders/slic/kmeans.wgsl; in z-slabs sharing the
+//! centres when the features exceed one binding) and the connectivity step
+//! (shaders/slic/connect.wgsl; on the host for volumes beyond one binding).
+//! `cpu` is the twin: the same f32 arithmetic in the same order, so labels
+//! are equal on lavapipe.
 //!
 //! Choices (see README, "SLIC"):
 //! - Assignment is pixel-centric: a pixel looks at the centres seeded in
@@ -716,7 +718,9 @@ struct KParams {
     lo: f32,
     hi: f32,
     ratio: f32,
-    _pad: [u32; 3],
+    z0: u32,
+    depth: u32,
+    _pad: u32,
 }
 
 #[repr(C)]
@@ -794,45 +798,40 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let n = prep.n();
     let k = prep.n_centres();
     let nc = prep.nc;
+    let plane = prep.dims[1] * prep.dims[2];
     let mut bufs = Buffers {
         gpu,
         list: Vec::new(),
     };
-    let features = bufs.get(4 * (n * nc) as u64, "slic features").await?;
+    // Slabs along z, each within one binding (features: 4·nc bytes per
+    // pixel); the centres and their sums are shared by all slabs.
+    let per_slab = (gpu.max_binding_size() / (4 * nc as u64)) as usize / plane;
+    if per_slab == 0 {
+        return Err(Error::InvalidInput(format!(
+            "one {}x{} plane of {nc} channel(s) exceeds the device's largest binding ({} bytes); use --cpu",
+            prep.dims[1],
+            prep.dims[2],
+            gpu.max_binding_size()
+        )));
+    }
+    let n_slabs = prep.dims[0].div_ceil(per_slab);
+    let depth = prep.dims[0].div_ceil(n_slabs);
     let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
-    let labels = bufs.get(4 * n as u64, "slic labels").await?;
     let stride = 1 + 2 * (3 + nc);
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
     let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
-    let flag = bufs
-        .get(4 * ((n.div_ceil(32)).max(1)) as u64, "slic mask")
-        .await?;
-    match raw {
-        Some(v) => gpu.upload(&features, bytemuck::cast_slice(v)),
-        None => gpu.upload(&features, bytemuck::cast_slice(&prep.features)),
-    }
-    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
-    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
-    // The mask as bits; bit 0 of word 0 of a separate flag buffer counts changes.
-    let mut mask_bits = vec![0u32; n.div_ceil(32).max(1)];
-    if let Some(m) = &prep.mask {
-        for (i, &v) in m.iter().enumerate() {
-            if v {
-                mask_bits[i / 32] |= 1 << (i % 32);
-            }
-        }
-    }
-    gpu.upload(&flag, bytemuck::cast_slice(&mask_bits));
     // [change flag, min key, max key, NaN/inf flags]
     let changed = bufs.get(16, "slic change flag").await?;
+    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     gpu.upload(&changed, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
     let g = &prep.grid;
     let mut kp = KParams {
         nx: prep.dims[2] as u32,
         ny: prep.dims[1] as u32,
-        nz: prep.dims[0] as u32,
+        nz: 0,
         nc: nc as u32,
-        n: n as u32,
+        n: 0,
         n_centres: k as u32,
         start_x: g[2].start as u32,
         start_y: g[1].start as u32,
@@ -858,19 +857,99 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         lo: 0.0,
         hi: 0.0,
         ratio: prep.ratio,
-        _pad: [0; 3],
+        z0: 0,
+        depth: prep.dims[0] as u32,
+        _pad: 0,
+    };
+    struct Slab {
+        z0: usize,
+        n: usize,
+        features: wgpu::Buffer,
+        labels: wgpu::Buffer,
+        mask: wgpu::Buffer,
+    }
+    let mut slabs = Vec::new();
+    for z0 in (0..prep.dims[0]).step_by(depth) {
+        let dz = depth.min(prep.dims[0] - z0);
+        let (lo, hi) = (z0 * plane, (z0 + dz) * plane);
+        let m = hi - lo;
+        let features = bufs.get(4 * (m * nc) as u64, "slic features").await?;
+        let labels = bufs.get(4 * m as u64, "slic labels").await?;
+        let mask = bufs.get(4 * m.div_ceil(32) as u64, "slic mask").await?;
+        match raw {
+            Some(v) => gpu.upload(&features, bytemuck::cast_slice(&v[lo..hi])),
+            None => gpu.upload(
+                &features,
+                bytemuck::cast_slice(&prep.features[lo * nc..hi * nc]),
+            ),
+        }
+        if let Some(mk) = &prep.mask {
+            let mut bits = vec![0u32; m.div_ceil(32)];
+            for (i, &v) in mk[lo..hi].iter().enumerate() {
+                if v {
+                    bits[i / 32] |= 1 << (i % 32);
+                }
+            }
+            gpu.upload(&mask, bytemuck::cast_slice(&bits));
+        }
+        slabs.push(Slab {
+            z0,
+            n: m,
+            features,
+            labels,
+            mask,
+        });
+    }
+    // One uniform per slab (its offset and size), rebuilt when `kp` changes.
+    let uniforms = |kp: &KParams| -> Vec<wgpu::Buffer> {
+        slabs
+            .iter()
+            .map(|s| {
+                gpu.uniform(&KParams {
+                    z0: s.z0 as u32,
+                    nz: (s.n / plane) as u32,
+                    n: s.n as u32,
+                    ..*kp
+                })
+            })
+            .collect()
+    };
+    let bind = |u: &[wgpu::Buffer], i: usize| -> [wgpu::Buffer; 8] {
+        let s = &slabs[i];
+        [
+            &u[i],
+            &s.features,
+            &centres,
+            &s.labels,
+            &accum,
+            &maxdist,
+            &s.mask,
+            &changed,
+        ]
+        .map(|b| b.clone())
+    };
+    // Records `entry` over every slab (one thread per pixel, or `threads`).
+    let over_slabs = |rec: &mut crate::engine::Recorder<'_>,
+                      u: &[wgpu::Buffer],
+                      pipeline: &wgpu::ComputePipeline,
+                      threads: Option<u64>|
+     -> Result<()> {
+        for i in 0..slabs.len() {
+            let b = bind(u, i);
+            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+            rec.dispatch(pipeline, &refs, threads.unwrap_or(slabs[i].n as u64))?;
+        }
+        Ok(())
     };
     if raw.is_some() {
         // skimage's rescaling to [0, 1], then 1 / compactness, on the GPU.
-        let params = gpu.uniform(&kp);
-        let kb = [
-            &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
-        ];
+        let u = uniforms(&kp);
         let mut rec = gpu.recorder();
-        rec.dispatch(
+        over_slabs(
+            &mut rec,
+            &u,
             &gpu.pipeline(shaders::SLIC_KMEANS, "minmax")?,
-            &kb,
-            n as u64,
+            None,
         )?;
         rec.submit().await?;
         let w: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu.read(&changed, 16).await?);
@@ -881,40 +960,41 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             return Err(inf_error());
         }
         (kp.lo, kp.hi) = (unkey(w[1]), unkey(w[2]));
-        let params = gpu.uniform(&kp);
-        let kb = [
-            &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
-        ];
+        let u = uniforms(&kp);
         let mut rec = gpu.recorder();
-        rec.dispatch(
+        over_slabs(
+            &mut rec,
+            &u,
             &gpu.pipeline(shaders::SLIC_KMEANS, "rescale")?,
-            &kb,
-            n as u64,
+            None,
         )?;
         rec.submit().await?;
     }
-    let params = gpu.uniform(&kp);
-    let kb = [
-        &params, &features, &centres, &labels, &accum, &maxdist, &flag, &changed,
-    ];
+    let u = uniforms(&kp);
     let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
     let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
     let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
     let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
     let mut rec = gpu.recorder();
     // Labels to NONE, sums to 0.
-    let init = n.max(k * stride) as u64;
-    rec.dispatch(&gpu.pipeline(shaders::SLIC_KMEANS, "init")?, &kb, init)?;
+    let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
+    for i in 0..slabs.len() {
+        let b = bind(&u, i);
+        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+        rec.dispatch(&init, &refs, slabs[i].n.max(k * stride) as u64)?;
+    }
     rec.submit().await?;
+    let b0 = bind(&u, 0);
+    let first: Vec<&wgpu::Buffer> = b0.iter().collect();
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
         gpu.upload(&changed, &[0u8; 4]); // the change flag only
         let mut rec = gpu.recorder();
-        rec.dispatch(&assign, &kb, n as u64)?;
-        rec.dispatch(&accumulate, &kb, n as u64)?;
-        rec.dispatch(&finalize, &kb, k as u64)?;
+        over_slabs(&mut rec, &u, &assign, None)?;
+        over_slabs(&mut rec, &u, &accumulate, None)?;
+        rec.dispatch(&finalize, &first, k as u64)?;
         if prep.slic_zero {
-            rec.dispatch(&colour_max, &kb, n as u64)?;
+            over_slabs(&mut rec, &u, &colour_max, None)?;
         }
         rec.submit().await?;
         iterations += 1;
@@ -923,15 +1003,30 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             break;
         }
     }
-    let (labels, n_segments) = if prep.enforce {
-        connect(gpu, prep, &labels, &mut bufs).await?
+    // The connectivity step on the GPU when one slab holds the volume and
+    // its search queue (8 bytes per pixel) fits a binding; otherwise on
+    // the host from the k-means labels (the CPU twin's code).
+    if prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size() {
+        let (labels, n_segments) = connect(gpu, prep, &slabs[0].labels, &mut bufs).await?;
+        return Ok(Segments {
+            labels,
+            shape: prep.out_shape.clone(),
+            n_segments,
+            iterations,
+        });
+    }
+    let mut raw: Vec<u32> = Vec::with_capacity(n);
+    for s in &slabs {
+        raw.extend(bytemuck::pod_collect_to_vec::<u8, u32>(
+            &gpu.read(&s.labels, 4 * s.n as u64).await?,
+        ));
+    }
+    let labels = if prep.enforce {
+        cpu::connect(&raw, prep.dims, prep.min_size, prep.start_label)
     } else {
-        let raw = gpu.read(&labels, 4 * n as u64).await?;
-        let raw: Vec<u32> = bytemuck::pod_collect_to_vec(&raw);
-        let labels = plain_labels(&raw, prep.start_label);
-        let count = count_segments(&labels, prep.start_label);
-        (labels, count)
+        plain_labels(&raw, prep.start_label)
     };
+    let n_segments = count_segments(&labels, prep.start_label);
     Ok(Segments {
         labels,
         shape: prep.out_shape.clone(),
