@@ -934,10 +934,10 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
                       pipeline: &wgpu::ComputePipeline,
                       threads: Option<u64>|
      -> Result<()> {
-        for i in 0..slabs.len() {
+        for (i, s) in slabs.iter().enumerate() {
             let b = bind(u, i);
             let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-            rec.dispatch(pipeline, &refs, threads.unwrap_or(slabs[i].n as u64))?;
+            rec.dispatch(pipeline, &refs, threads.unwrap_or(s.n as u64))?;
         }
         Ok(())
     };
@@ -978,10 +978,10 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let mut rec = gpu.recorder();
     // Labels to NONE, sums to 0.
     let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
-    for i in 0..slabs.len() {
+    for (i, s) in slabs.iter().enumerate() {
         let b = bind(&u, i);
         let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-        rec.dispatch(&init, &refs, slabs[i].n.max(k * stride) as u64)?;
+        rec.dispatch(&init, &refs, s.n.max(k * stride) as u64)?;
     }
     rec.submit().await?;
     let b0 = bind(&u, 0);
