@@ -1017,9 +1017,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     }
     let mut raw: Vec<u32> = Vec::with_capacity(n);
     for s in &slabs {
-        raw.extend(bytemuck::pod_collect_to_vec::<u8, u32>(
-            &gpu.read(&s.labels, 4 * s.n as u64).await?,
-        ));
+        raw.extend(gpu.read_vec::<u32>(&s.labels, s.n).await?);
     }
     let labels = if prep.enforce {
         cpu::connect(&raw, prep.dims, prep.min_size, prep.start_label)
@@ -1118,7 +1116,7 @@ async fn connect(
     let mut rec = gpu.recorder();
     rec.dispatch(&gather, &refs, n as u64)?;
     rec.submit().await?;
-    let raw = gpu.read(&parent, 4 * n as u64).await?;
+    let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
     let kept = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
     let top = gpu.read_at(&state, 4 * (n as u64 + 4), 4).await?;
     let kept = u32::from_le_bytes([kept[0], kept[1], kept[2], kept[3]]) as i64;
@@ -1126,5 +1124,5 @@ async fn connect(
     // Kept piece j has label start + j; small pieces take one of those
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
-    Ok((bytemuck::pod_collect_to_vec(&raw), count as usize))
+    Ok((labels, count as usize))
 }
