@@ -523,3 +523,39 @@ fn volumes_beyond_one_binding_run_in_slabs() {
     assert_eq!(got, want);
     assert_eq!(got.shape, vec![12, 20, 25]);
 }
+
+#[test]
+fn volumes_beyond_the_memory_budget_are_streamed() {
+    // A 64 KiB budget: each iteration streams z-slabs of the volume (kept on
+    // the host) past the resident centres; the connectivity step on the host.
+    let small = &pollster::block_on(Gpu::new(GpuOptions {
+        memory_budget: Some(64 << 10),
+        ..GpuOptions::default()
+    }))
+    .unwrap();
+    let shape = [20, 30, 40];
+    let img = blobs(&shape, 29);
+    let mask: Vec<bool> = (0..img.len()).map(|i| (i / 40) % 30 > 3).collect();
+    for p in [
+        gray(SlicParams {
+            n_segments: 150,
+            compactness: 0.3,
+            max_num_iter: 6,
+            ..SlicParams::default()
+        }),
+        gray(SlicParams {
+            n_segments: 90,
+            compactness: 0.3,
+            slic_zero: true,
+            mask: Some(mask),
+            ..SlicParams::default()
+        }),
+    ] {
+        let want = cpu::slic(Samples::F32(&img), &shape, &p).unwrap();
+        let got = pollster::block_on(slic::slic(small, Samples::F32(&img), &shape, &p)).unwrap();
+        assert_eq!(got, want, "{p:?}");
+        assert!(got.n_segments > 10);
+    }
+    small.trim();
+    assert_eq!(small.live_bytes(), 0, "streaming leaves no device memory");
+}

@@ -4,8 +4,9 @@
 //! The host prepares the features exactly as skimage does (rescale to
 //! [0, 1] ignoring masked pixels, Lab for RGB, Gaussian smoothing, scaling
 //! by 1/compactness) and the seed grid (`regular_grid`). The GPU then runs
-//! the k-means iterations (shaders/slic/kmeans.wgsl; in z-slabs sharing the
-//! centres when the features exceed one binding) and the connectivity step
+//! the k-means iterations (shaders/slic/kmeans.wgsl; in resident z-slabs
+//! sharing the centres when the features exceed one binding, streamed
+//! z-slabs when they exceed the memory budget) and the connectivity step
 //! (shaders/slic/connect.wgsl; on the host for volumes beyond one binding).
 //! `cpu` is the twin: the same f32 arithmetic in the same order, so labels
 //! are equal on lavapipe.
@@ -746,12 +747,166 @@ pub async fn slic(
     shape: &[usize],
     p: &SlicParams,
 ) -> Result<Segments> {
-    let prep = prepare(samples, shape, p, true)?;
+    let mut prep = prepare(samples, shape, p, true)?;
+    // k-means buffers: features, labels and mask bits per pixel.
+    let resident = prep.n() as u64 * (4 * prep.nc as u64 + 4) + prep.n() as u64 / 8;
+    if resident > gpu.memory_budget() {
+        if prep.gpu_rescale {
+            prep = prepare(samples, shape, p, false)?;
+        }
+        return run_streamed(gpu, &prep).await;
+    }
     let raw = match samples {
         Samples::F32(v) if prep.gpu_rescale => Some(v),
         _ => None,
     };
     run(gpu, &prep, raw).await
+}
+
+/// The k-means with the volume kept on the host: each iteration streams
+/// z-slabs sized from the memory budget through one set of slab buffers
+/// (features and current labels up, labels down); the centres and their
+/// sums stay on the device. The connectivity step then runs on the host.
+async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
+    let n = prep.n();
+    let k = prep.n_centres();
+    let nc = prep.nc;
+    let plane = prep.dims[1] * prep.dims[2];
+    let per_pixel = 4 * nc as u64 + 4 + 1;
+    let budget = (gpu.memory_budget() / 2).min(gpu.max_binding_size() / (4 * nc as u64) * 4);
+    let depth = ((budget / per_pixel) as usize / plane).min(prep.dims[0]);
+    if depth == 0 {
+        return Err(Error::InvalidInput(format!(
+            "one {}x{} plane does not fit the memory budget of {} bytes; raise --memory-budget or use --cpu",
+            prep.dims[1],
+            prep.dims[2],
+            gpu.memory_budget()
+        )));
+    }
+    let mut bufs = Buffers {
+        gpu,
+        list: Vec::new(),
+    };
+    let m_max = depth * plane;
+    let stride = 1 + 2 * (3 + nc);
+    let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
+    let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
+    let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
+    let changed = bufs.get(16, "slic change flag").await?;
+    let features = bufs.get(4 * (m_max * nc) as u64, "slic features").await?;
+    let labels = bufs.get(4 * m_max as u64, "slic labels").await?;
+    let mask = bufs.get(4 * m_max.div_ceil(32) as u64, "slic mask").await?;
+    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
+    gpu.upload(&changed, &[0u8; 16]);
+    let kp = kparams(prep);
+    let slabs: Vec<(usize, usize)> = (0..prep.dims[0])
+        .step_by(depth)
+        .map(|z0| (z0, depth.min(prep.dims[0] - z0) * plane))
+        .collect();
+    let uniforms: Vec<wgpu::Buffer> = slabs
+        .iter()
+        .map(|&(z0, m)| {
+            gpu.uniform(&KParams {
+                z0: z0 as u32,
+                nz: (m / plane) as u32,
+                n: m as u32,
+                ..kp
+            })
+        })
+        .collect();
+    let bound = |i: usize| -> [wgpu::Buffer; 8] {
+        [
+            &uniforms[i],
+            &features,
+            &centres,
+            &labels,
+            &accum,
+            &maxdist,
+            &mask,
+            &changed,
+        ]
+        .map(|b| b.clone())
+    };
+    // Uploads slab i's features, labels and mask bits.
+    let load = |i: usize, host: &[u32]| {
+        let (z0, m) = slabs[i];
+        let lo = z0 * plane;
+        gpu.upload(
+            &features,
+            bytemuck::cast_slice(&prep.features[lo * nc..(lo + m) * nc]),
+        );
+        gpu.upload(&labels, bytemuck::cast_slice(&host[lo..lo + m]));
+        if let Some(mk) = &prep.mask {
+            let mut bits = vec![0u32; m.div_ceil(32)];
+            for (j, &v) in mk[lo..lo + m].iter().enumerate() {
+                if v {
+                    bits[j / 32] |= 1 << (j % 32);
+                }
+            }
+            gpu.upload(&mask, bytemuck::cast_slice(&bits));
+        }
+    };
+    let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
+    let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
+    let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
+    let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
+    let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
+    {
+        // Sums to 0 (the slab's labels are uploaded before every use).
+        let b = bound(0);
+        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+        let mut rec = gpu.recorder();
+        rec.dispatch(&init, &refs, (k * stride).max(slabs[0].1) as u64)?;
+        rec.submit().await?;
+    }
+    let mut host = vec![NONE; n];
+    let mut iterations = 0;
+    for _ in 0..prep.max_num_iter {
+        gpu.upload(&changed, &[0u8; 4]);
+        for (i, &(z0, m)) in slabs.iter().enumerate() {
+            load(i, &host);
+            let b = bound(i);
+            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+            let mut rec = gpu.recorder();
+            rec.dispatch(&assign, &refs, m as u64)?;
+            rec.dispatch(&accumulate, &refs, m as u64)?;
+            rec.submit().await?;
+            let got: Vec<u32> = gpu.read_vec(&labels, m).await?;
+            host[z0 * plane..z0 * plane + m].copy_from_slice(&got);
+        }
+        let b = bound(0);
+        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+        let mut rec = gpu.recorder();
+        rec.dispatch(&finalize, &refs, k as u64)?;
+        rec.submit().await?;
+        if prep.slic_zero {
+            for (i, &(_, m)) in slabs.iter().enumerate() {
+                load(i, &host);
+                let b = bound(i);
+                let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+                let mut rec = gpu.recorder();
+                rec.dispatch(&colour_max, &refs, m as u64)?;
+                rec.submit().await?;
+            }
+        }
+        iterations += 1;
+        if gpu.read(&changed, 4).await? == [0u8; 4] {
+            break;
+        }
+    }
+    let labels = if prep.enforce {
+        cpu::connect(&host, prep.dims, prep.min_size, prep.start_label)
+    } else {
+        plain_labels(&host, prep.start_label)
+    };
+    let n_segments = count_segments(&labels, prep.start_label);
+    Ok(Segments {
+        labels,
+        shape: prep.out_shape.clone(),
+        n_segments,
+        iterations,
+    })
 }
 
 /// Buffers of one run, recycled together whatever happens.
@@ -780,6 +935,46 @@ impl Drop for Buffers<'_> {
         for b in self.list.drain(..) {
             self.gpu.recycle(b);
         }
+    }
+}
+
+/// The k-means kernels' parameters of `prep` (slab fields set per slab).
+fn kparams(prep: &Prepared) -> KParams {
+    let g = &prep.grid;
+    KParams {
+        nx: prep.dims[2] as u32,
+        ny: prep.dims[1] as u32,
+        nz: 0,
+        nc: prep.nc as u32,
+        n: 0,
+        n_centres: prep.n_centres() as u32,
+        start_x: g[2].start as u32,
+        start_y: g[1].start as u32,
+        start_z: g[0].start as u32,
+        step_x: g[2].step as u32,
+        step_y: g[1].step as u32,
+        step_z: g[0].step as u32,
+        count_x: g[2].count as u32,
+        count_y: g[1].count as u32,
+        count_z: g[0].count as u32,
+        win_x: prep.win[2] as u32,
+        win_y: prep.win[1] as u32,
+        win_z: prep.win[0] as u32,
+        radius: RADIUS as u32,
+        slic_zero: u32::from(prep.slic_zero),
+        use_mask: u32::from(prep.mask.is_some()),
+        sx: prep.spacing[2],
+        sy: prep.spacing[1],
+        sz: prep.spacing[0],
+        spatial_weight: prep.spatial_weight,
+        scale: prep.scale(),
+        inv_scale: 2f32.powi(-prep.shift),
+        lo: 0.0,
+        hi: 0.0,
+        ratio: prep.ratio,
+        z0: 0,
+        depth: prep.dims[0] as u32,
+        _pad: 0,
     }
 }
 
@@ -825,42 +1020,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     gpu.upload(&changed, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
-    let g = &prep.grid;
-    let mut kp = KParams {
-        nx: prep.dims[2] as u32,
-        ny: prep.dims[1] as u32,
-        nz: 0,
-        nc: nc as u32,
-        n: 0,
-        n_centres: k as u32,
-        start_x: g[2].start as u32,
-        start_y: g[1].start as u32,
-        start_z: g[0].start as u32,
-        step_x: g[2].step as u32,
-        step_y: g[1].step as u32,
-        step_z: g[0].step as u32,
-        count_x: g[2].count as u32,
-        count_y: g[1].count as u32,
-        count_z: g[0].count as u32,
-        win_x: prep.win[2] as u32,
-        win_y: prep.win[1] as u32,
-        win_z: prep.win[0] as u32,
-        radius: RADIUS as u32,
-        slic_zero: u32::from(prep.slic_zero),
-        use_mask: u32::from(prep.mask.is_some()),
-        sx: prep.spacing[2],
-        sy: prep.spacing[1],
-        sz: prep.spacing[0],
-        spatial_weight: prep.spatial_weight,
-        scale: prep.scale(),
-        inv_scale: 2f32.powi(-prep.shift),
-        lo: 0.0,
-        hi: 0.0,
-        ratio: prep.ratio,
-        z0: 0,
-        depth: prep.dims[0] as u32,
-        _pad: 0,
-    };
+    let mut kp = kparams(prep);
     struct Slab {
         z0: usize,
         n: usize,
