@@ -226,6 +226,7 @@ function pythonOf() {
   const lines = [
     'import numpy as np',
     'from scipy import ndimage',
+    'import skimage.segmentation',
     '',
     `# image: ${state.image.name} as a numpy array (${state.image.shape.join(' × ')} ${state.image.dtype});`,
     '# the page computes on its values as floats (float32 on the GPU, float64 on the CPU).',

@@ -132,6 +132,16 @@ const linearKernel = (flip) => ({
   exact: false,
 });
 
+/** SLIC's channel axis for an input: 'auto' = -1 for an RGB(A) image (h, w,
+ * 3|4), grayscale (undefined = None) otherwise. */
+function slicAxis(p, input) {
+  if (p.channel_axis === 'auto') {
+    const s = input.shape;
+    return s.length === 3 && (s[2] === 3 || s[2] === 4) ? -1 : undefined;
+  }
+  return p.channel_axis === 'none' ? undefined : Number(p.channel_axis);
+}
+
 export const OPS = {
   gaussian_filter: {
     title: 'gaussian_filter',
@@ -317,6 +327,45 @@ export const OPS = {
     result: 'table',
     exact: false,
   },
+  slic: {
+    title: 'slic',
+    reference: 'skimage.segmentation.slic',
+    help: 'SLIC superpixels: k-means in colour (Lab for RGB) and space from a regular grid of seeds, then small pieces merged into a neighbour; labels numbered as scikit-image. channel_axis auto: -1 for an RGB(A) image, none otherwise.',
+    params: [
+      { name: 'n_segments', type: 'int', default: 100, min: 1, help: 'approximate number of superpixels' },
+      { name: 'compactness', type: 'float', default: 10, min: 0, minExclusive: true, help: 'colour against space: higher gives squarer superpixels (try 0.01…100 on a log scale)' },
+      { name: 'max_num_iter', type: 'int', default: 10, min: 0, help: 'k-means iterations at most (stops early when no label changes)' },
+      { name: 'sigma', type: 'floats', default: '0', min: 0, help: 'Gaussian smoothing first: one value, or one per spatial axis' },
+      { name: 'spacing', type: 'floats', default: '1', min: 0, minExclusive: true, help: 'voxel spacing: 1 (isotropic) or one per spatial axis' },
+      { name: 'channel_axis', type: 'choice', choices: ['auto', 'none', '-1', '0'], default: 'auto', help: 'the channel axis, none for grayscale (auto: -1 for RGB(A) images)' },
+      { name: 'convert2lab', type: 'choice', choices: ['auto', 'true', 'false'], default: 'auto', help: 'convert RGB to Lab (auto: for 3 channels)' },
+      { name: 'enforce_connectivity', type: 'bool', default: true, help: 'merge pieces smaller than min_size_factor of a superpixel into a neighbour' },
+      { name: 'min_size_factor', type: 'float', default: 0.5, min: 0 },
+      { name: 'max_size_factor', type: 'float', default: 3, min: 0 },
+      { name: 'slic_zero', type: 'bool', default: false, help: 'SLICO: adaptive colour scale per superpixel' },
+      { name: 'start_label', type: 'choice', choices: ['1', '0'], default: '1' },
+    ],
+    python: (p, input) => {
+      const axis = slicAxis(p, input);
+      const list = (v) => (v.length === 1 ? py(v[0]) : `[${v.join(', ')}]`);
+      const spacing = p.spacing.every((v) => v === 1) ? 'None' : list(p.spacing);
+      const lab = p.convert2lab === 'auto' ? 'None' : p.convert2lab === 'true' ? 'True' : 'False';
+      return `skimage.segmentation.slic(x, n_segments=${p.n_segments}, compactness=${py(p.compactness)}, max_num_iter=${p.max_num_iter}, ` +
+        `sigma=${list(p.sigma)}, spacing=${spacing}, convert2lab=${lab}, enforce_connectivity=${py(p.enforce_connectivity)}, ` +
+        `min_size_factor=${py(p.min_size_factor)}, max_size_factor=${py(p.max_size_factor)}, slic_zero=${py(p.slic_zero)}, ` +
+        `start_label=${p.start_label}, channel_axis=${axis === undefined ? 'None' : axis})`;
+    },
+    gpu: 'slic',
+    cpu: 'slic',
+    args: (p, input) => [
+      p.n_segments, p.compactness, p.max_num_iter, Float64Array.from(p.sigma), Float64Array.from(p.spacing),
+      slicAxis(p, input), p.convert2lab === 'auto' ? undefined : p.convert2lab === 'true',
+      p.enforce_connectivity, p.min_size_factor, p.max_size_factor, p.slic_zero, Number(p.start_label),
+    ],
+    result: 'labels',
+    overlay: 'boundaries',
+    exact: true,
+  },
 };
 
 /** Luminance of a colour image (h, w, 3|4): skimage's rgb2gray weights on
@@ -436,5 +485,4 @@ export function parseStep(id, raw, input) {
 // bindings: parameter names and defaults are the references' (see
 // shared/docs/references.md).
 //
-//   slic: { ..., result: 'labels', overlay: 'boundaries' },
 //   find_spots: { ..., result: 'table', markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4 })) },

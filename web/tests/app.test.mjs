@@ -46,6 +46,10 @@ const CASES = {
     ['blobs3d.tif', { size: [1, 3, 3], mode: 'wrap' }],
     ['astronaut.png', { size: [3, 3, 1], mode: 'mirror' }],
   ],
+  slic: [
+    // Small and few iterations: SwiftShader is slow. Labels exact.
+    ['coins.png', { n_segments: 60, compactness: 0.1, max_num_iter: 4 }],
+  ],
   remove_outliers: [
     ['coins.png', { diff: 20, size: 3, mode: 'both' }],
     ['hubble_deep_field.jpg', { diff: 30, size: 3, mode: 'bright' }],
@@ -226,7 +230,8 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
           continue;
         }
         assert.equal(r.gpuLength, r.length, what);
-        assert.deepEqual(r.shape, r.inputShape, what);
+        // SLIC labels have the spatial shape (no channel axis).
+        if (id !== 'slic') assert.deepEqual(r.shape, r.inputShape, what);
         assert.equal(r.length, r.shape.reduce((a, b) => a * b, 1), what);
         if (id === 'threshold') {
           assert.equal(r.gpuType, 'Uint8Array', what);
@@ -239,6 +244,11 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
           const expected = LABEL_COUNTS[`${sample} ${params.connectivity}`];
           if (expected !== undefined) assert.equal(r.count, expected, `${what}: scipy's count`);
           assert.ok(r.count > 0, what);
+        } else if (id === 'slic') {
+          assert.equal(r.gpuType, 'Int32Array', what);
+          assert.equal(r.cpuType, 'Int32Array', what);
+          assert.equal(r.mismatches, 0, `${what}: ${r.mismatches} labels differ`);
+          assert.ok(r.maxAbs > 20, `${what}: only ${r.maxAbs} superpixels`);
         } else if (id === 'median_filter' || id === 'remove_outliers') {
           // Selections: one of the input values, identical on both paths.
           assert.equal(r.gpuType, 'Float32Array', what);

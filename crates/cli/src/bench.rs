@@ -10,6 +10,7 @@ use clap::Args;
 use gpuscope_core::Samples;
 use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
 use gpuscope_core::filters::{self, Boundary, Filter, Output};
+use gpuscope_core::slic::{self, SlicParams};
 use serde_json::{Value, json};
 
 use crate::common::{CliResult, Engine, Failure};
@@ -17,7 +18,8 @@ use crate::common::{CliResult, Engine, Failure};
 #[derive(Args)]
 pub struct BenchArgs {
     /// Workloads to run (default: all): median-3, median-7, median-stack,
-    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15.
+    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, slic-3d-L
+    /// (or slic-3d-<L>), slic-2d-rgb.
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -29,6 +31,38 @@ pub struct BenchArgs {
     /// Write the results as JSON to this file (also printed).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// Volume edges L of the slic-3d-L workloads (`--only slic-3d-L` runs
+    /// them all, `--only slic-3d-200` one).
+    #[arg(long, value_delimiter = ',', default_value = "100,200,300,400,500")]
+    pub slic_sizes: Vec<usize>,
+    /// Directory holding blobs_<L>.npy, skimage's binary_blobs(L, n_dim=3,
+    /// rng=2) written by bench/slic_peers.py; without it (or a file) a
+    /// synthetic blob volume of the same size.
+    #[arg(long, value_name = "DIR")]
+    pub blobs_dir: Option<PathBuf>,
+    /// The image of slic-2d-rgb.
+    #[arg(long, default_value = "../shared/data/images/astronaut.png")]
+    pub astronaut: PathBuf,
+}
+
+/// A blob volume like binary_blobs(L, n_dim=3): sums of waves with random
+/// phases, thresholded at zero (about half the volume).
+fn synthetic_blobs(l: usize) -> Vec<f32> {
+    let r = uniform(9, 2);
+    let f = 2.0 * std::f32::consts::PI * 10.0 / l as f32;
+    let mut v = Vec::with_capacity(l * l * l);
+    for z in 0..l {
+        for y in 0..l {
+            for x in 0..l {
+                let (zf, yf, xf) = (z as f32 * f, y as f32 * f, x as f32 * f);
+                let s = (zf + 6.0 * r[0]).sin() * (yf * 0.9 + 6.0 * r[1]).cos()
+                    + (yf + 6.0 * r[2]).sin() * (xf * 1.1 + 6.0 * r[3]).cos()
+                    + (xf + 6.0 * r[4]).sin() * (zf * 0.8 + 6.0 * r[5]).cos();
+                v.push(if s > 0.0 { 1.0 } else { 0.0 });
+            }
+        }
+    }
+    v
 }
 
 /// Uniform values in [0, 1) (xorshift; the medians' work does not depend on
@@ -255,6 +289,57 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                 Ok(())
             },
             resident,
+        )?;
+    }
+    for &l in &args.slic_sizes {
+        let name = format!("slic-3d-{l}");
+        if !(want(&name) || want("slic-3d-L")) {
+            continue;
+        }
+        let file = args
+            .blobs_dir
+            .as_ref()
+            .map(|d| d.join(format!("blobs_{l}.npy")));
+        let (volume, source) = match file.filter(|f| f.exists()) {
+            Some(f) => (gpuscope_io::read(&f)?.array.to_f32_vec(), "binary_blobs"),
+            None => (synthetic_blobs(l), "synthetic"),
+        };
+        let p = SlicParams {
+            n_segments: l * l * l / 125,
+            compactness: 1.0,
+            max_num_iter: 5,
+            channel_axis: None,
+            ..SlicParams::default()
+        };
+        eprintln!("slic-3d-{l}: {source} volume");
+        time(
+            &name,
+            8 * l * l * l,
+            &mut || {
+                pollster::block_on(slic::slic(gpu, Samples::F32(&volume), &[l, l, l], &p))?;
+                Ok(())
+            },
+            None,
+        )?;
+    }
+    if want("slic-2d-rgb") {
+        let a = gpuscope_io::read(&args.astronaut)?.array;
+        let p = SlicParams {
+            n_segments: 1000,
+            compactness: 10.0,
+            ..SlicParams::default()
+        };
+        let data = a.to_f32_vec();
+        let shape = a.shape.clone();
+        let rgb: Vec<u8> = data.iter().map(|&v| v as u8).collect();
+        time(
+            "slic-2d-rgb",
+            rgb.len() + 4 * shape[0] * shape[1],
+            &mut || {
+                pollster::block_on(slic::slic(gpu, Samples::U8(&rgb), &shape, &p))?;
+                Ok(())
+            },
+            None,
         )?;
     }
     let all = json!({ "device": gpu.summary().name, "results": rows });

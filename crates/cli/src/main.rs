@@ -6,6 +6,7 @@ mod bench;
 mod common;
 mod filters;
 mod segment;
+mod slic;
 mod stream;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,8 @@ enum Command {
     Label(segment::LabelCmd),
     /// The workshop pipeline: clip, threshold, label, measure; a catalogue.
     Sources(segment::SourcesCmd),
+    /// SLIC superpixels (skimage.segmentation.slic), 2-D and 3-D.
+    Slic(slic::SlicCmd),
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -129,6 +132,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Clip(args) => segment::clip_cmd(&cli, args),
         Command::Label(args) => segment::label_cmd(&cli, args),
         Command::Sources(args) => segment::sources_cmd(&cli, args),
+        Command::Slic(args) => slic::slic_cmd(&cli, args),
     }
 }
 

@@ -556,6 +556,52 @@ impl Gpu {
         Ok(data)
     }
 
+    /// Copies the first `count` values of `buffer` back to the host as a
+    /// `Vec<T>`, straight from the mapped range (one host copy, not two:
+    /// large label arrays).
+    pub(crate) async fn read_vec<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        count: usize,
+    ) -> Result<Vec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()) as u64;
+        let padded = bytes.div_ceil(4) * 4;
+        if padded == 0 {
+            return Ok(Vec::new());
+        }
+        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("readback"),
+            size: padded,
+            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+            mapped_at_creation: false,
+        });
+        let mut encoder = self
+            .device
+            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded);
+        self.queue.submit([encoder.finish()]);
+        let (tx, rx) = futures_channel::oneshot::channel();
+        staging.map_async(wgpu::MapMode::Read, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.poll_wait()?;
+        rx.await
+            .map_err(|_| Error::Device("the readback was cancelled".into()))?
+            .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
+        let view = staging
+            .get_mapped_range(..)
+            .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
+        let raw = &view[..bytes as usize];
+        let data = match bytemuck::try_cast_slice::<u8, T>(raw) {
+            Ok(v) => v.to_vec(),
+            Err(_) => bytemuck::pod_collect_to_vec(raw),
+        };
+        drop(view);
+        staging.unmap();
+        staging.destroy();
+        Ok(data)
+    }
+
     async fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
         let (tx, rx) = futures_channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {

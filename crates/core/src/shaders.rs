@@ -34,6 +34,8 @@ pub const MEDIAN_F32: &str = shader!(
 pub const LABEL: &str = shader!("segment/label.wgsl");
 pub const MEASURE: &str = shader!("segment/measure.wgsl");
 pub const CLIP: &str = shader!("stats/clip.wgsl");
+pub const SLIC_KMEANS: &str = shader!("slic/kmeans.wgsl");
+pub const SLIC_CONNECT: &str = shader!("slic/connect.wgsl");
 
 /// Every shader with its name, for validation tests and tools.
 pub const ALL: &[(&str, &str)] = &[
@@ -45,6 +47,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("segment/label.wgsl", LABEL),
     ("segment/measure.wgsl", MEASURE),
     ("stats/clip.wgsl", CLIP),
+    ("slic/kmeans.wgsl", SLIC_KMEANS),
+    ("slic/connect.wgsl", SLIC_CONNECT),
 ];
 
 /// Replaces the text between the GENERATED markers of a template with `body`

@@ -617,6 +617,103 @@ impl Engine {
     }
 }
 
+#[wasm_bindgen]
+impl Engine {
+    /// skimage.segmentation.slic on the GPU: `{data: Int32Array, shape (the
+    /// spatial shape), count, iterations, ms, kernelMs?}`.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn slic(
+        &self,
+        data: Vec<f32>,
+        shape: Vec<u32>,
+        n_segments: u32,
+        compactness: f64,
+        max_num_iter: u32,
+        sigma: Vec<f64>,
+        spacing: Vec<f64>,
+        channel_axis: Option<i32>,
+        convert2lab: Option<bool>,
+        enforce_connectivity: bool,
+        min_size_factor: f64,
+        max_size_factor: f64,
+        slic_zero: bool,
+        start_label: i32,
+    ) -> Result<JsValue, JsError> {
+        let p = segment::slic_params(
+            n_segments,
+            compactness,
+            max_num_iter,
+            &sigma,
+            &spacing,
+            channel_axis,
+            convert2lab,
+            enforce_connectivity,
+            min_size_factor,
+            max_size_factor,
+            slic_zero,
+            start_label,
+        );
+        self.gpu.reset_kernel_time();
+        let t0 = performance_now();
+        let s = segment::slic_gpu(&self.gpu, &data, &shape, &p)
+            .await
+            .map_err(js_err)?;
+        Ok(timed(
+            segments_js(&s),
+            performance_now() - t0,
+            self.kernel_ms_total(),
+        ))
+    }
+}
+
+fn segments_js(s: &gpuscope_core::slic::Segments) -> Object {
+    let obj = Object::new();
+    set(&obj, "data", js_sys::Int32Array::from(&s.labels[..]));
+    let shape: Vec<u32> = s.shape.iter().map(|&n| n as u32).collect();
+    set(&obj, "shape", shape_array(&shape));
+    set(&obj, "count", s.n_segments as f64);
+    set(&obj, "iterations", s.iterations as f64);
+    obj
+}
+
+/// skimage.segmentation.slic on the CPU (the GPU path's twin).
+#[allow(clippy::too_many_arguments)]
+#[wasm_bindgen]
+pub fn slic(
+    data: &[f32],
+    shape: Vec<u32>,
+    n_segments: u32,
+    compactness: f64,
+    max_num_iter: u32,
+    sigma: Vec<f64>,
+    spacing: Vec<f64>,
+    channel_axis: Option<i32>,
+    convert2lab: Option<bool>,
+    enforce_connectivity: bool,
+    min_size_factor: f64,
+    max_size_factor: f64,
+    slic_zero: bool,
+    start_label: i32,
+) -> Result<JsValue, JsError> {
+    let p = segment::slic_params(
+        n_segments,
+        compactness,
+        max_num_iter,
+        &sigma,
+        &spacing,
+        channel_axis,
+        convert2lab,
+        enforce_connectivity,
+        min_size_factor,
+        max_size_factor,
+        slic_zero,
+        start_label,
+    );
+    let t0 = performance_now();
+    let s = segment::slic_cpu(data, &shape, &p).map_err(js_err)?;
+    Ok(timed(segments_js(&s), performance_now() - t0, None))
+}
+
 /// `sigma_clipped_stats` on the CPU (f64 reference).
 #[allow(clippy::too_many_arguments)]
 #[wasm_bindgen]

@@ -4,6 +4,7 @@
 
 use gpuscope_core::segment::label::{self, Labels};
 use gpuscope_core::segment::sources::{self, Level, Sources};
+use gpuscope_core::slic::{self, Segments, SlicParams};
 use gpuscope_core::stats::clip::{self, ClipOptions, ClipStats};
 use gpuscope_core::{Gpu, Result, Samples};
 
@@ -98,6 +99,62 @@ pub async fn sources_gpu(
 ) -> Result<Sources> {
     let shape = shape_of(shape, data.len())?;
     sources::sources(gpu, data, &shape, o, level(nsigma, o.strict), connectivity).await
+}
+
+// ---- SLIC (gpuscope_core::slic) ----
+
+/// skimage.segmentation.slic's parameters as the page passes them (no
+/// mask): `sigma` one value or one per spatial axis; `spacing` empty or
+/// all ones = isotropic; `channel_axis` None = grayscale; `convert2lab`
+/// None = Lab for 3 channels.
+#[allow(clippy::too_many_arguments)]
+pub fn slic_params(
+    n_segments: u32,
+    compactness: f64,
+    max_num_iter: u32,
+    sigma: &[f64],
+    spacing: &[f64],
+    channel_axis: Option<i32>,
+    convert2lab: Option<bool>,
+    enforce_connectivity: bool,
+    min_size_factor: f64,
+    max_size_factor: f64,
+    slic_zero: bool,
+    start_label: i32,
+) -> SlicParams {
+    SlicParams {
+        n_segments: n_segments as usize,
+        compactness,
+        max_num_iter: max_num_iter as usize,
+        sigma: if sigma.is_empty() {
+            vec![0.0]
+        } else {
+            sigma.to_vec()
+        },
+        spacing: if spacing.iter().all(|&s| s == 1.0) {
+            None
+        } else {
+            Some(spacing.to_vec())
+        },
+        channel_axis: channel_axis.map(|a| a as isize),
+        convert2lab,
+        enforce_connectivity,
+        min_size_factor,
+        max_size_factor,
+        slic_zero,
+        start_label,
+        mask: None,
+    }
+}
+
+pub fn slic_cpu(data: &[f32], shape: &[u32], p: &SlicParams) -> Result<Segments> {
+    let shape = shape_of(shape, data.len())?;
+    slic::cpu::slic(Samples::F32(data), &shape, p)
+}
+
+pub async fn slic_gpu(gpu: &Gpu, data: &[f32], shape: &[u32], p: &SlicParams) -> Result<Segments> {
+    let shape = shape_of(shape, data.len())?;
+    slic::slic(gpu, Samples::F32(data), &shape, p).await
 }
 
 #[cfg(test)]

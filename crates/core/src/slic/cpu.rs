@@ -1,0 +1,262 @@
+//! CPU twin of the GPU SLIC: the same candidates, the same f32 arithmetic
+//! in the same order, the same integer sums, and the connectivity step
+//! written as a sequential flood fill in raster order.
+
+use super::{NONE, Prepared, RADIUS, Segments, SlicParams, count_segments, plain_labels, prepare};
+use crate::error::Result;
+use crate::keys::Samples;
+
+/// SLIC on the CPU.
+pub fn slic(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Segments> {
+    let prep = prepare(samples, shape, p, false)?;
+    Ok(run(&prep))
+}
+
+pub(crate) fn run(prep: &Prepared) -> Segments {
+    let (raw, iterations) = kmeans(prep);
+    let labels = if prep.enforce {
+        connect(&raw, prep.dims, prep.min_size, prep.start_label)
+    } else {
+        plain_labels(&raw, prep.start_label)
+    };
+    let n_segments = count_segments(&labels, prep.start_label);
+    Segments {
+        labels,
+        shape: prep.out_shape.clone(),
+        n_segments,
+        iterations,
+    }
+}
+
+/// A 64-bit two's complement sum as the GPU converts its two words to f32.
+pub(crate) fn sum_to_f32(sum: i64) -> f32 {
+    let hi = (sum >> 32) as i32;
+    let lo = sum as u32;
+    hi as f32 * 4294967296.0 + lo as f32
+}
+
+/// skimage's window test along one axis: `trunc(max(c - 2·step, 0)) <= p <
+/// trunc(min(c + 2·step + 1, n))`, in f32.
+fn in_window(c: f32, p: usize, win: usize, n: usize) -> bool {
+    let two = (2 * win) as f32;
+    let lo = (c - two).max(0.0).trunc();
+    let hi = (c + two + 1.0).min(n as f32).trunc();
+    let p = p as f32;
+    lo <= p && p < hi
+}
+
+/// Range of seed indices within RADIUS cells of coordinate `p`.
+fn candidates(p: usize, a: &super::Axis) -> (usize, usize) {
+    let own = if p <= a.start {
+        0
+    } else {
+        ((p - a.start + a.step / 2) / a.step).min(a.count - 1)
+    };
+    (own.saturating_sub(RADIUS), (own + RADIUS).min(a.count - 1))
+}
+
+/// The k-means iterations; returns the raw labels (centre index or NONE)
+/// and the number of iterations run.
+pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
+    let [nz, ny, nx] = prep.dims;
+    let nc = prep.nc;
+    let g = &prep.grid;
+    let stride = 4 + nc;
+    let mut centres = prep.seeds();
+    let k_total = prep.n_centres();
+    let mut maxdist = vec![1f32; k_total];
+    let mut labels = vec![NONE; prep.n()];
+    let [sz, sy, sx] = prep.spacing;
+    let sw = prep.spatial_weight;
+    let scale = prep.scale();
+    let inv_scale = 2f32.powi(-prep.shift);
+    let mut iterations = 0;
+    for _ in 0..prep.max_num_iter {
+        iterations += 1;
+        let mut changed = false;
+        for z in 0..nz {
+            let cz_r = candidates(z, &g[0]);
+            for y in 0..ny {
+                let cy_r = candidates(y, &g[1]);
+                for x in 0..nx {
+                    let i = (z * ny + y) * nx + x;
+                    let mut best = NONE;
+                    if prep.mask.as_ref().is_none_or(|m| m[i]) {
+                        let cx_r = candidates(x, &g[2]);
+                        let f = &prep.features[i * nc..(i + 1) * nc];
+                        let mut best_d = f32::INFINITY;
+                        for iz in cz_r.0..=cz_r.1 {
+                            for iy in cy_r.0..=cy_r.1 {
+                                for ix in cx_r.0..=cx_r.1 {
+                                    let k = (iz * g[1].count + iy) * g[2].count + ix;
+                                    let c = &centres[k * stride..(k + 1) * stride];
+                                    if c[3] == 0.0
+                                        || !in_window(c[0], z, prep.win[0], nz)
+                                        || !in_window(c[1], y, prep.win[1], ny)
+                                        || !in_window(c[2], x, prep.win[2], nx)
+                                    {
+                                        continue;
+                                    }
+                                    let d = distance(
+                                        [z, y, x],
+                                        c,
+                                        f,
+                                        [sz, sy, sx],
+                                        sw,
+                                        prep.slic_zero.then(|| maxdist[k]),
+                                    );
+                                    if best == NONE || d < best_d {
+                                        best_d = d;
+                                        best = k as u32;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    if labels[i] != best {
+                        changed = true;
+                        labels[i] = best;
+                    }
+                }
+            }
+        }
+        if !changed {
+            break;
+        }
+        // Centres: exact sums of coordinates and fixed-point features.
+        let mut count = vec![0u64; k_total];
+        let mut sums = vec![0i64; k_total * (3 + nc)];
+        for (i, &k) in labels.iter().enumerate() {
+            if k == NONE {
+                continue;
+            }
+            let k = k as usize;
+            let pos = [i / (ny * nx), (i / nx) % ny, i % nx];
+            count[k] += 1;
+            let s = &mut sums[k * (3 + nc)..(k + 1) * (3 + nc)];
+            for a in 0..3 {
+                s[a] += pos[a] as i64;
+            }
+            for c in 0..nc {
+                s[3 + c] += (prep.features[i * nc + c] * scale).round_ties_even() as i32 as i64;
+            }
+        }
+        for k in 0..k_total {
+            let c = &mut centres[k * stride..(k + 1) * stride];
+            if count[k] == 0 {
+                c[3] = 0.0;
+                continue;
+            }
+            let n = count[k] as f32;
+            let s = &sums[k * (3 + nc)..(k + 1) * (3 + nc)];
+            for a in 0..3 {
+                c[a] = sum_to_f32(s[a]) / n;
+            }
+            for ch in 0..nc {
+                c[4 + ch] = sum_to_f32(s[3 + ch]) / n * inv_scale;
+            }
+        }
+        if prep.slic_zero {
+            for (i, &k) in labels.iter().enumerate() {
+                if k == NONE {
+                    continue;
+                }
+                let k = k as usize;
+                let c = &centres[k * stride..(k + 1) * stride];
+                let d = colour_distance(&prep.features[i * nc..(i + 1) * nc], &c[4..]);
+                if maxdist[k] < d {
+                    maxdist[k] = d;
+                }
+            }
+        }
+    }
+    (labels, iterations)
+}
+
+fn colour_distance(f: &[f32], c: &[f32]) -> f32 {
+    let mut d = 0f32;
+    for (a, b) in f.iter().zip(c) {
+        let t = a - b;
+        d += t * t;
+    }
+    d
+}
+
+/// skimage's distance in its order of operations.
+fn distance(
+    p: [usize; 3],
+    c: &[f32],
+    f: &[f32],
+    s: [f32; 3],
+    sw: f32,
+    maxdist: Option<f32>,
+) -> f32 {
+    let mut sq = [0f32; 3];
+    for a in 0..3 {
+        let d = s[a] * (c[a] - p[a] as f32);
+        sq[a] = d * d;
+    }
+    let mut dist = (sq[0] + sq[1] + sq[2]) * sw;
+    let mut colour = colour_distance(f, &c[4..]);
+    if let Some(m) = maxdist {
+        colour /= m;
+    }
+    dist += colour;
+    dist
+}
+
+/// The connectivity step, skimage's `_enforce_label_connectivity_cython`:
+/// pieces grown by breadth-first search from each unlabelled pixel in
+/// raster order (neighbours +x, -x, +y, -y, +z, -z); a piece smaller than
+/// `min_size` takes the label of the last already-labelled neighbouring
+/// pixel its search met whose label is not the current counter, or keeps
+/// the counter, which then is not advanced. skimage's `max_size` cap on the
+/// search (a buffer size) is not reproduced: pieces are never cut.
+pub(crate) fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
+    let [nz, ny, nx] = dims;
+    let n = raw.len();
+    let unset = start - 1;
+    let mut out = vec![unset; n];
+    let mut queue: Vec<usize> = Vec::new();
+    let mut current = start;
+    for s in 0..n {
+        if raw[s] == NONE || out[s] != unset {
+            continue;
+        }
+        let label = raw[s];
+        let mut adjacent = current;
+        out[s] = current;
+        queue.clear();
+        queue.push(s);
+        let mut visited = 0;
+        while visited < queue.len() {
+            let i = queue[visited];
+            let (z, y, x) = (i / (ny * nx), (i / nx) % ny, i % nx);
+            let nb = [
+                (x + 1 < nx).then(|| i + 1),
+                (x > 0).then(|| i - 1),
+                (y + 1 < ny).then(|| i + nx),
+                (y > 0).then(|| i - nx),
+                (z + 1 < nz).then(|| i + nx * ny),
+                (z > 0).then(|| i - nx * ny),
+            ];
+            for j in nb.into_iter().flatten() {
+                if raw[j] == label && out[j] == unset {
+                    out[j] = current;
+                    queue.push(j);
+                } else if out[j] != unset && out[j] != current {
+                    adjacent = out[j];
+                }
+            }
+            visited += 1;
+        }
+        if queue.len() < min_size {
+            for &i in &queue {
+                out[i] = adjacent;
+            }
+        } else {
+            current += 1;
+        }
+    }
+    out
+}

@@ -1,0 +1,1288 @@
+//! SLIC superpixels with skimage.segmentation.slic's parameters, defaults
+//! and numbering, in 2-D and 3-D, grayscale or multichannel.
+//!
+//! The host prepares the features exactly as skimage does (rescale to
+//! [0, 1] ignoring masked pixels, Lab for RGB, Gaussian smoothing, scaling
+//! by 1/compactness) and the seed grid (`regular_grid`). The GPU then runs
+//! the k-means iterations (shaders/slic/kmeans.wgsl; in resident z-slabs
+//! sharing the centres when the features exceed one binding, streamed
+//! z-slabs when they exceed the memory budget) and the connectivity step
+//! (shaders/slic/connect.wgsl; on the host for volumes beyond one binding).
+//! `cpu` is the twin: the same f32 arithmetic in the same order, so labels
+//! are equal on lavapipe.
+//!
+//! Choices (see README, "SLIC"):
+//! - Assignment is pixel-centric: a pixel looks at the centres seeded in
+//!   the 5^3 grid cells around its own (±2 cells, the reach of skimage's
+//!   ±2·step windows) and applies skimage's window test to each; ties go
+//!   to the lower index. This is skimage's answer unless a centre drifts
+//!   more than about half a step from its seed.
+//! - Centres are means of exact integer sums (coordinates) and 64-bit
+//!   fixed-point sums (features, 2^-k with |feature|·2^k ≤ 2^30), so they do
+//!   not depend on the order of atomics.
+//! - Connectivity: face-connected pieces of each superpixel are numbered in
+//!   raster order of their first pixel (skimage's order); a piece smaller
+//!   than min_size joins the neighbouring piece that comes last among those
+//!   before it (skimage: the last one its breadth-first search meets), or,
+//!   with none, shares the next piece's label as skimage does. skimage's
+//!   max_size cap on the search is not reproduced (it only sizes a buffer).
+
+pub mod cpu;
+
+use bytemuck::{Pod, Zeroable};
+
+use crate::engine::Gpu;
+use crate::error::{Error, Result};
+use crate::filters::{Boundary, Filter, Mode, Output};
+use crate::keys::Samples;
+use crate::shaders;
+
+/// A pixel no centre reached (masked, or outside every window).
+pub(crate) const NONE: u32 = u32::MAX;
+/// Seed cells searched on each side of a pixel's own cell.
+pub(crate) const RADIUS: usize = 2;
+
+/// skimage.segmentation.slic's parameters with its defaults.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SlicParams {
+    pub n_segments: usize,
+    pub compactness: f64,
+    pub max_num_iter: usize,
+    /// One value for every spatial axis, or one per spatial axis.
+    pub sigma: Vec<f64>,
+    /// One per spatial axis; None = isotropic.
+    pub spacing: Option<Vec<f64>>,
+    /// None = grayscale; negative values count from the end.
+    pub channel_axis: Option<isize>,
+    /// None = Lab when there are 3 channels.
+    pub convert2lab: Option<bool>,
+    pub enforce_connectivity: bool,
+    pub min_size_factor: f64,
+    pub max_size_factor: f64,
+    pub slic_zero: bool,
+    pub start_label: i32,
+    /// Spatial shape; true = segment this pixel.
+    pub mask: Option<Vec<bool>>,
+}
+
+impl Default for SlicParams {
+    fn default() -> Self {
+        SlicParams {
+            n_segments: 100,
+            compactness: 10.0,
+            max_num_iter: 10,
+            sigma: vec![0.0],
+            spacing: None,
+            channel_axis: Some(-1),
+            convert2lab: None,
+            enforce_connectivity: true,
+            min_size_factor: 0.5,
+            max_size_factor: 3.0,
+            slic_zero: false,
+            start_label: 1,
+            mask: None,
+        }
+    }
+}
+
+/// The labels (int32, the spatial shape of the input) and how many
+/// distinct segments they hold.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segments {
+    pub labels: Vec<i32>,
+    pub shape: Vec<usize>,
+    pub n_segments: usize,
+    /// k-means iterations run (fewer than max_num_iter after an early stop).
+    pub iterations: usize,
+}
+
+/// The seed grid along one axis: seeds at start, start + step, ...
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Axis {
+    pub start: usize,
+    pub step: usize,
+    pub count: usize,
+}
+
+/// Everything the k-means and connectivity steps need, prepared on the host.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    /// (depth, height, width); depth 1 for 2-D images.
+    pub dims: [usize; 3],
+    pub nc: usize,
+    /// Pixel-major features (nc per pixel), already divided by compactness.
+    pub features: Vec<f32>,
+    pub mask: Option<Vec<bool>>,
+    pub grid: [Axis; 3],
+    /// skimage's integer window half-widths / 2 (`step_z, step_y, step_x`).
+    pub win: [usize; 3],
+    pub spacing: [f32; 3],
+    pub spatial_weight: f32,
+    /// Fixed-point exponent of the feature sums.
+    pub shift: i32,
+    /// 1 / compactness.
+    pub ratio: f32,
+    /// The GPU rescales the raw float32 input itself (`features` is empty).
+    pub gpu_rescale: bool,
+    pub max_num_iter: usize,
+    pub slic_zero: bool,
+    pub start_label: i32,
+    pub enforce: bool,
+    pub min_size: usize,
+    pub out_shape: Vec<usize>,
+}
+
+impl Prepared {
+    pub fn n(&self) -> usize {
+        self.dims.iter().product()
+    }
+    pub fn n_centres(&self) -> usize {
+        self.grid.iter().map(|a| a.count).product()
+    }
+    /// Initial centres: seed positions, features zero (as skimage).
+    pub fn seeds(&self) -> Vec<f32> {
+        let stride = 4 + self.nc;
+        let mut c = vec![0f32; self.n_centres() * stride];
+        let g = &self.grid;
+        let mut k = 0;
+        for iz in 0..g[0].count {
+            for iy in 0..g[1].count {
+                for ix in 0..g[2].count {
+                    let o = k * stride;
+                    c[o] = (g[0].start + iz * g[0].step) as f32;
+                    c[o + 1] = (g[1].start + iy * g[1].step) as f32;
+                    c[o + 2] = (g[2].start + ix * g[2].step) as f32;
+                    let i = ((g[0].start + iz * g[0].step) * self.dims[1]
+                        + g[1].start
+                        + iy * g[1].step)
+                        * self.dims[2]
+                        + g[2].start
+                        + ix * g[2].step;
+                    // Alive unless outside the mask.
+                    c[o + 3] = if self.mask.as_ref().is_none_or(|m| m[i]) {
+                        1.0
+                    } else {
+                        0.0
+                    };
+                    k += 1;
+                }
+            }
+        }
+        c
+    }
+    pub fn scale(&self) -> f32 {
+        2f32.powi(self.shift)
+    }
+}
+
+/// skimage.util.regular_grid for a 3-D shape: (start, step) per axis
+/// (a `slice(None)` is (0, 1)).
+pub(crate) fn regular_grid(shape: [usize; 3], n_points: usize) -> [(usize, usize); 3] {
+    let space = shape.iter().map(|&v| v as f64).product::<f64>();
+    let n = n_points as f64;
+    if space <= n {
+        return [(0, 1); 3];
+    }
+    // numpy's argsort of three values is stable (insertion sort).
+    let mut order = [0usize, 1, 2];
+    order.sort_by_key(|&a| shape[a]);
+    let sorted: Vec<f64> = order.iter().map(|&a| shape[a] as f64).collect();
+    let mut steps = [(space / n).powf(1.0 / 3.0); 3];
+    if (0..3).any(|d| sorted[d] < steps[d]) {
+        for dim in 0..3 {
+            steps[dim] = sorted[dim];
+            if dim + 1 < 3 {
+                let rest: f64 = sorted[dim + 1..].iter().product();
+                let s = (rest / n).powf(1.0 / (3 - dim - 1) as f64);
+                for v in steps.iter_mut().skip(dim + 1) {
+                    *v = s;
+                }
+            }
+            if (0..3).all(|d| sorted[d] >= steps[d]) {
+                break;
+            }
+        }
+    }
+    let mut out = [(0, 1); 3];
+    for (rank, &axis) in order.iter().enumerate() {
+        let start = (steps[rank] / 2.0).floor() as usize;
+        // numpy rounds half to even; a step below 0.5 would be a Python error.
+        let step = (steps[rank].round_ties_even() as usize).max(1);
+        out[axis] = (start, step);
+    }
+    out
+}
+
+fn to_f64(samples: Samples<'_>) -> Vec<f64> {
+    fn f<T: Copy + Into<f64>>(v: &[T]) -> Vec<f64> {
+        v.iter().map(|&x| x.into()).collect()
+    }
+    match samples {
+        Samples::U8(v) => f(v),
+        Samples::I8(v) => f(v),
+        Samples::U16(v) => f(v),
+        Samples::I16(v) => f(v),
+        Samples::U32(v) => f(v),
+        Samples::I32(v) => f(v),
+        Samples::F32(v) => f(v),
+        Samples::F64(v) => v.to_vec(),
+        Samples::U64(v) => v.iter().map(|&x| x as f64).collect(),
+        Samples::I64(v) => v.iter().map(|&x| x as f64).collect(),
+    }
+}
+
+/// sRGB in [0, 1] to CIE Lab (D65, 2°), skimage.color.rgb2lab's formulas.
+pub(crate) fn rgb2lab(rgb: [f64; 3]) -> [f64; 3] {
+    const M: [[f64; 3]; 3] = [
+        [0.412453, 0.357580, 0.180423],
+        [0.212671, 0.715160, 0.072169],
+        [0.019334, 0.119193, 0.950227],
+    ];
+    const WHITE: [f64; 3] = [0.95047, 1.0, 1.08883];
+    let lin = rgb.map(|v| {
+        if v > 0.04045 {
+            ((v + 0.055) / 1.055).powf(2.4)
+        } else {
+            v / 12.92
+        }
+    });
+    let mut f = [0.0; 3];
+    for i in 0..3 {
+        let xyz = M[i][0] * lin[0] + M[i][1] * lin[1] + M[i][2] * lin[2];
+        let t = xyz / WHITE[i];
+        f[i] = if t > 0.008856 {
+            t.cbrt()
+        } else {
+            7.787 * t + 16.0 / 116.0
+        };
+    }
+    [
+        116.0 * f[1] - 16.0,
+        500.0 * (f[0] - f[1]),
+        200.0 * (f[1] - f[2]),
+    ]
+}
+
+fn check_params(p: &SlicParams) -> Result<()> {
+    if p.n_segments == 0 {
+        return Err(Error::param("n_segments", "0 (must be at least 1)"));
+    }
+    if !p.compactness.is_finite() || p.compactness <= 0.0 {
+        return Err(Error::param(
+            "compactness",
+            format!("{} (must be a positive number)", p.compactness),
+        ));
+    }
+    if p.start_label != 0 && p.start_label != 1 {
+        return Err(Error::param(
+            "start_label",
+            format!("{} (should be 0 or 1, as in scikit-image)", p.start_label),
+        ));
+    }
+    for (name, v) in [
+        ("min_size_factor", p.min_size_factor),
+        ("max_size_factor", p.max_size_factor),
+    ] {
+        if !v.is_finite() || v < 0.0 {
+            return Err(Error::param(
+                name,
+                format!("{v} (must be zero or a positive number)"),
+            ));
+        }
+    }
+    if p.sigma.iter().any(|s| !s.is_finite() || *s < 0.0) {
+        return Err(Error::param(
+            "sigma",
+            format!("{:?} (must be zero or positive numbers)", p.sigma),
+        ));
+    }
+    if let Some(sp) = &p.spacing
+        && sp.iter().any(|s| !s.is_finite() || *s <= 0.0)
+    {
+        return Err(Error::param(
+            "spacing",
+            format!("{sp:?} (must be positive numbers)"),
+        ));
+    }
+    Ok(())
+}
+
+fn inf_error() -> Error {
+    Error::InvalidInput(
+        "the image contains infinite values (scikit-image refuses unmasked inf too); mask those pixels out or replace them".into(),
+    )
+}
+
+fn nan_error() -> Error {
+    Error::InvalidInput(
+        "the image contains NaN (scikit-image refuses unmasked NaN too); mask those pixels out or replace them".into(),
+    )
+}
+
+/// Validates the input and parameters and prepares features and seeds as
+/// skimage.segmentation.slic does before its Cython loop.
+///
+/// `on_gpu`: float32 grayscale input without smoothing or mask is rescaled
+/// by the GPU itself (`features` stays empty; see `run`).
+pub(crate) fn prepare(
+    samples: Samples<'_>,
+    shape: &[usize],
+    p: &SlicParams,
+    on_gpu: bool,
+) -> Result<Prepared> {
+    check_params(p)?;
+    let len: Option<usize> = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    if len != Some(samples.len()) {
+        return Err(Error::InvalidInput(format!(
+            "shape {shape:?} does not match the {} values given",
+            samples.len()
+        )));
+    }
+    if samples.is_empty() {
+        return Err(Error::InvalidInput("the image is empty".into()));
+    }
+    let ndim = shape.len();
+    let fast = match samples {
+        Samples::F32(v)
+            if p.channel_axis.is_none()
+                && p.mask.is_none()
+                && p.sigma.iter().all(|&s| s == 0.0) =>
+        {
+            Some(v)
+        }
+        _ => None,
+    };
+    // Move the channel axis last.
+    let (spatial, nc, values): (Vec<usize>, usize, Vec<f64>) = match p.channel_axis {
+        None => {
+            if !(2..=3).contains(&ndim) {
+                return Err(Error::InvalidInput(format!(
+                    "a grayscale image must be 2-D or 3-D, got shape {shape:?}"
+                )));
+            }
+            // Grayscale float32 without smoothing: features straight from
+            // the input, without a float64 copy (large volumes).
+            let values = if fast.is_some() {
+                Vec::new()
+            } else {
+                to_f64(samples)
+            };
+            (shape.to_vec(), 1, values)
+        }
+        Some(a) => {
+            if ndim == 2 {
+                return Err(Error::param(
+                    "channel_axis",
+                    format!(
+                        "{a} makes a 2-D image multichannel, which scikit-image does not support; \
+                         use channel_axis=None (--channel-axis none) for a grayscale image"
+                    ),
+                ));
+            }
+            if !(3..=4).contains(&ndim) {
+                return Err(Error::InvalidInput(format!(
+                    "a multichannel image must be 3-D or 4-D (channels included), got shape {shape:?}"
+                )));
+            }
+            let axis = if a < 0 { a + ndim as isize } else { a };
+            if axis < 0 || axis >= ndim as isize {
+                return Err(Error::param(
+                    "channel_axis",
+                    format!("{a} for a {ndim}-D image"),
+                ));
+            }
+            let axis = axis as usize;
+            let v = to_f64(samples);
+            let nc = shape[axis];
+            let outer: usize = shape[..axis].iter().product();
+            let inner: usize = shape[axis + 1..].iter().product();
+            let mut moved = vec![0.0; v.len()];
+            for o in 0..outer {
+                for c in 0..nc {
+                    for i in 0..inner {
+                        moved[(o * inner + i) * nc + c] = v[(o * nc + c) * inner + i];
+                    }
+                }
+            }
+            let mut sp = shape.to_vec();
+            sp.remove(axis);
+            (sp, nc, moved)
+        }
+    };
+    let is_2d = spatial.len() == 2;
+    let dims = if is_2d {
+        [1, spatial[0], spatial[1]]
+    } else {
+        [spatial[0], spatial[1], spatial[2]]
+    };
+    let n: usize = dims.iter().product();
+    if n == 0 || nc == 0 {
+        return Err(Error::InvalidInput(format!(
+            "the image of shape {shape:?} is empty"
+        )));
+    }
+    if n >= NONE as usize {
+        return Err(Error::InvalidInput(format!(
+            "{n} pixels: at most 2^32-2 are supported"
+        )));
+    }
+    let mask = match &p.mask {
+        None => None,
+        Some(m) => {
+            if m.len() != n {
+                return Err(Error::InvalidInput(format!(
+                    "the mask has {} values but the image has {n} pixels (the mask must have the image's spatial shape)",
+                    m.len()
+                )));
+            }
+            if !m.iter().any(|&v| v) {
+                return Err(Error::InvalidInput("the mask selects no pixel".into()));
+            }
+            Some(m.clone())
+        }
+    };
+    // Rescale to [0, 1] over the unmasked values.
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    let gpu_rescale = fast.is_some() && on_gpu;
+    if let Some(v) = fast.filter(|_| !gpu_rescale) {
+        let (mut l, mut h) = (f32::INFINITY, f32::NEG_INFINITY);
+        let mut nan = false;
+        for &x in v {
+            nan |= x.is_nan();
+            l = l.min(x);
+            h = h.max(x);
+        }
+        if nan {
+            lo = f64::NAN;
+        } else {
+            (lo, hi) = (f64::from(l), f64::from(h));
+        }
+    }
+    if lo.is_nan() {
+        return Err(nan_error());
+    }
+    for (i, &v) in values.iter().enumerate() {
+        if mask.as_ref().is_some_and(|m| !m[i / nc]) {
+            continue;
+        }
+        if v.is_nan() {
+            return Err(nan_error());
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !gpu_rescale && (lo.is_infinite() || hi.is_infinite()) {
+        return Err(inf_error());
+    }
+    let f32_input = matches!(samples, Samples::F32(_));
+    let rescale = |v: f64| -> f64 {
+        if f32_input {
+            // skimage keeps float32 input in float32.
+            let (v, lo, hi) = (v as f32, lo as f32, hi as f32);
+            let d = v - lo;
+            (if hi != lo { d / (hi - lo) } else { d }) as f64
+        } else {
+            let d = v - lo;
+            if hi != lo { d / (hi - lo) } else { d }
+        }
+    };
+    let mut img: Vec<f64> = values.iter().map(|&v| rescale(v)).collect();
+    // Masked-out values may fall outside [0, 1] and may be NaN/inf: they
+    // never enter a centre, but keep them finite for the fixed-point sums.
+    if let Some(m) = &mask {
+        for (i, v) in img.iter_mut().enumerate() {
+            if !m[i / nc] {
+                *v = 0.0;
+            }
+        }
+    }
+    let multichannel = p.channel_axis.is_some();
+    let mut lab = false;
+    if multichannel && p.convert2lab != Some(false) {
+        if nc != 3 && p.convert2lab == Some(true) {
+            return Err(Error::param(
+                "convert2lab",
+                format!("Lab conversion requires an RGB image (3 channels, got {nc})"),
+            ));
+        } else if nc == 3 {
+            for px in img.chunks_exact_mut(3) {
+                let v = rgb2lab([px[0], px[1], px[2]]);
+                px.copy_from_slice(&v);
+            }
+            lab = true;
+        }
+    }
+    let spacing: [f64; 3] = match &p.spacing {
+        None => [1.0; 3],
+        Some(s) if is_2d && s.len() == 2 => [1.0, s[0], s[1]],
+        Some(s) if !is_2d && s.len() == 3 => [s[0], s[1], s[2]],
+        Some(s) => {
+            return Err(Error::param(
+                "spacing",
+                format!(
+                    "{} values for a {}-D image (give one per spatial axis)",
+                    s.len(),
+                    spatial.len()
+                ),
+            ));
+        }
+    };
+    let sigma: [f64; 3] = match p.sigma.len() {
+        1 => [0, 1, 2].map(|a| p.sigma[0] / spacing[a]),
+        2 if is_2d => [0.0, p.sigma[0], p.sigma[1]],
+        3 if !is_2d => [p.sigma[0], p.sigma[1], p.sigma[2]],
+        k => {
+            return Err(Error::param(
+                "sigma",
+                format!(
+                    "{k} values for a {}-D image (give one, or one per spatial axis)",
+                    spatial.len()
+                ),
+            ));
+        }
+    };
+    if sigma.iter().any(|&s| s > 0.0) {
+        let filter = Filter::gaussian(3, &sigma, 4.0)?;
+        let boundary = Boundary {
+            mode: Mode::Reflect,
+            cval: 0.0,
+        };
+        let mut plane = vec![0.0; n];
+        for c in 0..nc {
+            for (i, v) in plane.iter_mut().enumerate() {
+                *v = img[i * nc + c];
+            }
+            let smooth =
+                crate::filters::cpu::apply(&filter, &plane, &dims, boundary, Output::Float)?;
+            for (i, v) in smooth.iter().enumerate() {
+                img[i * nc + c] = *v;
+            }
+        }
+    }
+    // Seeds: skimage's regular_grid(n_segments). With a mask, skimage seeds
+    // by k-means on the mask's pixels (numpy's random generator); we take
+    // the grid for n_segments·N/|mask| seeds and keep those inside the mask.
+    let in_mask = mask
+        .as_ref()
+        .map_or(n, |m| m.iter().filter(|&&v| v).count());
+    let wanted = if in_mask == n {
+        p.n_segments
+    } else {
+        ((p.n_segments as f64) * n as f64 / in_mask as f64).round() as usize
+    };
+    let g = regular_grid(dims, wanted);
+    let grid = [0, 1, 2].map(|a| Axis {
+        start: g[a].0,
+        step: g[a].1,
+        count: (dims[a] - g[a].0).div_ceil(g[a].1),
+    });
+    let n_centres: usize = grid.iter().map(|a| a.count).product();
+    if n_centres >= NONE as usize {
+        return Err(Error::param("n_segments", "too many segments"));
+    }
+    // The Cython loop recomputes the windows from the number of centres.
+    let w = regular_grid(dims, n_centres);
+    let win = [w[0].1, w[1].1, w[2].1];
+    let step = grid
+        .iter()
+        .map(|a| a.step as f64)
+        .fold(f64::NEG_INFINITY, f64::max) as f32;
+    let spatial_weight = (1.0 / f64::from(step * step)) as f32;
+    let ratio = 1.0 / p.compactness;
+    let features: Vec<f32> = if gpu_rescale {
+        Vec::new()
+    } else if let Some(v) = fast {
+        let (r, lo, hi) = (ratio as f32, lo as f32, hi as f32);
+        v.iter()
+            .map(|&x| {
+                let d = x - lo;
+                (if hi != lo { d / (hi - lo) } else { d }) * r
+            })
+            .collect()
+    } else if f32_input && !lab {
+        let r = ratio as f32;
+        img.iter().map(|&v| v as f32 * r).collect()
+    } else {
+        img.iter().map(|&v| (v * ratio) as f32).collect()
+    };
+    // Rescaled values lie in [0, 1] (the maximum maps to exactly 1): the
+    // GPU-rescaled features' largest magnitude is the ratio itself (or 0 for
+    // a constant image, whose sums are 0 whatever the scale).
+    let max_abs = if gpu_rescale {
+        ratio as f32
+    } else {
+        features.iter().fold(0f32, |m, v| m.max(v.abs()))
+    };
+    if !max_abs.is_finite() {
+        return Err(Error::param(
+            "compactness",
+            format!(
+                "{} makes the scaled features overflow float32",
+                p.compactness
+            ),
+        ));
+    }
+    // Largest k with max|feature|·2^k ≤ 2^30.
+    let shift = if max_abs > 0.0 {
+        (30 - (max_abs.log2().floor() as i32) - 1).clamp(-100, 100)
+    } else {
+        0
+    };
+    let mut prep = Prepared {
+        dims,
+        nc,
+        features,
+        mask,
+        grid,
+        win,
+        spacing: spacing.map(|v| v as f32),
+        spatial_weight,
+        shift,
+        ratio: ratio as f32,
+        gpu_rescale,
+        max_num_iter: p.max_num_iter,
+        slic_zero: p.slic_zero,
+        start_label: p.start_label,
+        enforce: p.enforce_connectivity,
+        min_size: 0,
+        out_shape: spatial,
+    };
+    let alive = prep
+        .seeds()
+        .chunks_exact(4 + nc)
+        .filter(|c| c[3] > 0.0)
+        .count();
+    let segment_size = in_mask as f64 / alive.max(1) as f64;
+    prep.min_size = (p.min_size_factor * segment_size) as usize;
+    Ok(prep)
+}
+
+/// Final int32 labels from the k-means labels (no connectivity step).
+pub(crate) fn plain_labels(raw: &[u32], start: i32) -> Vec<i32> {
+    raw.iter()
+        .map(|&k| {
+            if k == NONE {
+                start - 1
+            } else {
+                k as i32 + start
+            }
+        })
+        .collect()
+}
+
+pub(crate) fn count_segments(labels: &[i32], start: i32) -> usize {
+    let max = labels.iter().copied().max().unwrap_or(0);
+    if max < start {
+        return 0;
+    }
+    let mut seen = vec![false; (max - start + 1) as usize];
+    for &l in labels {
+        if l >= start {
+            seen[(l - start) as usize] = true;
+        }
+    }
+    seen.iter().filter(|&&s| s).count()
+}
+
+// ---------------------------------------------------------------- GPU path
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct KParams {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    nc: u32,
+    n: u32,
+    n_centres: u32,
+    start_x: u32,
+    start_y: u32,
+    start_z: u32,
+    step_x: u32,
+    step_y: u32,
+    step_z: u32,
+    count_x: u32,
+    count_y: u32,
+    count_z: u32,
+    win_x: u32,
+    win_y: u32,
+    win_z: u32,
+    radius: u32,
+    slic_zero: u32,
+    use_mask: u32,
+    sx: f32,
+    sy: f32,
+    sz: f32,
+    spatial_weight: f32,
+    scale: f32,
+    inv_scale: f32,
+    lo: f32,
+    hi: f32,
+    ratio: f32,
+    z0: u32,
+    depth: u32,
+    _pad: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CParams {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    n: u32,
+    min_size: u32,
+    start_label: i32,
+    n_blocks: u32,
+    round: u32,
+}
+
+/// Elements per workgroup of the connectivity step's ranking kernels.
+const BLOCK: usize = 1024;
+
+/// SLIC on the GPU.
+pub async fn slic(
+    gpu: &Gpu,
+    samples: Samples<'_>,
+    shape: &[usize],
+    p: &SlicParams,
+) -> Result<Segments> {
+    let mut prep = prepare(samples, shape, p, true)?;
+    // k-means buffers: features, labels and mask bits per pixel.
+    let resident = prep.n() as u64 * (4 * prep.nc as u64 + 4) + prep.n() as u64 / 8;
+    if resident > gpu.memory_budget() {
+        if prep.gpu_rescale {
+            prep = prepare(samples, shape, p, false)?;
+        }
+        return run_streamed(gpu, &prep).await;
+    }
+    let raw = match samples {
+        Samples::F32(v) if prep.gpu_rescale => Some(v),
+        _ => None,
+    };
+    run(gpu, &prep, raw).await
+}
+
+/// The k-means with the volume kept on the host: each iteration streams
+/// z-slabs sized from the memory budget through one set of slab buffers
+/// (features and current labels up, labels down); the centres and their
+/// sums stay on the device. The connectivity step then runs on the host.
+async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
+    let n = prep.n();
+    let k = prep.n_centres();
+    let nc = prep.nc;
+    let plane = prep.dims[1] * prep.dims[2];
+    let per_pixel = 4 * nc as u64 + 4 + 1;
+    let budget = (gpu.memory_budget() / 2).min(gpu.max_binding_size() / (4 * nc as u64) * 4);
+    let depth = ((budget / per_pixel) as usize / plane).min(prep.dims[0]);
+    if depth == 0 {
+        return Err(Error::InvalidInput(format!(
+            "one {}x{} plane does not fit the memory budget of {} bytes; raise --memory-budget or use --cpu",
+            prep.dims[1],
+            prep.dims[2],
+            gpu.memory_budget()
+        )));
+    }
+    let mut bufs = Buffers {
+        gpu,
+        list: Vec::new(),
+    };
+    let m_max = depth * plane;
+    let stride = 1 + 2 * (3 + nc);
+    let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
+    let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
+    let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
+    let changed = bufs.get(16, "slic change flag").await?;
+    let features = bufs.get(4 * (m_max * nc) as u64, "slic features").await?;
+    let labels = bufs.get(4 * m_max as u64, "slic labels").await?;
+    let mask = bufs.get(4 * m_max.div_ceil(32) as u64, "slic mask").await?;
+    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
+    gpu.upload(&changed, &[0u8; 16]);
+    let kp = kparams(prep);
+    let slabs: Vec<(usize, usize)> = (0..prep.dims[0])
+        .step_by(depth)
+        .map(|z0| (z0, depth.min(prep.dims[0] - z0) * plane))
+        .collect();
+    let uniforms: Vec<wgpu::Buffer> = slabs
+        .iter()
+        .map(|&(z0, m)| {
+            gpu.uniform(&KParams {
+                z0: z0 as u32,
+                nz: (m / plane) as u32,
+                n: m as u32,
+                ..kp
+            })
+        })
+        .collect();
+    let bound = |i: usize| -> [wgpu::Buffer; 8] {
+        [
+            &uniforms[i],
+            &features,
+            &centres,
+            &labels,
+            &accum,
+            &maxdist,
+            &mask,
+            &changed,
+        ]
+        .map(|b| b.clone())
+    };
+    // Uploads slab i's features, labels and mask bits.
+    let load = |i: usize, host: &[u32]| {
+        let (z0, m) = slabs[i];
+        let lo = z0 * plane;
+        gpu.upload(
+            &features,
+            bytemuck::cast_slice(&prep.features[lo * nc..(lo + m) * nc]),
+        );
+        gpu.upload(&labels, bytemuck::cast_slice(&host[lo..lo + m]));
+        if let Some(mk) = &prep.mask {
+            let mut bits = vec![0u32; m.div_ceil(32)];
+            for (j, &v) in mk[lo..lo + m].iter().enumerate() {
+                if v {
+                    bits[j / 32] |= 1 << (j % 32);
+                }
+            }
+            gpu.upload(&mask, bytemuck::cast_slice(&bits));
+        }
+    };
+    let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
+    let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
+    let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
+    let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
+    let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
+    {
+        // Sums to 0 (the slab's labels are uploaded before every use).
+        let b = bound(0);
+        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+        let mut rec = gpu.recorder();
+        rec.dispatch(&init, &refs, (k * stride).max(slabs[0].1) as u64)?;
+        rec.submit().await?;
+    }
+    let mut host = vec![NONE; n];
+    let mut iterations = 0;
+    for _ in 0..prep.max_num_iter {
+        gpu.upload(&changed, &[0u8; 4]);
+        for (i, &(z0, m)) in slabs.iter().enumerate() {
+            load(i, &host);
+            let b = bound(i);
+            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+            let mut rec = gpu.recorder();
+            rec.dispatch(&assign, &refs, m as u64)?;
+            rec.dispatch(&accumulate, &refs, m as u64)?;
+            rec.submit().await?;
+            let got: Vec<u32> = gpu.read_vec(&labels, m).await?;
+            host[z0 * plane..z0 * plane + m].copy_from_slice(&got);
+        }
+        let b = bound(0);
+        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+        let mut rec = gpu.recorder();
+        rec.dispatch(&finalize, &refs, k as u64)?;
+        rec.submit().await?;
+        if prep.slic_zero {
+            for (i, &(_, m)) in slabs.iter().enumerate() {
+                load(i, &host);
+                let b = bound(i);
+                let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+                let mut rec = gpu.recorder();
+                rec.dispatch(&colour_max, &refs, m as u64)?;
+                rec.submit().await?;
+            }
+        }
+        iterations += 1;
+        if gpu.read(&changed, 4).await? == [0u8; 4] {
+            break;
+        }
+    }
+    let labels = if prep.enforce {
+        cpu::connect(&host, prep.dims, prep.min_size, prep.start_label)
+    } else {
+        plain_labels(&host, prep.start_label)
+    };
+    let n_segments = count_segments(&labels, prep.start_label);
+    Ok(Segments {
+        labels,
+        shape: prep.out_shape.clone(),
+        n_segments,
+        iterations,
+    })
+}
+
+/// Buffers of one run, recycled together whatever happens.
+struct Buffers<'g> {
+    gpu: &'g Gpu,
+    list: Vec<wgpu::Buffer>,
+}
+
+impl Buffers<'_> {
+    async fn get(&mut self, bytes: u64, what: &str) -> Result<wgpu::Buffer> {
+        let max = self.gpu.max_binding_size();
+        if bytes > max {
+            return Err(Error::InvalidInput(format!(
+                "the {what} need {bytes} bytes, more than the device's largest binding ({max} bytes); \
+                 volumes this large are not chunked by slic yet: use --cpu or a smaller volume"
+            )));
+        }
+        let b = self.gpu.storage(bytes, what).await?;
+        self.list.push(b.clone());
+        Ok(b)
+    }
+}
+
+impl Drop for Buffers<'_> {
+    fn drop(&mut self) {
+        for b in self.list.drain(..) {
+            self.gpu.recycle(b);
+        }
+    }
+}
+
+/// The k-means kernels' parameters of `prep` (slab fields set per slab).
+fn kparams(prep: &Prepared) -> KParams {
+    let g = &prep.grid;
+    KParams {
+        nx: prep.dims[2] as u32,
+        ny: prep.dims[1] as u32,
+        nz: 0,
+        nc: prep.nc as u32,
+        n: 0,
+        n_centres: prep.n_centres() as u32,
+        start_x: g[2].start as u32,
+        start_y: g[1].start as u32,
+        start_z: g[0].start as u32,
+        step_x: g[2].step as u32,
+        step_y: g[1].step as u32,
+        step_z: g[0].step as u32,
+        count_x: g[2].count as u32,
+        count_y: g[1].count as u32,
+        count_z: g[0].count as u32,
+        win_x: prep.win[2] as u32,
+        win_y: prep.win[1] as u32,
+        win_z: prep.win[0] as u32,
+        radius: RADIUS as u32,
+        slic_zero: u32::from(prep.slic_zero),
+        use_mask: u32::from(prep.mask.is_some()),
+        sx: prep.spacing[2],
+        sy: prep.spacing[1],
+        sz: prep.spacing[0],
+        spatial_weight: prep.spatial_weight,
+        scale: prep.scale(),
+        inv_scale: 2f32.powi(-prep.shift),
+        lo: 0.0,
+        hi: 0.0,
+        ratio: prep.ratio,
+        z0: 0,
+        depth: prep.dims[0] as u32,
+        _pad: 0,
+    }
+}
+
+/// Order-preserving u32 key of a float32 (as the `minmax` kernel).
+fn unkey(k: u32) -> f32 {
+    f32::from_bits(if k & 0x8000_0000 != 0 {
+        k & 0x7fff_ffff
+    } else {
+        !k
+    })
+}
+
+/// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
+/// minimum and maximum and rescales it in place).
+pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Result<Segments> {
+    let n = prep.n();
+    let k = prep.n_centres();
+    let nc = prep.nc;
+    let plane = prep.dims[1] * prep.dims[2];
+    let mut bufs = Buffers {
+        gpu,
+        list: Vec::new(),
+    };
+    // Slabs along z, each within one binding (features: 4·nc bytes per
+    // pixel); the centres and their sums are shared by all slabs.
+    let per_slab = (gpu.max_binding_size() / (4 * nc as u64)) as usize / plane;
+    if per_slab == 0 {
+        return Err(Error::InvalidInput(format!(
+            "one {}x{} plane of {nc} channel(s) exceeds the device's largest binding ({} bytes); use --cpu",
+            prep.dims[1],
+            prep.dims[2],
+            gpu.max_binding_size()
+        )));
+    }
+    let n_slabs = prep.dims[0].div_ceil(per_slab);
+    let depth = prep.dims[0].div_ceil(n_slabs);
+    let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
+    let stride = 1 + 2 * (3 + nc);
+    let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
+    let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
+    // [change flag, min key, max key, NaN/inf flags]
+    let changed = bufs.get(16, "slic change flag").await?;
+    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
+    gpu.upload(&changed, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
+    let mut kp = kparams(prep);
+    struct Slab {
+        z0: usize,
+        n: usize,
+        features: wgpu::Buffer,
+        labels: wgpu::Buffer,
+        mask: wgpu::Buffer,
+    }
+    let mut slabs = Vec::new();
+    for z0 in (0..prep.dims[0]).step_by(depth) {
+        let dz = depth.min(prep.dims[0] - z0);
+        let (lo, hi) = (z0 * plane, (z0 + dz) * plane);
+        let m = hi - lo;
+        let features = bufs.get(4 * (m * nc) as u64, "slic features").await?;
+        let labels = bufs.get(4 * m as u64, "slic labels").await?;
+        let mask = bufs.get(4 * m.div_ceil(32) as u64, "slic mask").await?;
+        match raw {
+            Some(v) => gpu.upload(&features, bytemuck::cast_slice(&v[lo..hi])),
+            None => gpu.upload(
+                &features,
+                bytemuck::cast_slice(&prep.features[lo * nc..hi * nc]),
+            ),
+        }
+        if let Some(mk) = &prep.mask {
+            let mut bits = vec![0u32; m.div_ceil(32)];
+            for (i, &v) in mk[lo..hi].iter().enumerate() {
+                if v {
+                    bits[i / 32] |= 1 << (i % 32);
+                }
+            }
+            gpu.upload(&mask, bytemuck::cast_slice(&bits));
+        }
+        slabs.push(Slab {
+            z0,
+            n: m,
+            features,
+            labels,
+            mask,
+        });
+    }
+    // One uniform per slab (its offset and size), rebuilt when `kp` changes.
+    let uniforms = |kp: &KParams| -> Vec<wgpu::Buffer> {
+        slabs
+            .iter()
+            .map(|s| {
+                gpu.uniform(&KParams {
+                    z0: s.z0 as u32,
+                    nz: (s.n / plane) as u32,
+                    n: s.n as u32,
+                    ..*kp
+                })
+            })
+            .collect()
+    };
+    let bind = |u: &[wgpu::Buffer], i: usize| -> [wgpu::Buffer; 8] {
+        let s = &slabs[i];
+        [
+            &u[i],
+            &s.features,
+            &centres,
+            &s.labels,
+            &accum,
+            &maxdist,
+            &s.mask,
+            &changed,
+        ]
+        .map(|b| b.clone())
+    };
+    // Records `entry` over every slab (one thread per pixel, or `threads`).
+    let over_slabs = |rec: &mut crate::engine::Recorder<'_>,
+                      u: &[wgpu::Buffer],
+                      pipeline: &wgpu::ComputePipeline,
+                      threads: Option<u64>|
+     -> Result<()> {
+        for (i, s) in slabs.iter().enumerate() {
+            let b = bind(u, i);
+            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+            rec.dispatch(pipeline, &refs, threads.unwrap_or(s.n as u64))?;
+        }
+        Ok(())
+    };
+    if raw.is_some() {
+        // skimage's rescaling to [0, 1], then 1 / compactness, on the GPU.
+        let u = uniforms(&kp);
+        let mut rec = gpu.recorder();
+        over_slabs(
+            &mut rec,
+            &u,
+            &gpu.pipeline(shaders::SLIC_KMEANS, "minmax")?,
+            None,
+        )?;
+        rec.submit().await?;
+        let w: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu.read(&changed, 16).await?);
+        if w[3] & 1 != 0 {
+            return Err(nan_error());
+        }
+        if w[3] & 2 != 0 {
+            return Err(inf_error());
+        }
+        (kp.lo, kp.hi) = (unkey(w[1]), unkey(w[2]));
+        let u = uniforms(&kp);
+        let mut rec = gpu.recorder();
+        over_slabs(
+            &mut rec,
+            &u,
+            &gpu.pipeline(shaders::SLIC_KMEANS, "rescale")?,
+            None,
+        )?;
+        rec.submit().await?;
+    }
+    let u = uniforms(&kp);
+    let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
+    let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
+    let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
+    let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
+    let mut rec = gpu.recorder();
+    // Labels to NONE, sums to 0.
+    let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
+    for (i, s) in slabs.iter().enumerate() {
+        let b = bind(&u, i);
+        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+        rec.dispatch(&init, &refs, s.n.max(k * stride) as u64)?;
+    }
+    rec.submit().await?;
+    let b0 = bind(&u, 0);
+    let first: Vec<&wgpu::Buffer> = b0.iter().collect();
+    let mut iterations = 0;
+    for _ in 0..prep.max_num_iter {
+        gpu.upload(&changed, &[0u8; 4]); // the change flag only
+        let mut rec = gpu.recorder();
+        over_slabs(&mut rec, &u, &assign, None)?;
+        over_slabs(&mut rec, &u, &accumulate, None)?;
+        rec.dispatch(&finalize, &first, k as u64)?;
+        if prep.slic_zero {
+            over_slabs(&mut rec, &u, &colour_max, None)?;
+        }
+        rec.submit().await?;
+        iterations += 1;
+        let c = gpu.read(&changed, 4).await?;
+        if c == [0u8; 4] {
+            break;
+        }
+    }
+    // The connectivity step on the GPU when one slab holds the volume and
+    // its search queue (8 bytes per pixel) fits a binding; otherwise on
+    // the host from the k-means labels (the CPU twin's code).
+    if prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size() {
+        let (labels, n_segments) = connect(gpu, prep, &slabs[0].labels, &mut bufs).await?;
+        return Ok(Segments {
+            labels,
+            shape: prep.out_shape.clone(),
+            n_segments,
+            iterations,
+        });
+    }
+    let mut raw: Vec<u32> = Vec::with_capacity(n);
+    for s in &slabs {
+        raw.extend(gpu.read_vec::<u32>(&s.labels, s.n).await?);
+    }
+    let labels = if prep.enforce {
+        cpu::connect(&raw, prep.dims, prep.min_size, prep.start_label)
+    } else {
+        plain_labels(&raw, prep.start_label)
+    };
+    let n_segments = count_segments(&labels, prep.start_label);
+    Ok(Segments {
+        labels,
+        shape: prep.out_shape.clone(),
+        n_segments,
+        iterations,
+    })
+}
+
+/// Search rounds recorded per submission of the connectivity step.
+const ROUNDS: u32 = 4;
+
+/// The connectivity step on the GPU; returns the final labels and their
+/// number of distinct values.
+async fn connect(
+    gpu: &Gpu,
+    prep: &Prepared,
+    labels: &wgpu::Buffer,
+    bufs: &mut Buffers<'_>,
+) -> Result<(Vec<i32>, usize)> {
+    let n = prep.n();
+    let n_blocks = n.div_ceil(BLOCK);
+    let parent = bufs.get(4 * n as u64, "slic pieces").await?;
+    let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
+    // Per root, then 4 blocked-search counters and the largest label + 1.
+    let state = bufs.get(4 * (n as u64 + 5), "slic piece states").await?;
+    let out = bufs.get(4 * n as u64, "slic piece labels").await?;
+    let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
+    let queue = bufs.get(8 * n as u64, "slic search queue").await?;
+    let params = |round: u32| {
+        gpu.uniform(&CParams {
+            nx: prep.dims[2] as u32,
+            ny: prep.dims[1] as u32,
+            nz: prep.dims[0] as u32,
+            n: n as u32,
+            min_size: prep.min_size.min(u32::MAX as usize) as u32,
+            start_label: prep.start_label,
+            n_blocks: n_blocks as u32,
+            round,
+        })
+    };
+    let first = params(0);
+    let cb = |u: &wgpu::Buffer| -> [wgpu::Buffer; 8] {
+        [u, labels, &parent, &size, &state, &blocks, &out, &queue].map(|b| b.clone())
+    };
+    let mut rec = gpu.recorder();
+    let bound = cb(&first);
+    let refs: Vec<&wgpu::Buffer> = bound.iter().collect();
+    for (entry, threads) in [
+        ("init", n as u64),
+        ("unite_faces", n as u64),
+        ("flatten", n as u64),
+        ("measure", n as u64),
+        ("count_kept", (n_blocks * 256) as u64),
+        ("scan_blocks", 256),
+        ("rank_pieces", (n_blocks * 256) as u64),
+    ] {
+        let pipeline = gpu.pipeline(shaders::SLIC_CONNECT, entry)?;
+        rec.dispatch(&pipeline, &refs, threads)?;
+    }
+    rec.submit().await?;
+    // Search rounds until none is blocked by an unresolved earlier piece.
+    let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
+    let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
+    let mut round = 1u32;
+    loop {
+        let mut rec = gpu.recorder();
+        rec.dispatch(&clear, &refs, 4)?;
+        for _ in 0..ROUNDS {
+            let u = params(round);
+            let bound = cb(&u);
+            let r: Vec<&wgpu::Buffer> = bound.iter().collect();
+            rec.dispatch(&bfs, &r, n as u64)?;
+            round += 1;
+        }
+        rec.submit().await?;
+        let last = gpu
+            .read_at(&state, 4 * (n as u64 + u64::from(ROUNDS) - 1), 4)
+            .await?;
+        if last == [0u8; 4] {
+            break;
+        }
+        if round > 1 << 20 {
+            return Err(Error::Device(
+                "the connectivity step did not converge".into(),
+            ));
+        }
+    }
+    let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
+    let mut rec = gpu.recorder();
+    rec.dispatch(&gather, &refs, n as u64)?;
+    rec.submit().await?;
+    let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
+    let kept = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
+    let top = gpu.read_at(&state, 4 * (n as u64 + 4), 4).await?;
+    let kept = u32::from_le_bytes([kept[0], kept[1], kept[2], kept[3]]) as i64;
+    let top = i64::from(u32::from_le_bytes([top[0], top[1], top[2], top[3]])) - 1;
+    // Kept piece j has label start + j; small pieces take one of those
+    // labels or start + kept (a counter value not yet given to a piece).
+    let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
+    Ok((labels, count as usize))
+}

@@ -1,0 +1,377 @@
+// SLIC's connectivity step (skimage's _enforce_label_connectivity_cython)
+// on the GPU, deterministic and with skimage's numbering:
+// - init / unite_faces / flatten: face-connected pieces of equal k-means
+//   label by union-find, the root being the piece's first pixel in raster
+//   order (hooks go to the smaller index with atomicMin): skimage's order
+//   of pieces.
+// - measure: piece sizes at the roots.
+// - count_kept / scan_blocks / rank_pieces: every piece's counter value,
+//   start_label + the number of kept (size >= min_size) pieces before it.
+//   A kept piece's label is its counter value.
+// - bfs_round: a small piece replays skimage's breadth-first search over
+//   its pixels (one thread per piece, the queue a linked list through the
+//   piece's own pixels) and takes the label of the last earlier neighbour
+//   met whose label differs from its counter value, or keeps the counter.
+//   A neighbouring small earlier piece must be resolved first: rounds
+//   repeat until no search is blocked; a piece resolved in round t stamps
+//   `state` with t, and round t only reads stamps < t (written by earlier
+//   dispatches), so the result never depends on timing.
+// - gather: each pixel takes its piece's label (into `parent`).
+
+struct Params {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    n: u32,
+    min_size: u32,
+    start_label: i32,
+    n_blocks: u32,
+    round: u32,
+}
+
+const NONE: u32 = 0xffffffffu;
+const END: u32 = 0xfffffffeu;
+const BLOCK: u32 = 1024u;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> labels: array<u32>;
+@group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
+@group(0) @binding(3) var<storage, read_write> size: array<atomic<u32>>;
+// Per root: 0 = unresolved, else the round that resolved it; then 4
+// counters of blocked searches, one per round of a batch, and the largest
+// label + 1.
+@group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
+@group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
+@group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
+// Per pixel: (round stamp of the visit, next pixel in the search queue).
+@group(0) @binding(7) var<storage, read_write> queue: array<u32>;
+
+fn keep() {
+    if (p.n == NONE) {
+        atomicStore(&parent[0], labels[0]);
+        atomicAdd(&size[0], 0u);
+        atomicMax(&state[0], 0u);
+        blocks[0] = piece_label[0];
+        queue[0] = 0u;
+    }
+}
+
+fn thread_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.x + gid.y * groups.x * 256u;
+}
+
+@compute @workgroup_size(256)
+fn init(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    atomicStore(&parent[i], select(i, NONE, labels[i] == NONE));
+    atomicStore(&size[i], 0u);
+    atomicStore(&state[i], 0u);
+    queue[2u * i] = 0u;
+    if (i == 0u) {
+        atomicStore(&state[p.n + 4u], 0u);
+    }
+}
+
+fn find(start: u32) -> u32 {
+    var x = start;
+    loop {
+        let up = atomicLoad(&parent[x]);
+        if (up == x) {
+            return x;
+        }
+        x = up;
+    }
+    return x;
+}
+
+fn unite(a0: u32, b0: u32) {
+    var a = find(a0);
+    var b = find(b0);
+    loop {
+        if (a == b) {
+            return;
+        }
+        if (a < b) {
+            let t = a;
+            a = b;
+            b = t;
+        }
+        let old = atomicMin(&parent[a], b);
+        if (old == a) {
+            return;
+        }
+        a = find(old);
+        b = find(b);
+    }
+}
+
+@compute @workgroup_size(256)
+fn unite_faces(@builtin(global_invocation_id) gid: vec3<u32>,
+               @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let l = labels[i];
+    if (l == NONE) {
+        return;
+    }
+    let x = i % p.nx;
+    let y = (i / p.nx) % p.ny;
+    let z = i / (p.nx * p.ny);
+    if (x > 0u && labels[i - 1u] == l) {
+        unite(i, i - 1u);
+    }
+    if (y > 0u && labels[i - p.nx] == l) {
+        unite(i, i - p.nx);
+    }
+    if (z > 0u && labels[i - p.nx * p.ny] == l) {
+        unite(i, i - p.nx * p.ny);
+    }
+}
+
+@compute @workgroup_size(256)
+fn flatten(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n || labels[i] == NONE) {
+        return;
+    }
+    atomicStore(&parent[i], find(i));
+}
+
+@compute @workgroup_size(256)
+fn measure(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n || labels[i] == NONE) {
+        return;
+    }
+    atomicAdd(&size[atomicLoad(&parent[i])], 1u);
+}
+
+fn is_root(i: u32) -> bool {
+    return i < p.n && labels[i] != NONE && atomicLoad(&parent[i]) == i;
+}
+
+fn is_kept(i: u32) -> bool {
+    return is_root(i) && atomicLoad(&size[i]) >= p.min_size;
+}
+
+var<workgroup> partial: array<u32, 256>;
+
+fn block_index(wid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return wid.x + wid.y * groups.x;
+}
+
+@compute @workgroup_size(256)
+fn count_kept(@builtin(workgroup_id) wid: vec3<u32>,
+              @builtin(local_invocation_index) lid: u32,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let b = block_index(wid, groups);
+    var c = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        c += u32(is_kept(b * BLOCK + lid * 4u + k));
+    }
+    partial[lid] = c;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if (lid < s) {
+            partial[lid] += partial[lid + s];
+        }
+        workgroupBarrier();
+    }
+    if (lid == 0u && b < p.n_blocks) {
+        blocks[b] = partial[0];
+    }
+}
+
+// One workgroup: exclusive scan of the block counts, 1024 per step.
+@compute @workgroup_size(256)
+fn scan_blocks(@builtin(local_invocation_index) lid: u32) {
+    keep();
+    var carry = 0u;
+    for (var base = 0u; base < p.n_blocks; base += 1024u) {
+        var v: array<u32, 4>;
+        var c = 0u;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            v[k] = select(0u, blocks[i], i < p.n_blocks);
+            c += v[k];
+        }
+        partial[lid] = c;
+        workgroupBarrier();
+        for (var s = 1u; s < 256u; s <<= 1u) {
+            var add = 0u;
+            if (lid >= s) {
+                add = partial[lid - s];
+            }
+            workgroupBarrier();
+            partial[lid] += add;
+            workgroupBarrier();
+        }
+        var run = carry + partial[lid] - c;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            if (i < p.n_blocks) {
+                blocks[i] = run;
+            }
+            run += v[k];
+        }
+        carry += partial[255];
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        blocks[p.n_blocks] = carry;
+    }
+}
+
+@compute @workgroup_size(256)
+fn rank_pieces(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(local_invocation_index) lid: u32,
+               @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let b = block_index(wid, groups);
+    let first = b * BLOCK + lid * 4u;
+    var c = 0u;
+    for (var k = 0u; k < 4u; k++) {
+        c += u32(is_kept(first + k));
+    }
+    partial[lid] = c;
+    workgroupBarrier();
+    for (var s = 1u; s < 256u; s <<= 1u) {
+        var add = 0u;
+        if (lid >= s) {
+            add = partial[lid - s];
+        }
+        workgroupBarrier();
+        partial[lid] += add;
+        workgroupBarrier();
+    }
+    if (b >= p.n_blocks) {
+        return;
+    }
+    var rank = blocks[b] + partial[lid] - c;
+    for (var k = 0u; k < 4u; k++) {
+        let i = first + k;
+        if (is_root(i)) {
+            piece_label[i] = bitcast<u32>(p.start_label + i32(rank));
+            if (atomicLoad(&size[i]) >= p.min_size) {
+                rank += 1u;
+            }
+        }
+    }
+}
+
+@compute @workgroup_size(256)
+fn clear_pending(@builtin(global_invocation_id) gid: vec3<u32>) {
+    keep();
+    if (gid.x < 4u) {
+        atomicStore(&state[p.n + gid.x], 0u);
+    }
+}
+
+// The label of earlier piece r as skimage sees it when it meets it, or
+// NONE while r is a small piece not resolved by an earlier round.
+fn label_of(r: u32) -> u32 {
+    if (atomicLoad(&size[r]) >= p.min_size) {
+        return piece_label[r];
+    }
+    let t = atomicLoad(&state[r]);
+    if (t != 0u && t < p.round) {
+        return piece_label[r];
+    }
+    return NONE;
+}
+
+@compute @workgroup_size(256)
+fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let r = thread_index(gid, groups);
+    if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
+        return;
+    }
+    let lab = labels[r];
+    let current = piece_label[r];
+    var adjacent = current;
+    queue[2u * r] = p.round;
+    queue[2u * r + 1u] = END;
+    var tail = r;
+    var x = r;
+    let plane = p.nx * p.ny;
+    loop {
+        let px = x % p.nx;
+        let py = (x / p.nx) % p.ny;
+        let pz = x / plane;
+        for (var k = 0u; k < 6u; k++) {
+            var j = NONE;
+            switch k {
+                case 0u: { if (px + 1u < p.nx) { j = x + 1u; } }
+                case 1u: { if (px > 0u) { j = x - 1u; } }
+                case 2u: { if (py + 1u < p.ny) { j = x + p.nx; } }
+                case 3u: { if (py > 0u) { j = x - p.nx; } }
+                case 4u: { if (pz + 1u < p.nz) { j = x + plane; } }
+                default: { if (pz > 0u) { j = x - plane; } }
+            }
+            if (j == NONE) {
+                continue;
+            }
+            let lj = labels[j];
+            if (lj == lab) {
+                // Same label and face-adjacent: the same piece.
+                if (queue[2u * j] != p.round) {
+                    queue[2u * j] = p.round;
+                    queue[2u * j + 1u] = END;
+                    queue[2u * tail + 1u] = j;
+                    tail = j;
+                }
+            } else if (lj != NONE) {
+                let rj = atomicLoad(&parent[j]);
+                if (rj < r) {
+                    let l = label_of(rj);
+                    if (l == NONE) {
+                        atomicAdd(&state[p.n + (p.round - 1u) % 4u], 1u);
+                        return;
+                    }
+                    if (l != current) {
+                        adjacent = l;
+                    }
+                }
+            }
+        }
+        x = queue[2u * x + 1u];
+        if (x == END) {
+            break;
+        }
+    }
+    piece_label[r] = adjacent;
+    atomicStore(&state[r], p.round);
+}
+
+@compute @workgroup_size(256)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    if (labels[i] == NONE) {
+        atomicStore(&parent[i], bitcast<u32>(p.start_label - 1));
+    } else {
+        let l = piece_label[atomicLoad(&parent[i])];
+        atomicStore(&parent[i], l);
+        // The largest label + 1 (labels are >= 0 here), for the count.
+        atomicMax(&state[p.n + 4u], l + 1u);
+    }
+}

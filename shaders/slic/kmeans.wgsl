@@ -1,0 +1,311 @@
+// SLIC k-means iterations (skimage.segmentation.slic's _slic_cython),
+// pixel-centric and deterministic:
+// - assign: one thread per pixel looks at the centres seeded within
+//   `radius` grid cells of its own cell, in increasing index order, keeps
+//   those whose skimage window (trunc(c - 2 win) <= p < trunc(c + 2 win + 1))
+//   holds the pixel, and takes the strictly smallest distance (ties: the
+//   lower index, as skimage's loop over centres gives). The f32 arithmetic
+//   follows skimage's order; the CPU twin (slic/cpu.rs) repeats it.
+// - accumulate: integer sums per centre (count, coordinates, fixed-point
+//   features) in 64-bit two-word atomics: exact, so independent of order.
+// - finalize: one thread per centre turns its sums into the means and
+//   clears them for the next iteration; an empty centre dies (skimage's
+//   NaN centre never wins again).
+// - colour_max: SLICO's per-centre maximum colour distance (atomicMax on
+//   the bits of non-negative floats, which order like the floats).
+
+// One slab of the volume along z: n = nx * ny * nz pixels from plane z0 of
+// `depth` planes; centres and sums are shared by all slabs.
+struct Params {
+    nx: u32,
+    ny: u32,
+    nz: u32,
+    nc: u32,
+    n: u32,
+    n_centres: u32,
+    start_x: u32,
+    start_y: u32,
+    start_z: u32,
+    step_x: u32,
+    step_y: u32,
+    step_z: u32,
+    count_x: u32,
+    count_y: u32,
+    count_z: u32,
+    win_x: u32,
+    win_y: u32,
+    win_z: u32,
+    radius: u32,
+    slic_zero: u32,
+    use_mask: u32,
+    sx: f32,
+    sy: f32,
+    sz: f32,
+    spatial_weight: f32,
+    scale: f32,
+    inv_scale: f32,
+    lo: f32,     // rescaling of raw float32 input (minmax, rescale)
+    hi: f32,
+    ratio: f32,  // 1 / compactness
+    z0: u32,
+    depth: u32,
+    _pad: u32,
+}
+
+const NONE: u32 = 0xffffffffu;
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read_write> features: array<f32>;  // n * nc
+@group(0) @binding(2) var<storage, read_write> centres: array<f32>;   // (z, y, x, alive, features...) per centre
+@group(0) @binding(3) var<storage, read_write> labels: array<u32>;
+@group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
+@group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
+@group(0) @binding(6) var<storage, read> maskw: array<u32>;            // one bit per pixel
+// [change flag, min key, max key, NaN (1) / inf (2) flags]
+@group(0) @binding(7) var<storage, read_write> changed: array<atomic<u32>>;
+
+// Every entry point binds 0..7 (the recorder binds them all): this never
+// runs but keeps each binding in each entry's layout.
+fn keep() {
+    if (p.n == NONE) {
+        centres[0] = features[0];
+        labels[0] = maskw[0];
+        atomicAdd(&accum[0], 0u);
+        atomicMax(&maxdist[0], 0u);
+        atomicOr(&changed[0], 0u);
+    }
+}
+
+fn thread_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.x + gid.y * groups.x * 256u;
+}
+
+fn in_mask(i: u32) -> bool {
+    return p.use_mask == 0u || ((maskw[i >> 5u] >> (i & 31u)) & 1u) != 0u;
+}
+
+fn stride() -> u32 {
+    return 4u + p.nc;
+}
+
+fn in_window(c: f32, q: u32, win: u32, n: u32) -> bool {
+    let two = f32(2u * win);
+    let lo = trunc(max(c - two, 0.0));
+    let hi = trunc(min(c + two + 1.0, f32(n)));
+    let qf = f32(q);
+    return lo <= qf && qf < hi;
+}
+
+// Seed indices within `radius` cells of coordinate q: (first, last).
+fn cands(q: u32, start: u32, step: u32, count: u32) -> vec2<u32> {
+    var own = 0u;
+    if (q > start) {
+        own = min((q - start + step / 2u) / step, count - 1u);
+    }
+    let lo = select(0u, own - p.radius, own >= p.radius);
+    let hi = min(own + p.radius, count - 1u);
+    return vec2<u32>(lo, hi);
+}
+
+fn colour_distance(i: u32, base: u32) -> f32 {
+    var d = 0.0;
+    for (var c = 0u; c < p.nc; c++) {
+        let t = features[i * p.nc + c] - centres[base + 4u + c];
+        d += t * t;
+    }
+    return d;
+}
+
+// Raw float32 input: its minimum and maximum as order-preserving keys, and
+// flags for NaN and inf (tested on the bits: compilers may assume no NaN).
+@compute @workgroup_size(256)
+fn minmax(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let b = bitcast<u32>(features[i]);
+    if ((b & 0x7f800000u) == 0x7f800000u) {
+        atomicOr(&changed[3], select(2u, 1u, (b & 0x007fffffu) != 0u));
+        return;
+    }
+    let key = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+    atomicMin(&changed[1], key);
+    atomicMax(&changed[2], key);
+}
+
+// skimage's rescaling to [0, 1] and scaling by 1 / compactness, in float32
+// in the order of the CPU twin.
+@compute @workgroup_size(256)
+fn rescale(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let d = features[i] - p.lo;
+    var v = d;
+    if (p.hi != p.lo) {
+        v = d / (p.hi - p.lo);
+    }
+    features[i] = v * p.ratio;
+}
+
+// Every pixel starts with no centre, so the first assignment counts as a
+// change; the sums start at zero (finalize clears them after each use).
+@compute @workgroup_size(256)
+fn init(@builtin(global_invocation_id) gid: vec3<u32>,
+        @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i < p.n) {
+        labels[i] = NONE;
+    }
+    if (i < p.n_centres * words()) {
+        atomicStore(&accum[i], 0u);
+    }
+}
+
+@compute @workgroup_size(256)
+fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let x = i % p.nx;
+    let y = (i / p.nx) % p.ny;
+    let z = p.z0 + i / (p.nx * p.ny);
+    var best = NONE;
+    if (in_mask(i)) {
+        let rz = cands(z, p.start_z, p.step_z, p.count_z);
+        let ry = cands(y, p.start_y, p.step_y, p.count_y);
+        let rx = cands(x, p.start_x, p.step_x, p.count_x);
+        var best_d = 0.0;
+        let st = stride();
+        for (var iz = rz.x; iz <= rz.y; iz++) {
+            for (var iy = ry.x; iy <= ry.y; iy++) {
+                for (var ix = rx.x; ix <= rx.y; ix++) {
+                    let k = (iz * p.count_y + iy) * p.count_x + ix;
+                    let b = k * st;
+                    let cz = centres[b];
+                    let cy = centres[b + 1u];
+                    let cx = centres[b + 2u];
+                    if (centres[b + 3u] == 0.0 || !in_window(cz, z, p.win_z, p.depth)
+                        || !in_window(cy, y, p.win_y, p.ny) || !in_window(cx, x, p.win_x, p.nx)) {
+                        continue;
+                    }
+                    let dz = p.sz * (cz - f32(z));
+                    let dy = p.sy * (cy - f32(y));
+                    let dx = p.sx * (cx - f32(x));
+                    var d = (dz * dz + dy * dy + dx * dx) * p.spatial_weight;
+                    var col = colour_distance(i, b);
+                    if (p.slic_zero != 0u) {
+                        col = col / bitcast<f32>(atomicLoad(&maxdist[k]));
+                    }
+                    d = d + col;
+                    if (best == NONE || d < best_d) {
+                        best = k;
+                        best_d = d;
+                    }
+                }
+            }
+        }
+    }
+    if (labels[i] != best) {
+        labels[i] = best;
+        atomicOr(&changed[0], 1u);
+    }
+}
+
+fn words() -> u32 {
+    return 1u + 2u * (3u + p.nc);
+}
+
+// Adds v (two's complement, sign-extended to 64 bits) to the word pair at w.
+fn add64(w: u32, v: i32) {
+    let u = bitcast<u32>(v);
+    let old = atomicAdd(&accum[w], u);
+    var hi = select(0u, 0xffffffffu, v < 0);
+    if (old + u < old) {
+        hi += 1u;
+    }
+    if (hi != 0u) {
+        atomicAdd(&accum[w + 1u], hi);
+    }
+}
+
+@compute @workgroup_size(256)
+fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let k = labels[i];
+    if (k == NONE) {
+        return;
+    }
+    let w = k * words();
+    atomicAdd(&accum[w], 1u);
+    add64(w + 1u, i32(p.z0 + i / (p.nx * p.ny)));
+    add64(w + 3u, i32((i / p.nx) % p.ny));
+    add64(w + 5u, i32(i % p.nx));
+    for (var c = 0u; c < p.nc; c++) {
+        add64(w + 7u + 2u * c, i32(round(features[i * p.nc + c] * p.scale)));
+    }
+}
+
+fn sum_at(w: u32) -> f32 {
+    let lo = atomicLoad(&accum[w]);
+    let hi = atomicLoad(&accum[w + 1u]);
+    atomicStore(&accum[w], 0u);
+    atomicStore(&accum[w + 1u], 0u);
+    return f32(bitcast<i32>(hi)) * 4294967296.0 + f32(lo);
+}
+
+@compute @workgroup_size(256)
+fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
+            @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let k = thread_index(gid, groups);
+    if (k >= p.n_centres) {
+        return;
+    }
+    let w = k * words();
+    let count = atomicLoad(&accum[w]);
+    atomicStore(&accum[w], 0u);
+    let b = k * stride();
+    if (count == 0u) {
+        centres[b + 3u] = 0.0;
+        return;
+    }
+    let n = f32(count);
+    for (var a = 0u; a < 3u; a++) {
+        centres[b + a] = sum_at(w + 1u + 2u * a) / n;
+    }
+    for (var c = 0u; c < p.nc; c++) {
+        centres[b + 4u + c] = sum_at(w + 7u + 2u * c) / n * p.inv_scale;
+    }
+}
+
+@compute @workgroup_size(256)
+fn colour_max(@builtin(global_invocation_id) gid: vec3<u32>,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let i = thread_index(gid, groups);
+    if (i >= p.n) {
+        return;
+    }
+    let k = labels[i];
+    if (k == NONE) {
+        return;
+    }
+    let d = colour_distance(i, k * stride());
+    atomicMax(&maxdist[k], bitcast<u32>(d));
+}
