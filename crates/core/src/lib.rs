@@ -9,6 +9,7 @@ pub mod filters;
 pub mod keys;
 pub mod segment;
 pub mod shaders;
+pub mod spots;
 pub mod stats;
 pub mod stream;
 

@@ -34,6 +34,9 @@ pub const MEDIAN_F32: &str = shader!(
 pub const LABEL: &str = shader!("segment/label.wgsl");
 pub const MEASURE: &str = shader!("segment/measure.wgsl");
 pub const CLIP: &str = shader!("stats/clip.wgsl");
+pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.wgsl");
+pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
+pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
 
 /// Every shader with its name, for validation tests and tools.
 pub const ALL: &[(&str, &str)] = &[
@@ -45,4 +48,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("segment/label.wgsl", LABEL),
     ("segment/measure.wgsl", MEASURE),
     ("stats/clip.wgsl", CLIP),
+    ("spots/threshold.wgsl", SPOTS_THRESHOLD),
+    ("spots/fix.wgsl", SPOTS_FIX),
+    ("spots/measure.wgsl", SPOTS_MEASURE),
 ];
