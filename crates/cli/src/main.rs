@@ -6,6 +6,7 @@ mod bench;
 mod common;
 mod filters;
 mod segment;
+mod spots;
 mod stream;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,8 @@ enum Command {
     Label(segment::LabelCmd),
     /// The workshop pipeline: clip, threshold, label, measure; a catalogue.
     Sources(segment::SourcesCmd),
+    /// X-ray diffraction spot finding (DIALS' dispersion thresholds, pixel for pixel).
+    Spots(spots::SpotsCmd),
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -129,6 +132,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Clip(args) => segment::clip_cmd(&cli, args),
         Command::Label(args) => segment::label_cmd(&cli, args),
         Command::Sources(args) => segment::sources_cmd(&cli, args),
+        Command::Spots(args) => spots::spots_cmd(&cli, args),
     }
 }
 
