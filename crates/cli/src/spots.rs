@@ -24,17 +24,17 @@ pub struct SpotsCmd {
     /// Half-widths of the local window, rows,columns (3,3 = 7 x 7).
     #[arg(long, default_value = "3,3", value_name = "KY,KX")]
     pub kernel_size: String,
-    #[arg(long, default_value_t = 6.0)]
+    #[arg(long, default_value_t = 6.0, allow_negative_numbers = true)]
     pub sigma_background: f64,
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
     pub sigma_strong: f64,
     /// Fewest valid pixels in the window (0: the whole window).
     #[arg(long, default_value_t = 2)]
     pub min_local: usize,
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
     pub global_threshold: f64,
     /// The detector gain: a number, or a per-pixel map (.npy of a frame's shape).
-    #[arg(long, value_name = "G|GAIN.npy")]
+    #[arg(long, value_name = "G|GAIN.npy", allow_hyphen_values = true)]
     pub gain: Option<String>,
     /// Pixels to use (DIALS' convention): non-zero = valid, 0 = masked.
     /// Negative counts are masked anyway (detector gaps and bad pixels).
