@@ -3,11 +3,18 @@
 // add each word atomically and ripple carries upwards (as segment/measure).
 
 struct Params {
-    count: u32, // pixels
+    count: u32,    // pixels
     w: u32,
     fmt: u32,
-    n_labels: u32,
+    cap: u32,      // spots summed at most (the rest: on the host)
+    n_blocks: u32, // the label count is blocks[n_blocks]
+    _pad0: u32,
+    _pad1: u32,
+    _pad2: u32,
 }
+
+// acc[0..4]: undecided pixels of the two tests, labels, 0; then W words per spot.
+const HEAD: u32 = 4u;
 
 const W: u32 = 22u;
 const N: u32 = 0u;
@@ -26,6 +33,12 @@ const SVC2: u32 = 19u;
 @group(0) @binding(1) var<storage, read> labels: array<u32>;
 @group(0) @binding(2) var<storage, read> image: array<u32>;
 @group(0) @binding(3) var<storage, read_write> acc: array<atomic<u32>>;
+@group(0) @binding(4) var<storage, read> blocks: array<u32>;
+@group(0) @binding(5) var<storage, read> list: array<u32>;
+
+fn n_labels() -> u32 {
+    return min(blocks[p.n_blocks], p.cap);
+}
 
 fn add_word(at: u32, v: u32) {
     var word = at;
@@ -52,14 +65,21 @@ fn add64(at: u32, v: vec2<u32>) {
 fn clear(@builtin(global_invocation_id) gid: vec3<u32>,
          @builtin(num_workgroups) groups: vec3<u32>) {
     let i = thread_index(gid, groups);
-    if (i >= p.n_labels * W) {
+    if (i < HEAD) {
+        atomicStore(&acc[i], select(0u, list[2u * i], i < 2u));
+        if (i == 2u) {
+            atomicStore(&acc[2], blocks[p.n_blocks]);
+        }
+        if (p.count == 0xffffffffu) {
+            atomicStore(&acc[3], labels[0] + image[0]);
+        }
         return;
     }
-    let f = i % W;
-    atomicStore(&acc[i], select(0u, 0xffffffffu, f == RMIN || f == CMIN));
-    if (p.count == 0xffffffffu) {
-        atomicStore(&acc[0], labels[0] + image[0]);
+    if (i >= HEAD + n_labels() * W) {
+        return;
     }
+    let f = (i - HEAD) % W;
+    atomicStore(&acc[i], select(0u, 0xffffffffu, f == RMIN || f == CMIN));
 }
 
 @compute @workgroup_size(256)
@@ -70,10 +90,13 @@ fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let l = labels[k];
-    if (l == 0u || l > p.n_labels) {
+    if (p.count == 0xffffffffu) {
+        atomicStore(&acc[3], list[0]); // keeps the binding in this layout
+    }
+    if (l == 0u || l > n_labels()) {
         return;
     }
-    let base = (l - 1u) * W;
+    let base = HEAD + (l - 1u) * W;
     let v = unpack(image[word_of(k, p.fmt)], k, p.fmt).x;
     let r = k / p.w;
     let c = k % p.w;

@@ -29,10 +29,10 @@ struct Params {
     thr: u32,         // v > global_threshold <=> v > thr (integer counts)
     thr_none: u32,    // 1: no count exceeds the global threshold
     ed: u32,          // erosion distance min(ky, kx)
-    no_background: u32, // 1: no pixel is background after the first test
+    no_background: u32, // 1: nothing is background after the first test; 2: read list[1]
     far_if_none: u32, // DIALS' distance h + w + 1 >= ed when nothing is background
     list_cap: u32,
-    _pad: u32,
+    slot: u32,        // undecided list: 0 first test (count list[0]), 1 final test (list[2])
     gain: f32,
     nsig_s: f32,
     _pad1: f32,
@@ -102,9 +102,9 @@ fn both(a: u32, b: u32) -> u32 {
 }
 
 fn push(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) {
-    let i = atomicAdd(&list[0], 1u);
+    let i = atomicAdd(&list[2u * p.slot], 1u);
     if (i < p.list_cap) {
-        let at = LIST_HEAD + i * ENTRY;
+        let at = LIST_HEAD + (p.slot * p.list_cap + i) * ENTRY;
         atomicStore(&list[at], k);
         atomicStore(&list[at + 1u], m);
         atomicStore(&list[at + 2u], x.x);
@@ -233,8 +233,12 @@ fn erode(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     let me = pixel(k);
     var candidate = false;
+    var none = p.no_background == 1u;
+    if (p.no_background == 2u) {
+        none = atomicLoad(&list[1]) == 0u;
+    }
     if (me.y == 1u && state[k] == YES) {
-        if (p.no_background != 0u) {
+        if (none) {
             candidate = p.far_if_none != 0u;
         } else {
             let r = k / p.w;

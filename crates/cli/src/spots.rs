@@ -248,13 +248,14 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
     let engine = Engine::open(cli)?;
     let start = Instant::now();
     let found: SpotResult = match &engine {
-        Engine::Gpu(gpu) => pollster::block_on(spots::find_spots(
+        Engine::Gpu(gpu) => pollster::block_on(spots::find_spots_with(
             gpu,
             stack.counts(),
             [nz, h, w],
             mask.as_deref(),
             &o,
             args.three_d,
+            args.signal.is_some(),
         ))?,
         Engine::Cpu => spots::cpu::find_spots(
             stack.counts(),

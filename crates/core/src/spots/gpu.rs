@@ -29,7 +29,7 @@ struct Params {
     no_background: u32,
     far_if_none: u32,
     list_cap: u32,
-    _pad: u32,
+    slot: u32,
     gain: f32,
     nsig_s: f32,
     _pad1: f32,
@@ -45,13 +45,30 @@ struct CountParams {
     n_labels: u32,
 }
 
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MeasureParams {
+    count: u32,
+    w: u32,
+    fmt: u32,
+    cap: u32,
+    n_blocks: u32,
+    _pad: [u32; 3],
+}
+
 /// Undecided pixels one pass can list; beyond, the frame is computed by the
 /// CPU reference (correct, slower).
 const LIST_CAP: usize = 1 << 16;
 const LIST_HEAD: usize = 4;
 const ENTRY: usize = 6;
-/// Words of per-spot sums (measure.wgsl).
+/// Words of per-spot sums (measure.wgsl), after a header of 4 words.
 const W: usize = 22;
+const HEAD: usize = 4;
+/// Spots one frame sums on the GPU; more (absurd for diffraction) are
+/// summed on the host from the labels.
+const SPOT_CAP: usize = 1 << 16;
+/// Spots read back with the frame's header; more take a second read.
+const READ_SPOTS: usize = 4096;
 
 /// The buffers of one call, reused for every frame.
 struct Buffers {
@@ -67,10 +84,11 @@ struct Buffers {
     bytes: wgpu::Buffer,
     parent: wgpu::Buffer,
     blocks: wgpu::Buffer,
+    acc: wgpu::Buffer,
 }
 
 impl Buffers {
-    fn all(&self) -> [&wgpu::Buffer; 12] {
+    fn all(&self) -> [&wgpu::Buffer; 13] {
         [
             &self.image,
             &self.mask,
@@ -84,6 +102,7 @@ impl Buffers {
             &self.bytes,
             &self.parent,
             &self.blocks,
+            &self.acc,
         ]
     }
 }
@@ -130,7 +149,7 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         )));
     }
     let n_blocks = n.div_ceil(1024);
-    let sizes: [(u64, &str); 12] = [
+    let sizes: [(u64, &str); 13] = [
         (px, "spots image"),
         (n.div_ceil(4) as u64 * 4, "spots mask"),
         (
@@ -145,11 +164,12 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         (px, "spots state"),
         (px, "spots classes"),
         (px, "spots strong"),
-        (4 * (LIST_HEAD + LIST_CAP * ENTRY) as u64, "spots list"),
+        (4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u64, "spots list"),
         (8 * LIST_CAP as u64 + 8, "spots fixes"),
         (n.div_ceil(4) as u64 * 4, "spots mask bytes"),
         (px, "spots labels"),
         (4 * (n_blocks as u64 + 1), "spots label blocks"),
+        (4 * (HEAD + SPOT_CAP * W) as u64, "spot sums"),
     ];
     let mut got: Vec<wgpu::Buffer> = Vec::new();
     for (bytes, what) in sizes {
@@ -181,6 +201,7 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         bytes: next()?,
         parent: next()?,
         blocks: next()?,
+        acc: next()?,
     })
 }
 
@@ -218,7 +239,7 @@ fn setup<'a>(h: usize, w: usize, options: &'a SpotOptions, mask: Option<&'a [boo
         no_background: 0,
         far_if_none: u32::from(h + w + 1 >= ky.min(kx)),
         list_cap: LIST_CAP as u32,
-        _pad: 0,
+        slot: 0,
         gain: match options.gain {
             Gain::Scalar(g) => g as f32,
             _ => 1.0,
@@ -266,10 +287,11 @@ fn upload_constants(gpu: &Gpu, b: &Buffers, s: &Setup<'_>) {
     gpu.upload(&b.factors, bytemuck::cast_slice(&factors));
 }
 
-/// Reads the undecided list: (pixel, m, x, y) entries, or None on overflow.
-async fn read_list(gpu: &Gpu, b: &Buffers) -> Result<(Option<Vec<[u64; 4]>>, u32)> {
-    let head = words(&gpu.read_at(&b.list, 0, 8).await?);
-    let (count, n_background) = (head[0] as usize, head[1]);
+/// Reads an undecided list (slot 0: first test, 1: final test): (pixel,
+/// m, x, y) entries, or None on overflow; and the background count.
+async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<(Option<Vec<[u64; 4]>>, u32)> {
+    let head = words(&gpu.read_at(&b.list, 0, 16).await?);
+    let (count, n_background) = (head[2 * slot] as usize, head[1]);
     if count > LIST_CAP {
         return Ok((None, n_background));
     }
@@ -277,8 +299,12 @@ async fn read_list(gpu: &Gpu, b: &Buffers) -> Result<(Option<Vec<[u64; 4]>>, u32
         return Ok((Some(Vec::new()), n_background));
     }
     let raw = words(
-        &gpu.read_at(&b.list, 4 * LIST_HEAD as u64, 4 * (count * ENTRY) as u64)
-            .await?,
+        &gpu.read_at(
+            &b.list,
+            4 * (LIST_HEAD + slot * LIST_CAP * ENTRY) as u64,
+            4 * (count * ENTRY) as u64,
+        )
+        .await?,
     );
     let entries = raw
         .chunks_exact(ENTRY)
@@ -319,37 +345,53 @@ fn clear_list(gpu: &Gpu, b: &Buffers) {
     gpu.upload(&b.list, &[0u8; 16]);
 }
 
-/// The strong-pixel states (0/1) of one frame into `b.strong`. Returns
-/// false when the host must compute the frame (too many undecided pixels).
+/// The threshold kernels' bindings.
+fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
+    [
+        params.clone(),
+        b.image.clone(),
+        b.mask.clone(),
+        b.gains.clone(),
+        b.factors.clone(),
+        b.state.clone(),
+        b.cls.clone(),
+        b.strong.clone(),
+        b.list.clone(),
+    ]
+}
+
+fn dispatch_threshold(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    entry: &str,
+    params: &wgpu::Buffer,
+    b: &Buffers,
+    n: usize,
+) -> Result<()> {
+    let set = threshold_set(params, b);
+    let refs: Vec<&wgpu::Buffer> = set.iter().collect();
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_THRESHOLD, entry)?,
+        &refs,
+        n as u64,
+    )
+}
+
+/// The slow, exact path of one frame whose image is already on the GPU:
+/// each test, then the host's f64 decisions for the undecided pixels.
+/// Leaves the strong states (0/1) in `b.strong`; returns false when the
+/// host must compute the frame (more undecided pixels than the list holds).
 async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_>) -> Result<bool> {
     let o = s.options;
     let n = s.h * s.w;
-    let mut bytes = frame_bytes(frame).to_vec();
-    bytes.resize(bytes.len().div_ceil(4) * 4, 0);
-    gpu.upload(&b.image, &bytes);
     clear_list(gpu, b);
     let mut p = s.base;
     p.fmt = fmt_of(frame);
     let params = gpu.uniform(&p);
-    let bind = |params: &wgpu::Buffer| -> [wgpu::Buffer; 9] {
-        [
-            params.clone(),
-            b.image.clone(),
-            b.mask.clone(),
-            b.gains.clone(),
-            b.factors.clone(),
-            b.state.clone(),
-            b.cls.clone(),
-            b.strong.clone(),
-            b.list.clone(),
-        ]
-    };
-    let first = gpu.pipeline(shaders::SPOTS_THRESHOLD, "first")?;
     let mut rec = gpu.recorder();
-    let set = bind(&params);
-    rec.dispatch(&first, &set.iter().collect::<Vec<_>>(), n as u64)?;
+    dispatch_threshold(&mut rec, gpu, "first", &params, b, n)?;
     rec.submit().await?;
-    let (Some(list), n_background) = read_list(gpu, b).await? else {
+    let (Some(list), n_background) = read_list(gpu, b, 0).await? else {
         return Ok(false);
     };
     let extended = o.algorithm == Algorithm::DispersionExtended;
@@ -370,24 +412,14 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     if !extended {
         return Ok(true);
     }
-    clear_list(gpu, b);
     p.no_background = u32::from(n_background + resolved_background == 0);
+    p.slot = 1;
     let params = gpu.uniform(&p);
-    let set = bind(&params);
-    let refs: Vec<&wgpu::Buffer> = set.iter().collect();
     let mut rec = gpu.recorder();
-    rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_THRESHOLD, "erode")?,
-        &refs,
-        n as u64,
-    )?;
-    rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_THRESHOLD, "final_test")?,
-        &refs,
-        n as u64,
-    )?;
+    dispatch_threshold(&mut rec, gpu, "erode", &params, b, n)?;
+    dispatch_threshold(&mut rec, gpu, "final_test", &params, b, n)?;
     rec.submit().await?;
-    let (Some(list), _) = read_list(gpu, b).await? else {
+    let (Some(list), _) = read_list(gpu, b, 1).await? else {
         return Ok(false);
     };
     let mut fixes = Vec::with_capacity(2 * list.len());
@@ -398,6 +430,152 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     }
     apply(gpu, b, &b.strong, &fixes).await?;
     Ok(true)
+}
+
+/// Records pack, label and measure after the strong states are in place.
+fn dispatch_spots(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    fmt: u32,
+) -> Result<()> {
+    let n = s.h * s.w;
+    let pack = gpu.uniform(&CountParams {
+        count: n as u32,
+        w: s.w as u32,
+        fmt,
+        n_labels: 0,
+    });
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_FIX, "pack")?,
+        &[&pack, &b.strong, &b.bytes],
+        n.div_ceil(4) as u64,
+    )?;
+    let plan = label::plan(gpu, [1, s.h, s.w], 1);
+    label::dispatch_label(rec, gpu, &plan, &b.bytes, &b.parent, &b.blocks)?;
+    let params = gpu.uniform(&MeasureParams {
+        count: n as u32,
+        w: s.w as u32,
+        fmt,
+        cap: SPOT_CAP as u32,
+        n_blocks: plan.n_blocks as u32,
+        _pad: [0; 3],
+    });
+    let set = [&params, &b.parent, &b.image, &b.acc, &b.blocks, &b.list];
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_MEASURE, "clear")?,
+        &set,
+        (HEAD + SPOT_CAP * W) as u64,
+    )?;
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_MEASURE, "accumulate")?,
+        &set,
+        n as u64,
+    )
+}
+
+/// Records the whole frame in one go, assuming no pixel is left undecided
+/// (the usual case: the header read back says whether it held).
+fn dispatch_frame(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    fmt: u32,
+) -> Result<()> {
+    let n = s.h * s.w;
+    let mut p = s.base;
+    p.fmt = fmt;
+    if s.options.algorithm == Algorithm::DispersionExtended {
+        let first = gpu.uniform(&p);
+        p.slot = 1;
+        p.no_background = 2; // counted on the GPU by the first test
+        let second = gpu.uniform(&p);
+        dispatch_threshold(rec, gpu, "first", &first, b, n)?;
+        dispatch_threshold(rec, gpu, "erode", &second, b, n)?;
+        dispatch_threshold(rec, gpu, "final_test", &second, b, n)?;
+    } else {
+        let first = gpu.uniform(&p);
+        dispatch_threshold(rec, gpu, "first", &first, b, n)?;
+    }
+    dispatch_spots(rec, gpu, b, s, fmt)
+}
+
+/// Header (undecided counts, label count) and spot sums from acc words.
+fn parse_sums(a: &[u32], z: usize, count: usize) -> Vec<SpotSums> {
+    let wide = |w: &[u32]| {
+        w.iter()
+            .rev()
+            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
+    };
+    a[HEAD..HEAD + count * W]
+        .chunks_exact(W)
+        .map(|e| {
+            let sv = wide(&e[1..3]);
+            SpotSums {
+                n: u64::from(e[0]),
+                sum_v: sv,
+                sum_v2: wide(&e[3..6]),
+                lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
+                hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
+                sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
+                sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
+            }
+        })
+        .collect()
+}
+
+/// The spot sums of a frame whose kernels have run: from the acc words
+/// already read (`head`), reading more when needed.
+async fn collect_sums(
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+    z: usize,
+    head: &[u32],
+) -> Result<Vec<SpotSums>> {
+    let count = head[2] as usize;
+    if count > SPOT_CAP {
+        // More spots than the GPU sums hold: sum on the host from the labels.
+        let labels = words(&gpu.read(&b.parent, 4 * (s.h * s.w) as u64).await?);
+        let mut sums = vec![SpotSums::default(); count];
+        for (i, &l) in labels.iter().enumerate() {
+            if l > 0 {
+                let v = frame.get(i).max(0) as u64;
+                sums[l as usize - 1].add([z as u64, (i / s.w) as u64, (i % s.w) as u64], v);
+            }
+        }
+        return Ok(sums);
+    }
+    if head.len() >= HEAD + count * W {
+        return Ok(parse_sums(head, z, count));
+    }
+    let a = words(&gpu.read(&b.acc, 4 * (HEAD + count * W) as u64).await?);
+    Ok(parse_sums(&a, z, count))
+}
+
+/// The frame again on the exact slow path (image already on the GPU).
+async fn slow_frame(
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+    z: usize,
+) -> Result<Vec<SpotSums>> {
+    if !threshold_frame(gpu, b, s, frame).await? {
+        // Too many undecided pixels: the CPU reference decides.
+        let cpu_mask = cpu::strong_pixels(frame, [s.h, s.w], s.mask, s.options)?;
+        let states: Vec<u32> = cpu_mask.iter().map(|&v| u32::from(v)).collect();
+        gpu.upload(&b.strong, bytemuck::cast_slice(&states));
+    }
+    clear_list(gpu, b);
+    let mut rec = gpu.recorder();
+    dispatch_spots(&mut rec, gpu, b, s, fmt_of(frame))?;
+    rec.submit().await?;
+    let head = words(&gpu.read(&b.acc, 4 * HEAD as u64).await?);
+    collect_sums(gpu, b, s, frame, z, &head).await
 }
 
 /// Strong pixels of one frame on the GPU (DIALS' definition, exactly).
@@ -412,10 +590,8 @@ pub async fn strong_pixels(
     Ok(r.strong)
 }
 
-/// Strong pixels and spots of `shape` = [frames, rows, cols] on the GPU:
-/// per frame the thresholds, 4-connected labelling and exact spot sums all
-/// run on the GPU; with `three_d` the strong pixels of all frames are
-/// labelled 6-connected through the stack.
+/// Strong pixels and spots of `shape` = [frames, rows, cols] on the GPU.
+/// See [`find_spots_with`]; this one also returns the strong-pixel mask.
 pub async fn find_spots(
     gpu: &Gpu,
     counts: Counts<'_>,
@@ -423,6 +599,25 @@ pub async fn find_spots(
     mask: Option<&[bool]>,
     options: &SpotOptions,
     three_d: bool,
+) -> Result<SpotResult> {
+    find_spots_with(gpu, counts, shape, mask, options, three_d, true).await
+}
+
+/// Strong pixels and spots of a series on the GPU. Per frame the
+/// thresholds, the 4-connected labelling and the exact spot sums run in one
+/// submission and only the sums come back (plus the strong-pixel mask when
+/// `want_mask`, or for `three_d`, where the strong pixels of all frames are
+/// then labelled 6-connected through the stack). Two frames are in flight:
+/// the upload of one overlaps the kernels of the other. A frame with
+/// undecided pixels (rare) is redone on the exact slow path.
+pub async fn find_spots_with(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+    want_mask: bool,
 ) -> Result<SpotResult> {
     let [nz, h, w] = shape;
     let n = h * w;
@@ -434,139 +629,105 @@ pub async fn find_spots(
     }
     check_frame(n, [h, w], mask, options)?;
     let s = setup(h, w, options, mask);
-    let b = allocate(gpu, n, &s).await?;
-    let outcome = async {
-        upload_constants(gpu, &b, &s);
-        let mut strong = Vec::with_capacity(nz * n);
-        let mut sums: Vec<SpotSums> = Vec::new();
-        for z in 0..nz {
-            let frame = counts.slice(z * n..(z + 1) * n);
-            if !threshold_frame(gpu, &b, &s, frame).await? {
-                // Too many undecided pixels: the CPU reference decides.
-                let cpu_mask = cpu::strong_pixels(frame, [h, w], mask, options)?;
-                let states: Vec<u32> = cpu_mask.iter().map(|&v| u32::from(v)).collect();
-                gpu.upload(&b.strong, bytemuck::cast_slice(&states));
+    let want_mask = want_mask || three_d;
+    let slots = nz.min(2);
+    let mut bufs: Vec<Buffers> = Vec::new();
+    let mut ups = Vec::new();
+    let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
+    let mut outcome = Ok(());
+    for _ in 0..slots {
+        match allocate(gpu, n, &s).await {
+            Ok(b) => {
+                upload_constants(gpu, &b, &s);
+                bufs.push(b);
+                ups.push(gpu.upload_buffer(frame_len as u64));
             }
-            let (mask_z, sums_z) = label_and_measure(gpu, &b, &s, frame, z, !three_d).await?;
-            strong.extend(mask_z);
-            sums.extend(sums_z);
-        }
-        if three_d {
-            let l = label::label(gpu, &strong, &[nz, h, w], 1).await?;
-            sums = vec![SpotSums::default(); l.count];
-            for (i, &lab) in l.labels.iter().enumerate() {
-                if lab > 0 {
-                    let (z, r, c) = (i / n, (i / w) % h, i % w);
-                    let v = counts.get(i).max(0) as u64;
-                    sums[lab as usize - 1].add([z as u64, r as u64, c as u64], v);
-                }
+            Err(e) => {
+                outcome = Err(e);
+                break;
             }
         }
-        Ok::<_, Error>(SpotResult::from_sums(strong, &sums, options))
     }
-    .await;
-    release(gpu, b);
-    outcome
+    let result = match outcome {
+        Ok(()) => run_series(gpu, &bufs, &mut ups, &s, counts, nz, want_mask).await,
+        Err(e) => Err(e),
+    };
+    for b in bufs {
+        release(gpu, b);
+    }
+    for u in ups {
+        gpu.release_upload(u);
+    }
+    let (strong, mut sums) = result?;
+    if three_d {
+        let l = label::label(gpu, &strong, &[nz, h, w], 1).await?;
+        sums = vec![SpotSums::default(); l.count];
+        for (i, &lab) in l.labels.iter().enumerate() {
+            if lab > 0 {
+                let (z, r, c) = (i / n, (i / w) % h, i % w);
+                let v = counts.get(i).max(0) as u64;
+                sums[lab as usize - 1].add([z as u64, r as u64, c as u64], v);
+            }
+        }
+    }
+    let mut r = SpotResult::from_sums(strong, &sums, options);
+    if !want_mask {
+        r.n_strong = sums.iter().map(|s| s.n).sum();
+    }
+    Ok(r)
 }
 
-/// Packs the strong states to bytes, labels them 4-connected and (when
-/// `measure`) sums each spot; returns the mask and the spots' sums.
-async fn label_and_measure(
+async fn run_series(
     gpu: &Gpu,
-    b: &Buffers,
+    bufs: &[Buffers],
+    ups: &mut [crate::engine::UploadBuffer],
     s: &Setup<'_>,
-    frame: Counts<'_>,
-    z: usize,
-    measure: bool,
+    counts: Counts<'_>,
+    nz: usize,
+    want_mask: bool,
 ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
     let n = s.h * s.w;
-    let params = gpu.uniform(&CountParams {
-        count: n as u32,
-        w: s.w as u32,
-        fmt: fmt_of(frame),
-        n_labels: 0,
-    });
-    let mut rec = gpu.recorder();
-    rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_FIX, "pack")?,
-        &[&params, &b.strong, &b.bytes],
-        n.div_ceil(4) as u64,
-    )?;
-    rec.submit().await?;
-    let raw = gpu.read(&b.bytes, n as u64).await?;
-    let mask: Vec<bool> = raw.iter().map(|&v| v != 0).collect();
-    if !measure || !mask.iter().any(|&v| v) {
-        return Ok((mask, Vec::new()));
-    }
-    let plan = label::plan(gpu, [1, s.h, s.w], 1);
-    label::record_label(gpu, &plan, &b.bytes, &b.parent, &b.blocks).await?;
-    let count = words(&gpu.read_at(&b.blocks, 4 * plan.n_blocks as u64, 4).await?)[0] as usize;
-    if count == 0 {
-        return Ok((mask, Vec::new()));
-    }
-    let acc_bytes = 4 * (count * W) as u64;
-    if acc_bytes > gpu.max_binding_size() {
-        // More spots than one binding of sums holds: sum on the host.
-        let labels = words(&gpu.read(&b.parent, 4 * n as u64).await?);
-        let mut sums = vec![SpotSums::default(); count];
-        for (i, &l) in labels.iter().enumerate() {
-            if l > 0 {
-                let v = frame.get(i).max(0) as u64;
-                sums[l as usize - 1].add([z as u64, (i / s.w) as u64, (i % s.w) as u64], v);
+    let read_bytes = 4 * (HEAD + READ_SPOTS * W) as u64;
+    let mut strong = Vec::with_capacity(if want_mask { nz * n } else { 0 });
+    let mut sums = Vec::new();
+    let mut in_flight: std::collections::VecDeque<(usize, crate::engine::Pending)> =
+        Default::default();
+    for z in 0..=nz {
+        // Collect frame z - 2 (or the rest at the end) before reusing its slot.
+        while in_flight.len() >= bufs.len() || (z == nz && !in_flight.is_empty()) {
+            let Some((zf, pending)) = in_flight.pop_front() else {
+                break;
+            };
+            let b = &bufs[zf % bufs.len()];
+            let frame = counts.slice(zf * n..(zf + 1) * n);
+            let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
+            let frame_sums = if head[0] != 0 || head[1] != 0 {
+                slow_frame(gpu, b, s, frame, zf).await?
+            } else {
+                collect_sums(gpu, b, s, frame, zf, &head).await?
+            };
+            sums.extend(frame_sums);
+            if want_mask {
+                let raw = gpu.read(&b.bytes, n as u64).await?;
+                strong.extend(raw.iter().map(|&v| v != 0));
             }
         }
-        return Ok((mask, sums));
-    }
-    let acc = gpu.storage(acc_bytes, "spot sums").await?;
-    let outcome = async {
-        let params = gpu.uniform(&CountParams {
-            count: n as u32,
-            w: s.w as u32,
-            fmt: fmt_of(frame),
-            n_labels: count as u32,
-        });
-        let set = [&params, &b.parent, &b.image, &acc];
+        if z == nz {
+            break;
+        }
+        let slot = z % bufs.len();
+        let b = &bufs[slot];
+        let frame = counts.slice(z * n..(z + 1) * n);
+        let bytes = frame_bytes(frame);
+        gpu.fill(&mut ups[slot], bytes).await?;
+        clear_list(gpu, b);
         let mut rec = gpu.recorder();
-        rec.dispatch(
-            &gpu.pipeline(shaders::SPOTS_MEASURE, "clear")?,
-            &set,
-            (count * W) as u64,
-        )?;
-        rec.dispatch(
-            &gpu.pipeline(shaders::SPOTS_MEASURE, "accumulate")?,
-            &set,
-            n as u64,
-        )?;
-        rec.submit().await?;
-        gpu.read(&acc, acc_bytes).await
+        rec.copy_in(&ups[slot], &b.image, bytes.len() as u64);
+        dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
+        in_flight.push_back((
+            z,
+            rec.submit_with_readback(&b.acc, read_bytes, Some(&mut ups[slot])),
+        ));
     }
-    .await;
-    gpu.recycle(acc);
-    let a = words(&outcome?);
-    let wide = |w: &[u32]| {
-        w.iter()
-            .rev()
-            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
-    };
-    let sums = a
-        .chunks_exact(W)
-        .map(|e| SpotSums {
-            n: u64::from(e[0]),
-            sum_v: wide(&e[1..3]),
-            sum_v2: wide(&e[3..6]),
-            lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
-            hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
-            sum_vc: [
-                z as u128 * wide(&e[1..3]),
-                wide(&e[10..13]),
-                wide(&e[13..16]),
-            ],
-            sum_vc2: [
-                (z * z) as u128 * wide(&e[1..3]),
-                wide(&e[16..19]),
-                wide(&e[19..22]),
-            ],
-        })
-        .collect();
-    Ok((mask, sums))
+    Ok((strong, sums))
 }

@@ -16,7 +16,7 @@
 pub mod cpu;
 mod gpu;
 
-pub use gpu::{find_spots, strong_pixels};
+pub use gpu::{find_spots, find_spots_with, strong_pixels};
 
 use crate::error::{Error, Result};
 
@@ -352,10 +352,10 @@ impl SpotSums {
         let v = u128::from(v);
         self.sum_v += v;
         self.sum_v2 += v * v;
-        for a in 0..3 {
-            self.lo[a] = self.lo[a].min(c[a]);
-            self.hi[a] = self.hi[a].max(c[a]);
-            let ca = u128::from(c[a]);
+        for (a, &ca) in c.iter().enumerate() {
+            self.lo[a] = self.lo[a].min(ca);
+            self.hi[a] = self.hi[a].max(ca);
+            let ca = u128::from(ca);
             self.sum_vc[a] += v * ca;
             self.sum_vc2[a] += v * ca * ca;
         }
