@@ -969,6 +969,12 @@ window.gpuscope = {
     const cpu = await gs.run('cpu', id, image, r.params);
     return { gpu: gpu?.data ?? null, cpu: cpu.data, shape: cpu.shape, gpuMs: gpu?.wallMs, kernelMs: gpu?.kernelMs, cpuMs: cpu.wallMs };
   },
+  /** One registry operation on one path, the whole result (tables too). */
+  runOp: async (where, id, image, params) => {
+    const r = parseStep(id, params, image);
+    if (r.error) throw new Error(r.error);
+    return gs.run(where, id, image, r.params);
+  },
   runGaussian: (p) => window.gpuscope.runBoth('gaussian_filter', p),
   runThreshold: (p) => window.gpuscope.runBoth('threshold', p),
   runConvolve: ({ weights, weightsShape, ...rest }) => {

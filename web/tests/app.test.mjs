@@ -51,6 +51,12 @@ const CASES = {
     ['hubble_deep_field.jpg', { diff: 30, size: 3, mode: 'bright' }],
     ['blobs3d.tif', { diff: 0.5, size: 3, mode: 'tomopy' }],
   ],
+  // A 200×230 crop of the diffraction frame (spots and a module gap), see
+  // the find_spots test below; the full frame is too slow for SwiftShader.
+  find_spots: [
+    ['DLS_I03_smargon_0001.cbf.gz', {}, { crop: [1400, 850, 200, 230] }],
+    ['DLS_I03_smargon_0001.cbf.gz', { algorithm: 'dispersion', kernel_size: '2, 4', gain: 1.5 }, { crop: [1400, 850, 200, 230] }],
+  ],
 };
 
 let browser;
@@ -166,7 +172,8 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
 
   it('runs every operation of the registry on WebGPU with the CPU reference’s numbers', async () => {
     for (const [id, cases] of Object.entries(CASES)) {
-      for (const [sample, params] of cases) {
+      for (const [sample, params, extra] of cases) {
+        if (extra?.crop) continue; // cropped cases have their own test
         await loadSample(sample);
         const r = await compareInPage(id, params);
         const what = `${id} on ${sample} ${JSON.stringify(params)}`;
@@ -193,6 +200,50 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
         console.log(`  ${what}: max diff ${r.maxDiff.toExponential(2)}, GPU ${r.gpuMs.toFixed(1)} ms, CPU ${r.cpuMs.toFixed(1)} ms`);
       }
     }
+  });
+
+  it('finds the same spots on WebGPU as the CPU reference on a crop of a CBF frame', async () => {
+    for (const [id, cases] of Object.entries(CASES)) {
+      for (const [sample, params, extra] of cases) {
+        if (!extra?.crop) continue;
+        await loadSample(sample);
+        const r = await page.evaluate(
+          async ([id, params, [r0, c0, h, w]]) => {
+            const full = window.gpuscope.state.image;
+            const cols = full.shape[1];
+            const data = new Float32Array(h * w);
+            for (let r = 0; r < h; r++) data.set(full.data.subarray((r0 + r) * cols + c0, (r0 + r) * cols + c0 + w), r * w);
+            const image = { ...full, data, shape: [h, w] };
+            const gs = window.gpuscope;
+            const both = await gs.runBoth(id, params, image);
+            return { ...both, gpu: Array.from(both.gpu), cpu: Array.from(both.cpu) };
+          },
+          [id, params, extra.crop],
+        );
+        const what = `${id} on a crop of ${sample} ${JSON.stringify(params)}`;
+        assert.equal(r.gpu.length, r.cpu.length, what);
+        const ones = r.cpu.reduce((a, b) => a + b, 0);
+        assert.ok(ones > 0, `${what}: no strong pixel`);
+        assert.deepEqual(r.gpu, r.cpu, `${what}: strong pixels differ`);
+        console.log(`  ${what}: ${ones} strong pixels, GPU ${r.gpuMs.toFixed(1)} ms, CPU ${r.cpuMs.toFixed(1)} ms`);
+      }
+    }
+    // The spot table itself, through the page's chain, on both paths.
+    const tables = await page.evaluate(async () => {
+      const gs = window.gpuscope;
+      const full = gs.state.image;
+      const [r0, c0, h, w] = [1400, 850, 200, 230];
+      const data = new Float32Array(h * w);
+      for (let r = 0; r < h; r++) data.set(full.data.subarray((r0 + r) * full.shape[1] + c0, (r0 + r) * full.shape[1] + c0 + w), r * w);
+      const out = {};
+      for (const where of ['gpu', 'cpu']) {
+        const res = await gs.runOp(where, 'find_spots', { data, shape: [h, w] }, {});
+        out[where] = res.table.rows;
+      }
+      return out;
+    });
+    assert.ok(tables.cpu.length > 0, 'no spots in the crop');
+    assert.deepEqual(tables.gpu, tables.cpu, 'the spot tables differ');
   });
 
   it('decodes the diffraction frame and the TIFF stacks of the samples', async () => {

@@ -17,7 +17,8 @@ use crate::common::{CliResult, Engine, Failure};
 #[derive(Args)]
 pub struct BenchArgs {
     /// Workloads to run (default: all): median-3, median-7, median-stack,
-    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15.
+    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, spots-eiger,
+    /// spots-series.
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -29,6 +30,12 @@ pub struct BenchArgs {
     /// Write the results as JSON to this file (also printed).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The shared data folder (spots-eiger, spots-series read the Eiger frame).
+    #[arg(long, default_value = "../shared/data")]
+    pub data: PathBuf,
+    /// Frames of the spots-series workload (benchmarks.md: 200).
+    #[arg(long, default_value_t = 200)]
+    pub frames: usize,
 }
 
 /// Uniform values in [0, 1) (xorshift; the medians' work does not depend on
@@ -256,6 +263,9 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             },
             resident,
         )?;
+    }
+    if want("spots-eiger") || want("spots-series") {
+        crate::spots::bench_spots(gpu, args, &want, &mut time)?;
     }
     let all = json!({ "device": gpu.summary().name, "results": rows });
     println!("{all}");

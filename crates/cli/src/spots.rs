@@ -345,3 +345,82 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
     }
     Ok(())
 }
+
+/// The spot workloads of `gpuscope bench` (benchmarks.md): spots-eiger, one
+/// Eiger 16M frame (int32 as the CBF holds it), dispersion_extended,
+/// labelled and measured; spots-series, that frame repeated as uint16 (gaps
+/// set to 0 and masked by a mask array, so the answer is the same), host
+/// memory in to spot table out.
+pub fn bench_spots(
+    gpu: &gpuscope_core::Gpu,
+    args: &crate::bench::BenchArgs,
+    want: &dyn Fn(&str) -> bool,
+    time: &mut dyn FnMut(&str, usize, &mut dyn FnMut() -> CliResult, Option<f64>) -> CliResult,
+) -> CliResult {
+    let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
+    let a = gpuscope_io::read(&path)?.array;
+    let (h, w) = (a.shape[0], a.shape[1]);
+    let ArrayData::I32(frame) = a.data else {
+        return Err(Failure(format!(
+            "{}: expected int32 counts",
+            path.display()
+        )));
+    };
+    let o = SpotOptions::default();
+    let n = h * w;
+    if want("spots-eiger") {
+        let mut found = 0;
+        time(
+            "spots-eiger",
+            4 * n,
+            &mut || {
+                let r = pollster::block_on(spots::find_spots_with(
+                    gpu,
+                    Counts::I32(&frame),
+                    [1, h, w],
+                    None,
+                    &o,
+                    false,
+                    false,
+                ))?;
+                found = r.spots.len();
+                Ok(())
+            },
+            None,
+        )?;
+        eprintln!("spots-eiger: {found} spots");
+    }
+    if want("spots-series") {
+        let nz = args.frames.max(1);
+        let one: Vec<u16> = frame.iter().map(|&v| v.clamp(0, 65535) as u16).collect();
+        let valid: Vec<bool> = frame.iter().map(|&v| v >= 0).collect();
+        let mut series = Vec::with_capacity(nz * n);
+        for _ in 0..nz {
+            series.extend_from_slice(&one);
+        }
+        time(
+            &format!("spots-series-{nz}"),
+            2 * nz * n,
+            &mut || {
+                let t = Instant::now();
+                let r = pollster::block_on(spots::find_spots_with(
+                    gpu,
+                    Counts::U16(&series),
+                    [nz, h, w],
+                    Some(&valid),
+                    &o,
+                    false,
+                    false,
+                ))?;
+                eprintln!(
+                    "spots-series: {nz} frames, {} spots, {:.1} frames/s",
+                    r.spots.len(),
+                    nz as f64 / t.elapsed().as_secs_f64()
+                );
+                Ok(())
+            },
+            None,
+        )?;
+    }
+    Ok(())
+}

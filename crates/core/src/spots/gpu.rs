@@ -628,6 +628,16 @@ pub async fn find_spots_with(
         )));
     }
     check_frame(n, [h, w], mask, options)?;
+    if window_max(options) >= 1 << 16 {
+        // The kernels' integer words hold sums over windows below 2^16 pixels.
+        return Err(Error::param(
+            "kernel-size",
+            format!(
+                "{:?}: the GPU takes windows below 65536 pixels (half-widths up to 127); use --cpu",
+                options.kernel_size
+            ),
+        ));
+    }
     let s = setup(h, w, options, mask);
     let want_mask = want_mask || three_d;
     let slots = nz.min(2);
