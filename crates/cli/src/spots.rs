@@ -346,6 +346,10 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
     Ok(())
 }
 
+/// bench.rs' timing closure: (workload, bytes, run, resident kernel ms).
+pub type TimeFn<'a> =
+    dyn FnMut(&str, usize, &mut dyn FnMut() -> CliResult, Option<f64>) -> CliResult + 'a;
+
 /// The spot workloads of `gpuscope bench` (benchmarks.md): spots-eiger, one
 /// Eiger 16M frame (int32 as the CBF holds it), dispersion_extended,
 /// labelled and measured; spots-series, that frame repeated as uint16 (gaps
@@ -355,7 +359,7 @@ pub fn bench_spots(
     gpu: &gpuscope_core::Gpu,
     args: &crate::bench::BenchArgs,
     want: &dyn Fn(&str) -> bool,
-    time: &mut dyn FnMut(&str, usize, &mut dyn FnMut() -> CliResult, Option<f64>) -> CliResult,
+    time: &mut TimeFn<'_>,
 ) -> CliResult {
     let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
     let a = gpuscope_io::read(&path)?.array;
