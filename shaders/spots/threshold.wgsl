@@ -195,6 +195,11 @@ fn first(@builtin(global_invocation_id) gid: vec3<u32>,
             }
         }
     }
+    decide_first(k, m, x, y);
+}
+
+// The first test of pixel k from its window sums.
+fn decide_first(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) {
     let me = pixel(k);
     var out = NO;
     if (p.algorithm == 1u) {
@@ -211,8 +216,10 @@ fn first(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     if (p.algorithm == 1u) {
         state[k] = out;
-        if (out == NO) {
-            atomicAdd(&list[1], 1u); // background pixels, for the distance
+        // Whether any pixel is background (for the distance): one store,
+        // not one atomic per pixel.
+        if (out == NO && atomicLoad(&list[1]) == 0u) {
+            atomicStore(&list[1], 1u);
         }
     } else {
         strong[k] = out;
@@ -295,6 +302,12 @@ fn final_test(@builtin(global_invocation_id) gid: vec3<u32>,
             }
         }
     }
+    decide_final(k, me.x, m, x);
+}
+
+// The final test of candidate pixel k (value v, above the global
+// threshold) from the sums over the widened window's background.
+fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
     var out = YES;
     let xf = f32_of2(x);
     if (m >= 2u && xf != 0.0) {
@@ -304,10 +317,138 @@ fn final_test(@builtin(global_invocation_id) gid: vec3<u32>,
         if (p.gain_mode != 0u) {
             inner = gain_at(k) * mean;
         }
-        out = compare(f32(me.x), mean + p.nsig_s * sqrt(inner));
+        out = compare(f32(v), mean + p.nsig_s * sqrt(inner));
         if (out == UNSURE) {
             push(k, m, x, vec2<u32>(0u, 0u));
         }
     }
     strong[k] = out;
+}
+
+// ---- Tiled versions of `first` and `final_test` for half-widths up to
+// TH (the common case): a workgroup loads a 16 x 16 tile of output pixels
+// plus its halo into workgroup memory once, sums each input row over the
+// window's width, then each thread sums its column of row sums: separable
+// and exact (the same integers as the loops above, in another order).
+
+const T: u32 = 16u;
+const TH: u32 = 7u;            // largest half-width of the tiled kernels
+const NONE: u32 = 0xffffffffu; // not in the sums
+var<workgroup> tile_v: array<u32, 900>;  // (T + 2 TH)^2
+var<workgroup> row_m: array<u32, 480>;   // (T + 2 TH) * T
+var<workgroup> row_x: array<u32, 480>;
+var<workgroup> row_ylo: array<u32, 480>;
+var<workgroup> row_yhi: array<u32, 480>;
+
+// Loads the tile's input (half-widths ky, kx); `second`: the final test's
+// background pixels instead of the first test's valid ones. Returns the
+// tile's first output row and column.
+fn load_tile(t: u32, li: u32, ky: u32, kx: u32, second: bool) -> vec2<u32> {
+    let tiles_x = (p.w + T - 1u) / T;
+    let r0 = (t / tiles_x) * T;
+    let c0 = (t % tiles_x) * T;
+    let iw = T + 2u * kx;
+    let ih = T + 2u * ky;
+    for (var i = li; i < iw * ih; i += 256u) {
+        let rr = i32(r0 + i / iw) - i32(ky);
+        let cc = i32(c0 + i % iw) - i32(kx);
+        var s = NONE;
+        if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
+            let q = u32(rr) * p.w + u32(cc);
+            let v = pixel(q);
+            if (second) {
+                if ((cls[q] & 2u) != 0u) {
+                    s = v.x;
+                }
+            } else if (v.y == 1u && v.x < BIG) {
+                s = v.x;
+            }
+        }
+        tile_v[i] = s;
+    }
+    return vec2<u32>(r0, c0);
+}
+
+// Row sums over the window's width for every input row and output column.
+fn row_sums(li: u32, ky: u32, kx: u32, squares: bool) {
+    let iw = T + 2u * kx;
+    for (var i = li; i < (T + 2u * ky) * T; i += 256u) {
+        let row = i / T;
+        let col = i % T;
+        var m = 0u;
+        var x = 0u;
+        var y = vec2<u32>(0u, 0u);
+        for (var d = 0u; d <= 2u * kx; d++) {
+            let s = tile_v[row * iw + col + d];
+            if (s != NONE) {
+                m += 1u;
+                x += s;
+                if (squares) {
+                    y = add2(y, mul_wide(s, s));
+                }
+            }
+        }
+        row_m[i] = m;
+        row_x[i] = x;
+        row_ylo[i] = y.x;
+        row_yhi[i] = y.y;
+    }
+}
+
+@compute @workgroup_size(256)
+fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) li: u32) {
+    keep();
+    let t = wid.x + wid.y * groups.x;
+    let o = load_tile(t, li, p.ky, p.kx, false);
+    workgroupBarrier();
+    row_sums(li, p.ky, p.kx, true);
+    workgroupBarrier();
+    let r = o.x + li / T;
+    let c = o.y + li % T;
+    if (r < p.h && c < p.w) {
+        var m = 0u;
+        var x = vec2<u32>(0u, 0u);
+        var y = vec2<u32>(0u, 0u);
+        for (var d = 0u; d <= 2u * p.ky; d++) {
+            let j = (li / T + d) * T + li % T;
+            m += row_m[j];
+            x = add2(x, vec2<u32>(row_x[j], 0u));
+            y = add2(y, vec2<u32>(row_ylo[j], row_yhi[j]));
+        }
+        decide_first(r * p.w + c, m, x, y);
+    }
+}
+
+@compute @workgroup_size(256)
+fn final_tiled(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) li: u32) {
+    keep();
+    let t = wid.x + wid.y * groups.x;
+    let ky = p.ky + 2u;
+    let kx = p.kx + 2u;
+    let o = load_tile(t, li, ky, kx, true);
+    workgroupBarrier();
+    row_sums(li, ky, kx, false);
+    workgroupBarrier();
+    let r = o.x + li / T;
+    let c = o.y + li % T;
+    if (r < p.h && c < p.w) {
+        let k = r * p.w + c;
+        let me = pixel(k);
+        if ((cls[k] & 1u) == 0u || !global_test(me.x)) {
+            strong[k] = NO;
+        } else {
+            var m = 0u;
+            var x = vec2<u32>(0u, 0u);
+            for (var d = 0u; d <= 2u * ky; d++) {
+                let j = (li / T + d) * T + li % T;
+                m += row_m[j];
+                x = add2(x, vec2<u32>(row_x[j], 0u));
+            }
+            decide_final(k, me.x, m, x);
+        }
+    }
 }

@@ -124,6 +124,11 @@ fn parameters_and_gain_match_the_cpu_reference() {
                 kernel_size: [2, 4],
                 ..opts(algorithm)
             },
+            // Half-widths beyond the tiled kernels' halo: the per-pixel loops.
+            SpotOptions {
+                kernel_size: [6, 2],
+                ..opts(algorithm)
+            },
             SpotOptions {
                 kernel_size: [1, 1],
                 min_local: 0,

@@ -360,22 +360,43 @@ fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
     ]
 }
 
+/// Records one threshold kernel. "first" and "final_test" run as their
+/// workgroup-tiled versions (16 x 16 pixels per workgroup) when the
+/// half-widths fit the tiles' halo (kernel_size up to 5: the final test
+/// widens it by 2, the tiles hold 7).
 fn dispatch_threshold(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
     entry: &str,
     params: &wgpu::Buffer,
     b: &Buffers,
-    n: usize,
+    s: &Setup<'_>,
 ) -> Result<()> {
     let set = threshold_set(params, b);
     let refs: Vec<&wgpu::Buffer> = set.iter().collect();
+    let [ky, kx] = s.options.kernel_size;
+    let tiled = ky.max(kx) + 2 <= TILE_HALO && matches!(entry, "first" | "final_test");
+    let (entry, threads) = if tiled {
+        let tiles = s.h.div_ceil(TILE) * s.w.div_ceil(TILE);
+        let name = if entry == "first" {
+            "first_tiled"
+        } else {
+            "final_tiled"
+        };
+        (name, (tiles * 256) as u64)
+    } else {
+        (entry, (s.h * s.w) as u64)
+    };
     rec.dispatch(
         &gpu.pipeline(shaders::SPOTS_THRESHOLD, entry)?,
         &refs,
-        n as u64,
+        threads,
     )
 }
+
+/// The tiled kernels' tile side and largest halo (threshold.wgsl T, TH).
+const TILE: usize = 16;
+const TILE_HALO: usize = 7;
 
 /// The slow, exact path of one frame whose image is already on the GPU:
 /// each test, then the host's f64 decisions for the undecided pixels.
@@ -383,13 +404,12 @@ fn dispatch_threshold(
 /// host must compute the frame (more undecided pixels than the list holds).
 async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_>) -> Result<bool> {
     let o = s.options;
-    let n = s.h * s.w;
     clear_list(gpu, b);
     let mut p = s.base;
     p.fmt = fmt_of(frame);
     let params = gpu.uniform(&p);
     let mut rec = gpu.recorder();
-    dispatch_threshold(&mut rec, gpu, "first", &params, b, n)?;
+    dispatch_threshold(&mut rec, gpu, "first", &params, b, s)?;
     rec.submit().await?;
     let (Some(list), n_background) = read_list(gpu, b, 0).await? else {
         return Ok(false);
@@ -416,8 +436,8 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     p.slot = 1;
     let params = gpu.uniform(&p);
     let mut rec = gpu.recorder();
-    dispatch_threshold(&mut rec, gpu, "erode", &params, b, n)?;
-    dispatch_threshold(&mut rec, gpu, "final_test", &params, b, n)?;
+    dispatch_threshold(&mut rec, gpu, "erode", &params, b, s)?;
+    dispatch_threshold(&mut rec, gpu, "final_test", &params, b, s)?;
     rec.submit().await?;
     let (Some(list), _) = read_list(gpu, b, 1).await? else {
         return Ok(false);
@@ -484,7 +504,6 @@ fn dispatch_frame(
     s: &Setup<'_>,
     fmt: u32,
 ) -> Result<()> {
-    let n = s.h * s.w;
     let mut p = s.base;
     p.fmt = fmt;
     if s.options.algorithm == Algorithm::DispersionExtended {
@@ -492,12 +511,12 @@ fn dispatch_frame(
         p.slot = 1;
         p.no_background = 2; // counted on the GPU by the first test
         let second = gpu.uniform(&p);
-        dispatch_threshold(rec, gpu, "first", &first, b, n)?;
-        dispatch_threshold(rec, gpu, "erode", &second, b, n)?;
-        dispatch_threshold(rec, gpu, "final_test", &second, b, n)?;
+        dispatch_threshold(rec, gpu, "first", &first, b, s)?;
+        dispatch_threshold(rec, gpu, "erode", &second, b, s)?;
+        dispatch_threshold(rec, gpu, "final_test", &second, b, s)?;
     } else {
         let first = gpu.uniform(&p);
-        dispatch_threshold(rec, gpu, "first", &first, b, n)?;
+        dispatch_threshold(rec, gpu, "first", &first, b, s)?;
     }
     dispatch_spots(rec, gpu, b, s, fmt)
 }
