@@ -35,7 +35,7 @@ struct Params {
     slot: u32,        // undecided list: 0 first test (count list[0]), 1 final test (list[2])
     gain: f32,
     nsig_s: f32,
-    _pad1: f32,
+    strong_cap: u32,
     _pad2: f32,
 }
 
@@ -46,6 +46,8 @@ const MARGIN: f32 = 1.52587890625e-5; // 2^-16
 const BIG: u32 = 16777216u;           // 2^24: left out of the sums
 const LIST_HEAD: u32 = 4u;
 const ENTRY: u32 = 6u;                // k, m, x lo, x hi, y lo, y hi
+// list[3] counts strong pixels, whose indices follow both undecided lists
+// (at LIST_HEAD + 2 * list_cap * ENTRY), up to strong_cap of them.
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> image: array<u32>;
@@ -111,6 +113,14 @@ fn push(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) {
         atomicStore(&list[at + 3u], x.y);
         atomicStore(&list[at + 4u], y.x);
         atomicStore(&list[at + 5u], y.y);
+    }
+}
+
+// Appends a strong pixel to the compact list (the spot kernels' input).
+fn append_strong(k: u32) {
+    let i = atomicAdd(&list[3], 1u);
+    if (i < p.strong_cap) {
+        atomicStore(&list[LIST_HEAD + 2u * p.list_cap * ENTRY + i], k);
     }
 }
 
@@ -223,6 +233,9 @@ fn decide_first(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) {
         }
     } else {
         strong[k] = out;
+        if (out == YES) {
+            append_strong(k);
+        }
     }
 }
 
@@ -323,6 +336,9 @@ fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
         }
     }
     strong[k] = out;
+    if (out == YES) {
+        append_strong(k);
+    }
 }
 
 // ---- Tiled versions of `first` and `final_test` for half-widths up to

@@ -37,6 +37,7 @@ pub const CLIP: &str = shader!("stats/clip.wgsl");
 pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.wgsl");
 pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
 pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
+pub const SPOTS_COMPACT: &str = shader!("spots/common.wgsl", "spots/compact.wgsl");
 
 /// Every shader with its name, for validation tests and tools.
 pub const ALL: &[(&str, &str)] = &[
@@ -51,4 +52,5 @@ pub const ALL: &[(&str, &str)] = &[
     ("spots/threshold.wgsl", SPOTS_THRESHOLD),
     ("spots/fix.wgsl", SPOTS_FIX),
     ("spots/measure.wgsl", SPOTS_MEASURE),
+    ("spots/compact.wgsl", SPOTS_COMPACT),
 ];

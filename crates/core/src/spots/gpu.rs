@@ -32,7 +32,7 @@ struct Params {
     slot: u32,
     gain: f32,
     nsig_s: f32,
-    _pad1: f32,
+    strong_cap: u32,
     _pad2: f32,
 }
 
@@ -69,6 +69,23 @@ const HEAD: usize = 4;
 const SPOT_CAP: usize = 1 << 16;
 /// Spots read back with the frame's header; more take a second read.
 const READ_SPOTS: usize = 4096;
+/// The fast path's compact list of strong pixels and its spot slots
+/// (compact.wgsl, 23 words per spot); a frame beyond either takes the
+/// full-frame path.
+const STRONG_CAP: usize = 1 << 18;
+const FAST_SPOTS: usize = 1 << 14;
+const W_FAST: usize = 23;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CompactParams {
+    w: u32,
+    fmt: u32,
+    strong_at: u32,
+    strong_cap: u32,
+    spot_cap: u32,
+    _pad: [u32; 3],
+}
 
 /// The buffers of one call, reused for every frame.
 struct Buffers {
@@ -164,12 +181,18 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         (px, "spots state"),
         (px, "spots classes"),
         (px, "spots strong"),
-        (4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u64, "spots list"),
+        (
+            4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY + STRONG_CAP) as u64,
+            "spots list",
+        ),
         (8 * LIST_CAP as u64 + 8, "spots fixes"),
         (n.div_ceil(4) as u64 * 4, "spots mask bytes"),
         (px, "spots labels"),
         (4 * (n_blocks as u64 + 1), "spots label blocks"),
-        (4 * (HEAD + SPOT_CAP * W) as u64, "spot sums"),
+        (
+            4 * (HEAD + (SPOT_CAP * W).max(FAST_SPOTS * W_FAST)) as u64,
+            "spot sums",
+        ),
     ];
     let mut got: Vec<wgpu::Buffer> = Vec::new();
     for (bytes, what) in sizes {
@@ -245,7 +268,7 @@ fn setup<'a>(h: usize, w: usize, options: &'a SpotOptions, mask: Option<&'a [boo
             _ => 1.0,
         },
         nsig_s: options.sigma_strong as f32,
-        _pad1: 0.0,
+        strong_cap: STRONG_CAP as u32,
         _pad2: 0.0,
     };
     Setup {
@@ -518,7 +541,101 @@ fn dispatch_frame(
         let first = gpu.uniform(&p);
         dispatch_threshold(rec, gpu, "first", &first, b, s)?;
     }
-    dispatch_spots(rec, gpu, b, s, fmt)
+    dispatch_compact(rec, gpu, b, s, fmt)
+}
+
+/// Records the spot kernels of the compact list of strong pixels.
+fn dispatch_compact(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    fmt: u32,
+) -> Result<()> {
+    let params = gpu.uniform(&CompactParams {
+        w: s.w as u32,
+        fmt,
+        strong_at: (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u32,
+        strong_cap: STRONG_CAP as u32,
+        spot_cap: FAST_SPOTS as u32,
+        _pad: [0; 3],
+    });
+    // `state` is free once the threshold kernels are done: the root slots.
+    let set = [
+        &params, &b.list, &b.parent, &b.state, &b.strong, &b.image, &b.acc,
+    ];
+    for (entry, threads) in [
+        ("clear", HEAD + FAST_SPOTS * W_FAST),
+        ("init", STRONG_CAP),
+        ("unite_neighbours", STRONG_CAP),
+        ("roots", STRONG_CAP),
+        ("accumulate", STRONG_CAP),
+    ] {
+        rec.dispatch(
+            &gpu.pipeline(shaders::SPOTS_COMPACT, entry)?,
+            &set,
+            threads as u64,
+        )?;
+    }
+    Ok(())
+}
+
+/// The fast path's spots from the acc words (header included), ordered by
+/// their first pixel; None when the frame must take the full-frame path.
+async fn fast_sums(
+    gpu: &Gpu,
+    b: &Buffers,
+    head: &[u32],
+    z: usize,
+) -> Result<Option<Vec<SpotSums>>> {
+    let (n_strong, n_spots) = (head[2] as usize, head[3] as usize);
+    if head[0] != 0 || head[1] != 0 || n_strong > STRONG_CAP || n_spots > FAST_SPOTS {
+        return Ok(None);
+    }
+    let words_needed = HEAD + n_spots * W_FAST;
+    let more;
+    let a: &[u32] = if head.len() >= words_needed {
+        head
+    } else {
+        more = words(&gpu.read(&b.acc, 4 * words_needed as u64).await?);
+        &more
+    };
+    let wide = |w: &[u32]| {
+        w.iter()
+            .rev()
+            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
+    };
+    let mut slots: Vec<&[u32]> = a[HEAD..words_needed].chunks_exact(W_FAST).collect();
+    slots.sort_by_key(|e| e[22]);
+    Ok(Some(
+        slots
+            .iter()
+            .map(|e| {
+                let sv = wide(&e[1..3]);
+                SpotSums {
+                    n: u64::from(e[0]),
+                    sum_v: sv,
+                    sum_v2: wide(&e[3..6]),
+                    lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
+                    hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
+                    sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
+                    sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
+                }
+            })
+            .collect(),
+    ))
+}
+
+/// The strong-pixel mask of a fast-path frame from its compact list.
+async fn fast_mask(gpu: &Gpu, b: &Buffers, n: usize, n_strong: usize) -> Result<Vec<bool>> {
+    let mut mask = vec![false; n];
+    if n_strong > 0 {
+        let at = 4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u64;
+        for k in words(&gpu.read_at(&b.list, at, 4 * n_strong as u64).await?) {
+            mask[k as usize] = true;
+        }
+    }
+    Ok(mask)
 }
 
 /// Header (undecided counts, label count) and spot sums from acc words.
@@ -716,7 +833,7 @@ async fn run_series(
     want_mask: bool,
 ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
     let n = s.h * s.w;
-    let read_bytes = 4 * (HEAD + READ_SPOTS * W) as u64;
+    let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
     let mut strong = Vec::with_capacity(if want_mask { nz * n } else { 0 });
     let mut sums = Vec::new();
     let mut in_flight: std::collections::VecDeque<(usize, crate::engine::Pending)> =
@@ -730,15 +847,22 @@ async fn run_series(
             let b = &bufs[zf % bufs.len()];
             let frame = counts.slice(zf * n..(zf + 1) * n);
             let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
-            let frame_sums = if head[0] != 0 || head[1] != 0 {
-                slow_frame(gpu, b, s, frame, zf).await?
-            } else {
-                collect_sums(gpu, b, s, frame, zf, &head).await?
-            };
-            sums.extend(frame_sums);
-            if want_mask {
-                let raw = gpu.read(&b.bytes, n as u64).await?;
-                strong.extend(raw.iter().map(|&v| v != 0));
+            match fast_sums(gpu, b, &head, zf).await? {
+                Some(frame_sums) => {
+                    sums.extend(frame_sums);
+                    if want_mask {
+                        strong.extend(fast_mask(gpu, b, n, head[2] as usize).await?);
+                    }
+                }
+                None => {
+                    // Undecided pixels or more strong pixels than the compact
+                    // path holds: the exact step-by-step full-frame path.
+                    sums.extend(slow_frame(gpu, b, s, frame, zf).await?);
+                    if want_mask {
+                        let raw = gpu.read(&b.bytes, n as u64).await?;
+                        strong.extend(raw.iter().map(|&v| v != 0));
+                    }
+                }
             }
         }
         if z == nz {
