@@ -109,6 +109,28 @@ def main():
                          capture_output=True, text=True)
     report["gpuscope_spots"] = json.loads(out.stdout)
 
+    # Exactness on this GPU: the three real frames, both algorithms, against
+    # the committed reference masks (tests/golden/spots).
+    golden = os.path.join(os.path.dirname(os.path.abspath(__file__)), "../tests/golden/spots")
+    checks = []
+    for name in sorted(os.listdir(os.path.join(a.data, "diffraction"))):
+        stem = name.split(".cbf")[0]
+        for algorithm in ["dispersion_extended", "dispersion"]:
+            ref_path = os.path.join(golden, f"{stem}_{algorithm}.npy")
+            if not os.path.exists(ref_path):
+                continue
+            sig = os.path.join(a.out, "signal.npy")
+            subprocess.run([a.gpuscope, "spots", os.path.join(a.data, "diffraction", name),
+                            "--algorithm", algorithm, "--signal", sig], check=True, capture_output=True)
+            got = np.load(sig).astype(bool)
+            rc = np.load(ref_path).astype(np.int64)
+            want = np.zeros(got.shape, bool)
+            want[rc[:, 0], rc[:, 1]] = True
+            checks.append({"frame": stem, "algorithm": algorithm, "strong": int(want.sum()),
+                           "pixels_differing": int((got != want).sum())})
+            os.remove(sig)
+    report["exact_vs_reference_masks"] = checks
+
     # CuPy port.
     try:
         import cupy as cp
