@@ -989,6 +989,12 @@ window.gpuscope = {
     const tables = cpu.table ? { gpuTable: gpu?.table ?? null, cpuTable: cpu.table, agreement: gpu && tableAgreement(OPS[id].exact, gpu.table, cpu.table) } : {};
     return { gpu: gpu?.data ?? null, cpu: cpu.data, shape: cpu.shape, gpuMs: gpu?.wallMs, kernelMs: gpu?.kernelMs, cpuMs: cpu.wallMs, count: cpu.count, gpuCount: gpu?.count, ...tables };
   },
+  /** One registry operation on one path, the whole result (tables too). */
+  runOp: async (where, id, image, params) => {
+    const r = parseStep(id, params, image);
+    if (r.error) throw new Error(r.error);
+    return gs.run(where, id, image, r.params);
+  },
   runGaussian: (p) => window.gpuscope.runBoth('gaussian_filter', p),
   runThreshold: (p) => window.gpuscope.runBoth('threshold', p),
   runConvolve: ({ weights, weightsShape, ...rest }) => {

@@ -366,6 +366,49 @@ export const OPS = {
     overlay: 'boundaries',
     exact: true,
   },
+  find_spots: {
+    title: 'find_spots (DIALS)',
+    reference: "dials.find_spots (DIALS' dispersion thresholds)",
+    help: "Strong pixels by DIALS' dispersion test (exact: DIALS' double-precision decision), 4-connected spots with their count-weighted centroids. Negative counts (gaps, bad pixels) are masked.",
+    params: [
+      { name: 'algorithm', type: 'choice', choices: ['dispersion_extended', 'dispersion'], default: 'dispersion_extended' },
+      { name: 'kernel_size', type: 'ints', default: '3, 3', min: 1, max: 127, help: 'half-widths of the local window, rows, cols (3, 3 = 7×7)' },
+      { name: 'sigma_background', type: 'float', default: 6, min: 0 },
+      { name: 'sigma_strong', type: 'float', default: 3, min: 0 },
+      { name: 'min_local', type: 'int', default: 2, min: 0, help: 'fewest valid pixels in the window (0: all of it)' },
+      { name: 'global_threshold', type: 'float', default: 0, min: 0 },
+      { name: 'gain', type: 'float', default: '', optional: true, min: 0, minExclusive: true, help: 'detector gain (empty: none, as DIALS without gain)' },
+      { name: 'min_spot_size', type: 'int', default: 3, min: 1 },
+      { name: 'max_spot_size', type: 'int', default: 1000, min: 1 },
+    ],
+    check: (p, input) => {
+      if (input.shape.length !== 2) return `find_spots takes one 2-D frame; this image is ${input.shape.join('×')}`;
+      if (p.kernel_size.length > 2) return `invalid kernel_size: ${p.kernel_size.join(', ')} (give 1 or 2 half-widths)`;
+      if (p.min_spot_size > p.max_spot_size) return `invalid min_spot_size: ${p.min_spot_size} (above max_spot_size ${p.max_spot_size})`;
+      return null;
+    },
+    python: (p) =>
+      `# dials.find_spots imported.expt spotfinder.threshold.algorithm=${p.algorithm} ` +
+      `kernel_size=${p.kernel_size.join(',')} sigma_background=${p.sigma_background} sigma_strong=${p.sigma_strong} ` +
+      `min_local=${p.min_local} global_threshold=${p.global_threshold}${p.gain === null ? '' : ` gain=${p.gain}`} ` +
+      `min_spot_size=${p.min_spot_size} max_spot_size=${p.max_spot_size}`,
+    gpu: 'find_spots',
+    cpu: 'find_spots',
+    args: (p) => [
+      p.algorithm,
+      Uint32Array.from(p.kernel_size),
+      p.sigma_background,
+      p.sigma_strong,
+      p.min_local,
+      p.global_threshold,
+      p.gain ?? undefined,
+      p.min_spot_size,
+      p.max_spot_size,
+    ],
+    result: 'table', // {data: strong-pixel mask, shape, count, table: {columns, rows}}
+    exact: true,
+    markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4, label: String(s.id) })),
+  },
 };
 
 /** Luminance of a colour image (h, w, 3|4): skimage's rgb2gray weights on

@@ -55,20 +55,27 @@ const CASES = {
     ['hubble_deep_field.jpg', { diff: 30, size: 3, mode: 'bright' }],
     ['blobs3d.tif', { diff: 0.5, size: 3, mode: 'tomopy' }],
   ],
-  // A third element runs a step first (on the CPU) and feeds its output in.
+  // A third element: {before: [op, params]} runs that step first (on the
+  // CPU) and feeds its output in; {crop} cases have a test of their own.
   sigma_clipped_stats: [
     ['hubble_deep_field.jpg', { sigma: 3, maxiters: '' }],
     ['coins.png', { sigma: 2, sigma_upper: 1.5, maxiters: 3, cenfunc: 'mean' }],
   ],
   label: [
-    ['coins.png', { connectivity: 1 }, ['threshold', { value: 100 }]],
-    ['coins.png', { connectivity: 2 }, ['threshold', { value: 100 }]],
-    ['blobs3d.tif', { connectivity: 1 }, ['threshold', { value: 2506 }]],
-    ['blobs3d.tif', { connectivity: 3 }, ['threshold', { value: 1100 }]],
+    ['coins.png', { connectivity: 1 }, { before: ['threshold', { value: 100 }] }],
+    ['coins.png', { connectivity: 2 }, { before: ['threshold', { value: 100 }] }],
+    ['blobs3d.tif', { connectivity: 1 }, { before: ['threshold', { value: 2506 }] }],
+    ['blobs3d.tif', { connectivity: 3 }, { before: ['threshold', { value: 1100 }] }],
   ],
   sources: [
     ['hubble_deep_field.jpg', {}],
     ['hubble_deep_field.jpg', { workshop: true, nsigma: 5, connectivity: 2 }],
+  ],
+  // A 200×230 crop of the diffraction frame (spots and a module gap), see
+  // the find_spots test below; the full frame is too slow for SwiftShader.
+  find_spots: [
+    ['DLS_I03_smargon_0001.cbf.gz', {}, { crop: [1400, 850, 200, 230] }],
+    ['DLS_I03_smargon_0001.cbf.gz', { algorithm: 'dispersion', kernel_size: '2, 4', gain: 1.5 }, { crop: [1400, 850, 200, 230] }],
   ],
 };
 
@@ -102,12 +109,12 @@ after(async () => {
 });
 
 /** Runs `id` on both paths in the page and compares there (no big transfers). */
-function compareInPage(id, params, before) {
+function compareInPage(id, params, prior) {
   return page.evaluate(
-    async ([id, params, before]) => {
+    async ([id, params, prior]) => {
       let image = window.gpuscope.state.image;
-      if (before) {
-        const b = await window.gpuscope.runBoth(before[0], before[1], image);
+      if (prior) {
+        const b = await window.gpuscope.runBoth(prior[0], prior[1], image);
         image = { data: Float32Array.from(b.cpu), shape: b.shape };
       }
       const r = await window.gpuscope.runBoth(id, params, image);
@@ -146,7 +153,7 @@ function compareInPage(id, params, before) {
         gpuCount: r.gpuCount,
       };
     },
-    [id, params, before],
+    [id, params, prior],
   );
 }
 
@@ -208,10 +215,12 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     const only = process.env.GPUSCOPE_OPS?.split(',');
     for (const [id, cases] of Object.entries(CASES)) {
       if (only && !only.includes(id)) continue;
-      for (const [sample, params, before] of cases) {
+      for (const [sample, params, extra] of cases) {
+        if (extra?.crop) continue; // cropped cases have their own test
+        const prior = extra?.before;
         await loadSample(sample);
-        const r = await compareInPage(id, params, before);
-        const what = `${id} on ${sample} ${JSON.stringify(params)}${before ? ` after ${JSON.stringify(before)}` : ''}`;
+        const r = await compareInPage(id, params, prior);
+        const what = `${id} on ${sample} ${JSON.stringify(params)}${prior ? ` after ${JSON.stringify(prior)}` : ''}`;
         if (r.table) {
           assert.ok(r.rows.length > 0, `${what}: an empty table`);
           assert.ok(r.agreement.ok, `${what}: GPU and CPU tables differ: ${JSON.stringify(r.agreement)}`);
@@ -265,6 +274,50 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
         console.log(`  ${what}: max diff ${r.maxDiff.toExponential(2)}, GPU ${r.gpuMs.toFixed(1)} ms, CPU ${r.cpuMs.toFixed(1)} ms`);
       }
     }
+  });
+
+  it('finds the same spots on WebGPU as the CPU reference on a crop of a CBF frame', async () => {
+    for (const [id, cases] of Object.entries(CASES)) {
+      for (const [sample, params, extra] of cases) {
+        if (!extra?.crop) continue;
+        await loadSample(sample);
+        const r = await page.evaluate(
+          async ([id, params, [r0, c0, h, w]]) => {
+            const full = window.gpuscope.state.image;
+            const cols = full.shape[1];
+            const data = new Float32Array(h * w);
+            for (let r = 0; r < h; r++) data.set(full.data.subarray((r0 + r) * cols + c0, (r0 + r) * cols + c0 + w), r * w);
+            const image = { ...full, data, shape: [h, w] };
+            const gs = window.gpuscope;
+            const both = await gs.runBoth(id, params, image);
+            return { ...both, gpu: Array.from(both.gpu), cpu: Array.from(both.cpu) };
+          },
+          [id, params, extra.crop],
+        );
+        const what = `${id} on a crop of ${sample} ${JSON.stringify(params)}`;
+        assert.equal(r.gpu.length, r.cpu.length, what);
+        const ones = r.cpu.reduce((a, b) => a + b, 0);
+        assert.ok(ones > 0, `${what}: no strong pixel`);
+        assert.deepEqual(r.gpu, r.cpu, `${what}: strong pixels differ`);
+        console.log(`  ${what}: ${ones} strong pixels, GPU ${r.gpuMs.toFixed(1)} ms, CPU ${r.cpuMs.toFixed(1)} ms`);
+      }
+    }
+    // The spot table itself, through the page's chain, on both paths.
+    const tables = await page.evaluate(async () => {
+      const gs = window.gpuscope;
+      const full = gs.state.image;
+      const [r0, c0, h, w] = [1400, 850, 200, 230];
+      const data = new Float32Array(h * w);
+      for (let r = 0; r < h; r++) data.set(full.data.subarray((r0 + r) * full.shape[1] + c0, (r0 + r) * full.shape[1] + c0 + w), r * w);
+      const out = {};
+      for (const where of ['gpu', 'cpu']) {
+        const res = await gs.runOp(where, 'find_spots', { data, shape: [h, w] }, {});
+        out[where] = res.table.rows;
+      }
+      return out;
+    });
+    assert.ok(tables.cpu.length > 0, 'no spots in the crop');
+    assert.deepEqual(tables.gpu, tables.cpu, 'the spot tables differ');
   });
 
   it('decodes the diffraction frame and the TIFF stacks of the samples', async () => {

@@ -19,7 +19,7 @@ use crate::common::{CliResult, Engine, Failure};
 pub struct BenchArgs {
     /// Workloads to run (default: all): median-3, median-7, median-stack,
     /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, slic-3d-L
-    /// (or slic-3d-<L>), slic-2d-rgb.
+    /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series.
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -43,6 +43,12 @@ pub struct BenchArgs {
     /// The image of slic-2d-rgb.
     #[arg(long, default_value = "../shared/data/images/astronaut.png")]
     pub astronaut: PathBuf,
+    /// The shared data folder (spots-eiger, spots-series read the Eiger frame).
+    #[arg(long, default_value = "../shared/data")]
+    pub data: PathBuf,
+    /// Frames of the spots-series workload (benchmarks.md: 200).
+    #[arg(long, default_value_t = 200)]
+    pub frames: usize,
 }
 
 /// A blob volume like binary_blobs(L, n_dim=3): sums of waves with random
@@ -341,6 +347,9 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             },
             None,
         )?;
+    }
+    if want("spots-eiger") || want("spots-series") {
+        crate::spots::bench_spots(gpu, args, &want, &mut time)?;
     }
     let all = json!({ "device": gpu.summary().name, "results": rows });
     println!("{all}");

@@ -7,6 +7,7 @@ mod common;
 mod filters;
 mod segment;
 mod slic;
+mod spots;
 mod stream;
 
 use std::path::{Path, PathBuf};
@@ -71,6 +72,8 @@ enum Command {
     Sources(segment::SourcesCmd),
     /// SLIC superpixels (skimage.segmentation.slic), 2-D and 3-D.
     Slic(slic::SlicCmd),
+    /// X-ray diffraction spot finding (DIALS' dispersion thresholds, pixel for pixel).
+    Spots(spots::SpotsCmd),
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -133,6 +136,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Label(args) => segment::label_cmd(&cli, args),
         Command::Sources(args) => segment::sources_cmd(&cli, args),
         Command::Slic(args) => slic::slic_cmd(&cli, args),
+        Command::Spots(args) => spots::spots_cmd(&cli, args),
     }
 }
 

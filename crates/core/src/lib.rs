@@ -10,6 +10,7 @@ pub mod keys;
 pub mod segment;
 pub mod shaders;
 pub mod slic;
+pub mod spots;
 pub mod stats;
 pub mod stream;
 

@@ -36,6 +36,10 @@ pub const MEASURE: &str = shader!("segment/measure.wgsl");
 pub const CLIP: &str = shader!("stats/clip.wgsl");
 pub const SLIC_KMEANS: &str = shader!("slic/kmeans.wgsl");
 pub const SLIC_CONNECT: &str = shader!("slic/connect.wgsl");
+pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.wgsl");
+pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
+pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
+pub const SPOTS_COMPACT: &str = shader!("spots/common.wgsl", "spots/compact.wgsl");
 
 /// Every shader with its name, for validation tests and tools.
 pub const ALL: &[(&str, &str)] = &[
@@ -49,6 +53,10 @@ pub const ALL: &[(&str, &str)] = &[
     ("stats/clip.wgsl", CLIP),
     ("slic/kmeans.wgsl", SLIC_KMEANS),
     ("slic/connect.wgsl", SLIC_CONNECT),
+    ("spots/threshold.wgsl", SPOTS_THRESHOLD),
+    ("spots/fix.wgsl", SPOTS_FIX),
+    ("spots/measure.wgsl", SPOTS_MEASURE),
+    ("spots/compact.wgsl", SPOTS_COMPACT),
 ];
 
 /// Replaces the text between the GENERATED markers of a template with `body`

@@ -50,7 +50,7 @@ fn result(data: JsValue, shape: &[u32], ms: f64, kernel_ms: Option<f64>) -> JsVa
 /// The WebGPU device, opened once per page.
 #[wasm_bindgen]
 pub struct Engine {
-    gpu: Gpu,
+    pub(crate) gpu: Gpu,
 }
 
 /// Opens the browser's WebGPU adapter. Fails with a message the page can

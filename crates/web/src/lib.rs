@@ -8,6 +8,9 @@
 
 pub mod ops;
 pub mod segment;
+pub mod spots;
 
 #[cfg(target_arch = "wasm32")]
 mod bindings;
+#[cfg(target_arch = "wasm32")]
+mod spots_bindings;

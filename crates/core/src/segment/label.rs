@@ -341,6 +341,20 @@ pub(crate) async fn record_label(
     blocks: &wgpu::Buffer,
 ) -> Result<()> {
     let mut rec = gpu.recorder();
+    dispatch_label(&mut rec, gpu, plan, mask, parent, blocks)?;
+    rec.submit().await
+}
+
+/// Records the labelling kernels into `rec` (callers chaining more work
+/// into one submission, such as spot finding).
+pub(crate) fn dispatch_label(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    plan: &Plan,
+    mask: &wgpu::Buffer,
+    parent: &wgpu::Buffer,
+    blocks: &wgpu::Buffer,
+) -> Result<()> {
     let three = [&plan.params, mask, parent];
     let four = [&plan.params, mask, parent, blocks];
     let per_pixel = plan.n as u64;
@@ -357,7 +371,7 @@ pub(crate) async fn record_label(
         let pipeline = gpu.pipeline(shaders::LABEL, entry)?;
         rec.dispatch(&pipeline, buffers, threads)?;
     }
-    rec.submit().await
+    Ok(())
 }
 
 pub mod cpu {

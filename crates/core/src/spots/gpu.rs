@@ -1,0 +1,886 @@
+//! The GPU path: shaders/spots/threshold.wgsl (window sums and tests),
+//! fix.wgsl (host decisions written back, mask packing), the labelling
+//! kernels of segment::label, and measure.wgsl (exact per-spot sums).
+//! Frames go up as read (u16 pairs or 32-bit words, never widened on the
+//! host); buffers are allocated once per call and reused frame after frame.
+
+use bytemuck::{Pod, Zeroable};
+
+use super::*;
+use crate::engine::Gpu;
+use crate::segment::label;
+use crate::shaders;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct Params {
+    h: u32,
+    w: u32,
+    ky: u32,
+    kx: u32,
+    min_count: u32,
+    algorithm: u32,
+    fmt: u32,
+    has_mask: u32,
+    gain_mode: u32,
+    thr: u32,
+    thr_none: u32,
+    ed: u32,
+    no_background: u32,
+    far_if_none: u32,
+    list_cap: u32,
+    slot: u32,
+    gain: f32,
+    nsig_s: f32,
+    strong_cap: u32,
+    _pad2: f32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CountParams {
+    count: u32,
+    w: u32,
+    fmt: u32,
+    n_labels: u32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct MeasureParams {
+    count: u32,
+    w: u32,
+    fmt: u32,
+    cap: u32,
+    n_blocks: u32,
+    _pad: [u32; 3],
+}
+
+/// Undecided pixels one pass can list; beyond, the frame is computed by the
+/// CPU reference (correct, slower).
+const LIST_CAP: usize = 1 << 16;
+const LIST_HEAD: usize = 4;
+const ENTRY: usize = 6;
+/// Words of per-spot sums (measure.wgsl), after a header of 4 words.
+const W: usize = 22;
+const HEAD: usize = 4;
+/// Spots one frame sums on the GPU; more (absurd for diffraction) are
+/// summed on the host from the labels.
+const SPOT_CAP: usize = 1 << 16;
+/// Spots read back with the frame's header; more take a second read.
+const READ_SPOTS: usize = 4096;
+/// The fast path's compact list of strong pixels and its spot slots
+/// (compact.wgsl, 23 words per spot); a frame beyond either takes the
+/// full-frame path.
+const STRONG_CAP: usize = 1 << 18;
+const FAST_SPOTS: usize = 1 << 14;
+const W_FAST: usize = 23;
+
+#[repr(C)]
+#[derive(Clone, Copy, Pod, Zeroable)]
+struct CompactParams {
+    w: u32,
+    fmt: u32,
+    strong_at: u32,
+    strong_cap: u32,
+    spot_cap: u32,
+    _pad: [u32; 3],
+}
+
+/// The buffers of one call, reused for every frame.
+struct Buffers {
+    image: wgpu::Buffer,
+    mask: wgpu::Buffer,
+    gains: wgpu::Buffer,
+    factors: wgpu::Buffer,
+    state: wgpu::Buffer,
+    cls: wgpu::Buffer,
+    strong: wgpu::Buffer,
+    list: wgpu::Buffer,
+    fixes: wgpu::Buffer,
+    bytes: wgpu::Buffer,
+    parent: wgpu::Buffer,
+    blocks: wgpu::Buffer,
+    acc: wgpu::Buffer,
+}
+
+impl Buffers {
+    fn all(&self) -> [&wgpu::Buffer; 13] {
+        [
+            &self.image,
+            &self.mask,
+            &self.gains,
+            &self.factors,
+            &self.state,
+            &self.cls,
+            &self.strong,
+            &self.list,
+            &self.fixes,
+            &self.bytes,
+            &self.parent,
+            &self.blocks,
+            &self.acc,
+        ]
+    }
+}
+
+/// Everything a frame needs besides its counts.
+struct Setup<'a> {
+    h: usize,
+    w: usize,
+    options: &'a SpotOptions,
+    mask: Option<&'a [bool]>,
+    base: Params,
+}
+
+fn fmt_of(c: Counts<'_>) -> u32 {
+    match c {
+        Counts::I32(_) => 0,
+        Counts::U16(_) => 1,
+        Counts::U32(_) => 2,
+    }
+}
+
+fn frame_bytes(c: Counts<'_>) -> &[u8] {
+    match c {
+        Counts::I32(v) => bytemuck::cast_slice(v),
+        Counts::U16(v) => bytemuck::cast_slice(v),
+        Counts::U32(v) => bytemuck::cast_slice(v),
+    }
+}
+
+fn words(raw: &[u8]) -> Vec<u32> {
+    raw.chunks_exact(4)
+        .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
+    let px = 4 * n as u64;
+    if px > gpu.max_binding_size() {
+        return Err(Error::InvalidInput(format!(
+            "a frame of {} x {} pixels needs {px}-byte buffers, above this device's binding limit of {} bytes; use --cpu",
+            setup.h,
+            setup.w,
+            gpu.max_binding_size()
+        )));
+    }
+    let n_blocks = n.div_ceil(1024);
+    let sizes: [(u64, &str); 13] = [
+        (px, "spots image"),
+        (n.div_ceil(4) as u64 * 4, "spots mask"),
+        (
+            if matches!(setup.options.gain, Gain::Map(_)) {
+                px
+            } else {
+                4
+            },
+            "spots gain",
+        ),
+        (4 * (window_max(setup.options) as u64 + 1), "spots factors"),
+        (px, "spots state"),
+        (px, "spots classes"),
+        (px, "spots strong"),
+        (
+            4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY + STRONG_CAP) as u64,
+            "spots list",
+        ),
+        (8 * LIST_CAP as u64 + 8, "spots fixes"),
+        (n.div_ceil(4) as u64 * 4, "spots mask bytes"),
+        (px, "spots labels"),
+        (4 * (n_blocks as u64 + 1), "spots label blocks"),
+        (
+            4 * (HEAD + (SPOT_CAP * W).max(FAST_SPOTS * W_FAST)) as u64,
+            "spot sums",
+        ),
+    ];
+    let mut got: Vec<wgpu::Buffer> = Vec::new();
+    for (bytes, what) in sizes {
+        match gpu.storage(bytes, what).await {
+            Ok(b) => got.push(b),
+            Err(e) => {
+                for b in got {
+                    gpu.recycle(b);
+                }
+                return Err(e);
+            }
+        }
+    }
+    let mut it = got.into_iter();
+    let mut next = || {
+        it.next()
+            .ok_or_else(|| Error::Device("buffer allocation".into()))
+    };
+    Ok(Buffers {
+        image: next()?,
+        mask: next()?,
+        gains: next()?,
+        factors: next()?,
+        state: next()?,
+        cls: next()?,
+        strong: next()?,
+        list: next()?,
+        fixes: next()?,
+        bytes: next()?,
+        parent: next()?,
+        blocks: next()?,
+        acc: next()?,
+    })
+}
+
+fn window_max(o: &SpotOptions) -> usize {
+    let [ky, kx] = o.kernel_size;
+    (2 * ky + 1) * (2 * kx + 1)
+}
+
+fn release(gpu: &Gpu, b: Buffers) {
+    for buf in b.all() {
+        gpu.recycle(buf.clone());
+    }
+}
+
+fn setup<'a>(h: usize, w: usize, options: &'a SpotOptions, mask: Option<&'a [bool]>) -> Setup<'a> {
+    let [ky, kx] = options.kernel_size;
+    let thr = options.global_threshold.floor();
+    let base = Params {
+        h: h as u32,
+        w: w as u32,
+        ky: ky as u32,
+        kx: kx as u32,
+        min_count: options.min_count() as u32,
+        algorithm: u32::from(options.algorithm == Algorithm::DispersionExtended),
+        fmt: 0,
+        has_mask: u32::from(mask.is_some()),
+        gain_mode: match options.gain {
+            Gain::None => 0,
+            Gain::Scalar(_) => 1,
+            Gain::Map(_) => 2,
+        },
+        thr: if thr < 4294967296.0 { thr as u32 } else { 0 },
+        thr_none: u32::from(thr >= 4294967296.0),
+        ed: ky.min(kx) as u32,
+        no_background: 0,
+        far_if_none: u32::from(h + w + 1 >= ky.min(kx)),
+        list_cap: LIST_CAP as u32,
+        slot: 0,
+        gain: match options.gain {
+            Gain::Scalar(g) => g as f32,
+            _ => 1.0,
+        },
+        nsig_s: options.sigma_strong as f32,
+        strong_cap: STRONG_CAP as u32,
+        _pad2: 0.0,
+    };
+    Setup {
+        h,
+        w,
+        options,
+        mask,
+        base,
+    }
+}
+
+/// Uploads what stays the same for every frame: mask, gain map, factors.
+fn upload_constants(gpu: &Gpu, b: &Buffers, s: &Setup<'_>) {
+    let o = s.options;
+    if let Some(m) = s.mask {
+        let mut bytes: Vec<u8> = m.iter().map(|&v| u8::from(v)).collect();
+        bytes.resize(m.len().div_ceil(4) * 4, 0);
+        gpu.upload(&b.mask, &bytes);
+    }
+    if let Gain::Map(g) = &o.gain {
+        let g32: Vec<f32> = g.iter().map(|&v| v as f32).collect();
+        gpu.upload(&b.gains, bytemuck::cast_slice(&g32));
+    }
+    // The right side of a > c without x, in DIALS' operation order (f64),
+    // per window count m; rounded once to f32.
+    let factors: Vec<f32> = (0..=window_max(o))
+        .map(|m| {
+            if m < 2 {
+                return 0.0;
+            }
+            let m = m as f64;
+            let s = (2.0 * (m - 1.0)).sqrt();
+            match o.gain {
+                Gain::None => (o.sigma_background * s) as f32,
+                _ => (m - 1.0 + o.sigma_background * s) as f32,
+            }
+        })
+        .collect();
+    gpu.upload(&b.factors, bytemuck::cast_slice(&factors));
+}
+
+/// Reads an undecided list (slot 0: first test, 1: final test): (pixel,
+/// m, x, y) entries, or None on overflow; and the background count.
+async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<(Option<Vec<[u64; 4]>>, u32)> {
+    let head = words(&gpu.read_at(&b.list, 0, 16).await?);
+    let (count, n_background) = (head[2 * slot] as usize, head[1]);
+    if count > LIST_CAP {
+        return Ok((None, n_background));
+    }
+    if count == 0 {
+        return Ok((Some(Vec::new()), n_background));
+    }
+    let raw = words(
+        &gpu.read_at(
+            &b.list,
+            4 * (LIST_HEAD + slot * LIST_CAP * ENTRY) as u64,
+            4 * (count * ENTRY) as u64,
+        )
+        .await?,
+    );
+    let entries = raw
+        .chunks_exact(ENTRY)
+        .map(|e| {
+            [
+                u64::from(e[0]),
+                u64::from(e[1]),
+                u64::from(e[2]) | u64::from(e[3]) << 32,
+                u64::from(e[4]) | u64::from(e[5]) << 32,
+            ]
+        })
+        .collect();
+    Ok((Some(entries), n_background))
+}
+
+/// Writes host decisions into `target` (state or strong).
+async fn apply(gpu: &Gpu, b: &Buffers, target: &wgpu::Buffer, fixes: &[u32]) -> Result<()> {
+    if fixes.is_empty() {
+        return Ok(());
+    }
+    gpu.upload(&b.fixes, bytemuck::cast_slice(fixes));
+    let params = gpu.uniform(&CountParams {
+        count: (fixes.len() / 2) as u32,
+        w: 0,
+        fmt: 0,
+        n_labels: 0,
+    });
+    let mut rec = gpu.recorder();
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_FIX, "apply")?,
+        &[&params, &b.fixes, target],
+        (fixes.len() / 2) as u64,
+    )?;
+    rec.submit().await
+}
+
+fn clear_list(gpu: &Gpu, b: &Buffers) {
+    gpu.upload(&b.list, &[0u8; 16]);
+}
+
+/// The threshold kernels' bindings.
+fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
+    [
+        params.clone(),
+        b.image.clone(),
+        b.mask.clone(),
+        b.gains.clone(),
+        b.factors.clone(),
+        b.state.clone(),
+        b.cls.clone(),
+        b.strong.clone(),
+        b.list.clone(),
+    ]
+}
+
+/// Records one threshold kernel. "first" and "final_test" run as their
+/// workgroup-tiled versions (16 x 16 pixels per workgroup) when the
+/// half-widths fit the tiles' halo (kernel_size up to 5: the final test
+/// widens it by 2, the tiles hold 7).
+fn dispatch_threshold(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    entry: &str,
+    params: &wgpu::Buffer,
+    b: &Buffers,
+    s: &Setup<'_>,
+) -> Result<()> {
+    let set = threshold_set(params, b);
+    let refs: Vec<&wgpu::Buffer> = set.iter().collect();
+    let [ky, kx] = s.options.kernel_size;
+    let tiled = ky.max(kx) + 2 <= TILE_HALO && matches!(entry, "first" | "final_test");
+    let (entry, threads) = if tiled {
+        let tiles = s.h.div_ceil(TILE) * s.w.div_ceil(TILE);
+        let name = if entry == "first" {
+            "first_tiled"
+        } else {
+            "final_tiled"
+        };
+        (name, (tiles * 256) as u64)
+    } else {
+        (entry, (s.h * s.w) as u64)
+    };
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_THRESHOLD, entry)?,
+        &refs,
+        threads,
+    )
+}
+
+/// The tiled kernels' tile side and largest halo (threshold.wgsl T, TH).
+const TILE: usize = 16;
+const TILE_HALO: usize = 7;
+
+/// The slow, exact path of one frame whose image is already on the GPU:
+/// each test, then the host's f64 decisions for the undecided pixels.
+/// Leaves the strong states (0/1) in `b.strong`; returns false when the
+/// host must compute the frame (more undecided pixels than the list holds).
+async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_>) -> Result<bool> {
+    let o = s.options;
+    clear_list(gpu, b);
+    let mut p = s.base;
+    p.fmt = fmt_of(frame);
+    let params = gpu.uniform(&p);
+    let mut rec = gpu.recorder();
+    dispatch_threshold(&mut rec, gpu, "first", &params, b, s)?;
+    rec.submit().await?;
+    let (Some(list), n_background) = read_list(gpu, b, 0).await? else {
+        return Ok(false);
+    };
+    let extended = o.algorithm == Algorithm::DispersionExtended;
+    let mut fixes = Vec::with_capacity(2 * list.len());
+    let mut resolved_background = 0u32;
+    for &[k, m, x, y] in &list {
+        let k = k as usize;
+        let g = o.gain.at(k);
+        let yes = if extended {
+            dispersion_nonbackground(m as i64, x as i64, i128::from(y), g, o)
+        } else {
+            dispersion_strong(m as i64, x as i64, i128::from(y), frame.get(k), g, o)
+        };
+        resolved_background += u32::from(!yes);
+        fixes.extend([k as u32, u32::from(yes)]);
+    }
+    apply(gpu, b, if extended { &b.state } else { &b.strong }, &fixes).await?;
+    if !extended {
+        return Ok(true);
+    }
+    p.no_background = u32::from(n_background + resolved_background == 0);
+    p.slot = 1;
+    let params = gpu.uniform(&p);
+    let mut rec = gpu.recorder();
+    dispatch_threshold(&mut rec, gpu, "erode", &params, b, s)?;
+    dispatch_threshold(&mut rec, gpu, "final_test", &params, b, s)?;
+    rec.submit().await?;
+    let (Some(list), _) = read_list(gpu, b, 1).await? else {
+        return Ok(false);
+    };
+    let mut fixes = Vec::with_capacity(2 * list.len());
+    for &[k, m, x, _] in &list {
+        let k = k as usize;
+        let yes = final_strong(m as i64, x as i64, frame.get(k), o.gain.at(k), o);
+        fixes.extend([k as u32, u32::from(yes)]);
+    }
+    apply(gpu, b, &b.strong, &fixes).await?;
+    Ok(true)
+}
+
+/// Records pack, label and measure after the strong states are in place.
+fn dispatch_spots(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    fmt: u32,
+) -> Result<()> {
+    let n = s.h * s.w;
+    let pack = gpu.uniform(&CountParams {
+        count: n as u32,
+        w: s.w as u32,
+        fmt,
+        n_labels: 0,
+    });
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_FIX, "pack")?,
+        &[&pack, &b.strong, &b.bytes],
+        n.div_ceil(4) as u64,
+    )?;
+    let plan = label::plan(gpu, [1, s.h, s.w], 1);
+    label::dispatch_label(rec, gpu, &plan, &b.bytes, &b.parent, &b.blocks)?;
+    let params = gpu.uniform(&MeasureParams {
+        count: n as u32,
+        w: s.w as u32,
+        fmt,
+        cap: SPOT_CAP as u32,
+        n_blocks: plan.n_blocks as u32,
+        _pad: [0; 3],
+    });
+    let set = [&params, &b.parent, &b.image, &b.acc, &b.blocks, &b.list];
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_MEASURE, "clear")?,
+        &set,
+        (HEAD + SPOT_CAP * W) as u64,
+    )?;
+    rec.dispatch(
+        &gpu.pipeline(shaders::SPOTS_MEASURE, "accumulate")?,
+        &set,
+        n as u64,
+    )
+}
+
+/// Records the whole frame in one go, assuming no pixel is left undecided
+/// (the usual case: the header read back says whether it held).
+fn dispatch_frame(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    fmt: u32,
+) -> Result<()> {
+    let mut p = s.base;
+    p.fmt = fmt;
+    if s.options.algorithm == Algorithm::DispersionExtended {
+        let first = gpu.uniform(&p);
+        p.slot = 1;
+        p.no_background = 2; // counted on the GPU by the first test
+        let second = gpu.uniform(&p);
+        dispatch_threshold(rec, gpu, "first", &first, b, s)?;
+        dispatch_threshold(rec, gpu, "erode", &second, b, s)?;
+        dispatch_threshold(rec, gpu, "final_test", &second, b, s)?;
+    } else {
+        let first = gpu.uniform(&p);
+        dispatch_threshold(rec, gpu, "first", &first, b, s)?;
+    }
+    dispatch_compact(rec, gpu, b, s, fmt)
+}
+
+/// Records the spot kernels of the compact list of strong pixels.
+fn dispatch_compact(
+    rec: &mut crate::engine::Recorder<'_>,
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    fmt: u32,
+) -> Result<()> {
+    let params = gpu.uniform(&CompactParams {
+        w: s.w as u32,
+        fmt,
+        strong_at: (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u32,
+        strong_cap: STRONG_CAP as u32,
+        spot_cap: FAST_SPOTS as u32,
+        _pad: [0; 3],
+    });
+    // `state` is free once the threshold kernels are done: the root slots.
+    let set = [
+        &params, &b.list, &b.parent, &b.state, &b.strong, &b.image, &b.acc,
+    ];
+    for (entry, threads) in [
+        ("clear", HEAD + FAST_SPOTS * W_FAST),
+        ("init", STRONG_CAP),
+        ("unite_neighbours", STRONG_CAP),
+        ("roots", STRONG_CAP),
+        ("accumulate", STRONG_CAP),
+    ] {
+        rec.dispatch(
+            &gpu.pipeline(shaders::SPOTS_COMPACT, entry)?,
+            &set,
+            threads as u64,
+        )?;
+    }
+    Ok(())
+}
+
+/// The fast path's spots from the acc words (header included), ordered by
+/// their first pixel; None when the frame must take the full-frame path.
+async fn fast_sums(
+    gpu: &Gpu,
+    b: &Buffers,
+    head: &[u32],
+    z: usize,
+) -> Result<Option<Vec<SpotSums>>> {
+    let (n_strong, n_spots) = (head[2] as usize, head[3] as usize);
+    if head[0] != 0 || head[1] != 0 || n_strong > STRONG_CAP || n_spots > FAST_SPOTS {
+        return Ok(None);
+    }
+    let words_needed = HEAD + n_spots * W_FAST;
+    let more;
+    let a: &[u32] = if head.len() >= words_needed {
+        head
+    } else {
+        more = words(&gpu.read(&b.acc, 4 * words_needed as u64).await?);
+        &more
+    };
+    let wide = |w: &[u32]| {
+        w.iter()
+            .rev()
+            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
+    };
+    let mut slots: Vec<&[u32]> = a[HEAD..words_needed].chunks_exact(W_FAST).collect();
+    slots.sort_by_key(|e| e[22]);
+    Ok(Some(
+        slots
+            .iter()
+            .map(|e| {
+                let sv = wide(&e[1..3]);
+                SpotSums {
+                    n: u64::from(e[0]),
+                    sum_v: sv,
+                    sum_v2: wide(&e[3..6]),
+                    lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
+                    hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
+                    sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
+                    sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
+                }
+            })
+            .collect(),
+    ))
+}
+
+/// The strong-pixel mask of a fast-path frame from its compact list.
+async fn fast_mask(gpu: &Gpu, b: &Buffers, n: usize, n_strong: usize) -> Result<Vec<bool>> {
+    let mut mask = vec![false; n];
+    if n_strong > 0 {
+        let at = 4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u64;
+        for k in words(&gpu.read_at(&b.list, at, 4 * n_strong as u64).await?) {
+            mask[k as usize] = true;
+        }
+    }
+    Ok(mask)
+}
+
+/// Header (undecided counts, label count) and spot sums from acc words.
+fn parse_sums(a: &[u32], z: usize, count: usize) -> Vec<SpotSums> {
+    let wide = |w: &[u32]| {
+        w.iter()
+            .rev()
+            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
+    };
+    a[HEAD..HEAD + count * W]
+        .chunks_exact(W)
+        .map(|e| {
+            let sv = wide(&e[1..3]);
+            SpotSums {
+                n: u64::from(e[0]),
+                sum_v: sv,
+                sum_v2: wide(&e[3..6]),
+                lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
+                hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
+                sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
+                sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
+            }
+        })
+        .collect()
+}
+
+/// The spot sums of a frame whose kernels have run: from the acc words
+/// already read (`head`), reading more when needed.
+async fn collect_sums(
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+    z: usize,
+    head: &[u32],
+) -> Result<Vec<SpotSums>> {
+    let count = head[2] as usize;
+    if count > SPOT_CAP {
+        // More spots than the GPU sums hold: sum on the host from the labels.
+        let labels = words(&gpu.read(&b.parent, 4 * (s.h * s.w) as u64).await?);
+        let mut sums = vec![SpotSums::default(); count];
+        for (i, &l) in labels.iter().enumerate() {
+            if l > 0 {
+                let v = frame.get(i).max(0) as u64;
+                sums[l as usize - 1].add([z as u64, (i / s.w) as u64, (i % s.w) as u64], v);
+            }
+        }
+        return Ok(sums);
+    }
+    if head.len() >= HEAD + count * W {
+        return Ok(parse_sums(head, z, count));
+    }
+    let a = words(&gpu.read(&b.acc, 4 * (HEAD + count * W) as u64).await?);
+    Ok(parse_sums(&a, z, count))
+}
+
+/// The frame again on the exact slow path (image already on the GPU).
+async fn slow_frame(
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+    z: usize,
+) -> Result<Vec<SpotSums>> {
+    if !threshold_frame(gpu, b, s, frame).await? {
+        // Too many undecided pixels: the CPU reference decides.
+        let cpu_mask = cpu::strong_pixels(frame, [s.h, s.w], s.mask, s.options)?;
+        let states: Vec<u32> = cpu_mask.iter().map(|&v| u32::from(v)).collect();
+        gpu.upload(&b.strong, bytemuck::cast_slice(&states));
+    }
+    clear_list(gpu, b);
+    let mut rec = gpu.recorder();
+    dispatch_spots(&mut rec, gpu, b, s, fmt_of(frame))?;
+    rec.submit().await?;
+    let head = words(&gpu.read(&b.acc, 4 * HEAD as u64).await?);
+    collect_sums(gpu, b, s, frame, z, &head).await
+}
+
+/// Strong pixels of one frame on the GPU (DIALS' definition, exactly).
+pub async fn strong_pixels(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 2],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+) -> Result<Vec<bool>> {
+    let r = find_spots(gpu, counts, [1, shape[0], shape[1]], mask, options, false).await?;
+    Ok(r.strong)
+}
+
+/// Strong pixels and spots of `shape` = [frames, rows, cols] on the GPU.
+/// See [`find_spots_with`]; this one also returns the strong-pixel mask.
+pub async fn find_spots(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+) -> Result<SpotResult> {
+    find_spots_with(gpu, counts, shape, mask, options, three_d, true).await
+}
+
+/// Strong pixels and spots of a series on the GPU. Per frame the
+/// thresholds, the 4-connected labelling and the exact spot sums run in one
+/// submission and only the sums come back (plus the strong-pixel mask when
+/// `want_mask`, or for `three_d`, where the strong pixels of all frames are
+/// then labelled 6-connected through the stack). Two frames are in flight:
+/// the upload of one overlaps the kernels of the other. A frame with
+/// undecided pixels (rare) is redone on the exact slow path.
+pub async fn find_spots_with(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+    want_mask: bool,
+) -> Result<SpotResult> {
+    let [nz, h, w] = shape;
+    let n = h * w;
+    if nz == 0 || counts.len() != nz * n {
+        return Err(Error::InvalidInput(format!(
+            "{} values do not fill {nz} frames of {h} x {w}",
+            counts.len()
+        )));
+    }
+    check_frame(n, [h, w], mask, options)?;
+    if window_max(options) >= 1 << 16 {
+        // The kernels' integer words hold sums over windows below 2^16 pixels.
+        return Err(Error::param(
+            "kernel-size",
+            format!(
+                "{:?}: the GPU takes windows below 65536 pixels (half-widths up to 127); use --cpu",
+                options.kernel_size
+            ),
+        ));
+    }
+    let s = setup(h, w, options, mask);
+    let want_mask = want_mask || three_d;
+    let slots = nz.min(2);
+    let mut bufs: Vec<Buffers> = Vec::new();
+    let mut ups = Vec::new();
+    let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
+    let mut outcome = Ok(());
+    for _ in 0..slots {
+        match allocate(gpu, n, &s).await {
+            Ok(b) => {
+                upload_constants(gpu, &b, &s);
+                bufs.push(b);
+                ups.push(gpu.upload_buffer(frame_len as u64));
+            }
+            Err(e) => {
+                outcome = Err(e);
+                break;
+            }
+        }
+    }
+    let result = match outcome {
+        Ok(()) => run_series(gpu, &bufs, &mut ups, &s, counts, nz, want_mask).await,
+        Err(e) => Err(e),
+    };
+    for b in bufs {
+        release(gpu, b);
+    }
+    for u in ups {
+        gpu.release_upload(u);
+    }
+    let (strong, mut sums) = result?;
+    if three_d {
+        let l = label::label(gpu, &strong, &[nz, h, w], 1).await?;
+        sums = vec![SpotSums::default(); l.count];
+        for (i, &lab) in l.labels.iter().enumerate() {
+            if lab > 0 {
+                let (z, r, c) = (i / n, (i / w) % h, i % w);
+                let v = counts.get(i).max(0) as u64;
+                sums[lab as usize - 1].add([z as u64, r as u64, c as u64], v);
+            }
+        }
+    }
+    let mut r = SpotResult::from_sums(strong, &sums, options);
+    if !want_mask {
+        r.n_strong = sums.iter().map(|s| s.n).sum();
+    }
+    Ok(r)
+}
+
+async fn run_series(
+    gpu: &Gpu,
+    bufs: &[Buffers],
+    ups: &mut [crate::engine::UploadBuffer],
+    s: &Setup<'_>,
+    counts: Counts<'_>,
+    nz: usize,
+    want_mask: bool,
+) -> Result<(Vec<bool>, Vec<SpotSums>)> {
+    let n = s.h * s.w;
+    let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
+    let mut strong = Vec::with_capacity(if want_mask { nz * n } else { 0 });
+    let mut sums = Vec::new();
+    let mut in_flight: std::collections::VecDeque<(usize, crate::engine::Pending)> =
+        Default::default();
+    for z in 0..=nz {
+        // Collect frame z - 2 (or the rest at the end) before reusing its slot.
+        while in_flight.len() >= bufs.len() || (z == nz && !in_flight.is_empty()) {
+            let Some((zf, pending)) = in_flight.pop_front() else {
+                break;
+            };
+            let b = &bufs[zf % bufs.len()];
+            let frame = counts.slice(zf * n..(zf + 1) * n);
+            let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
+            match fast_sums(gpu, b, &head, zf).await? {
+                Some(frame_sums) => {
+                    sums.extend(frame_sums);
+                    if want_mask {
+                        strong.extend(fast_mask(gpu, b, n, head[2] as usize).await?);
+                    }
+                }
+                None => {
+                    // Undecided pixels or more strong pixels than the compact
+                    // path holds: the exact step-by-step full-frame path.
+                    sums.extend(slow_frame(gpu, b, s, frame, zf).await?);
+                    if want_mask {
+                        let raw = gpu.read(&b.bytes, n as u64).await?;
+                        strong.extend(raw.iter().map(|&v| v != 0));
+                    }
+                }
+            }
+        }
+        if z == nz {
+            break;
+        }
+        let slot = z % bufs.len();
+        let b = &bufs[slot];
+        let frame = counts.slice(z * n..(z + 1) * n);
+        let bytes = frame_bytes(frame);
+        gpu.fill(&mut ups[slot], bytes).await?;
+        clear_list(gpu, b);
+        let mut rec = gpu.recorder();
+        rec.copy_in(&ups[slot], &b.image, bytes.len() as u64);
+        dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
+        in_flight.push_back((
+            z,
+            rec.submit_with_readback(&b.acc, read_bytes, Some(&mut ups[slot])),
+        ));
+    }
+    Ok((strong, sums))
+}

@@ -1,0 +1,470 @@
+// DIALS' dispersion / dispersion_extended thresholds (see
+// crates/core/src/spots/mod.rs for the exactness argument). One thread per
+// pixel; window sums are exact integers; every comparison is decided in f32
+// only when its two sides differ by more than MARGIN of their size, which
+// is 256x the largest error of the f32 evaluation against DIALS' f64 one:
+//  - the left sides (a = m*y - x*x - x*(m-1), b = m*v - x, v) are exact
+//    integers and are exact in DIALS' f64 too, because the kernels send a
+//    pixel to the host whenever a product reaches 2^53; converting them to
+//    f32 costs at most 3 roundings (3 * 2^-24 relative);
+//  - the right sides (c, d, the local mean bound) are products, quotients
+//    and square roots of non-negative values, so their relative errors add
+//    up without cancellation: at most ~8 * 2^-24 in f32 (sqrt and division
+//    within a few ulp) and ~6 * 2^-53 in DIALS' f64;
+//  - hence |(lhs - rhs) - (LHS64 - RHS64)| < 12 * 2^-24 * (lhs + rhs), far
+//    below MARGIN = 2^-16. Zero right sides are decided with integers.
+// Undecided pixels (state 2) go to `list` with their exact sums; the host
+// decides them in f64 and writes the answers back (fix.wgsl).
+
+struct Params {
+    h: u32,
+    w: u32,
+    ky: u32,
+    kx: u32,
+    min_count: u32,
+    algorithm: u32,   // 0 dispersion, 1 dispersion_extended
+    fmt: u32,         // 0 i32, 1 u16 pairs, 2 u32
+    has_mask: u32,
+    gain_mode: u32,   // 0 none, 1 scalar, 2 map
+    thr: u32,         // v > global_threshold <=> v > thr (integer counts)
+    thr_none: u32,    // 1: no count exceeds the global threshold
+    ed: u32,          // erosion distance min(ky, kx)
+    no_background: u32, // 1: nothing is background after the first test; 2: read list[1]
+    far_if_none: u32, // DIALS' distance h + w + 1 >= ed when nothing is background
+    list_cap: u32,
+    slot: u32,        // undecided list: 0 first test (count list[0]), 1 final test (list[2])
+    gain: f32,
+    nsig_s: f32,
+    strong_cap: u32,
+    _pad2: f32,
+}
+
+const NO: u32 = 0u;
+const YES: u32 = 1u;
+const UNSURE: u32 = 2u;
+const MARGIN: f32 = 1.52587890625e-5; // 2^-16
+const BIG: u32 = 16777216u;           // 2^24: left out of the sums
+const LIST_HEAD: u32 = 4u;
+const ENTRY: u32 = 6u;                // k, m, x lo, x hi, y lo, y hi
+// list[3] counts strong pixels, whose indices follow both undecided lists
+// (at LIST_HEAD + 2 * list_cap * ENTRY), up to strong_cap of them.
+
+@group(0) @binding(0) var<uniform> p: Params;
+@group(0) @binding(1) var<storage, read> image: array<u32>;
+@group(0) @binding(2) var<storage, read> mask: array<u32>;     // one byte per pixel, 0 = masked
+@group(0) @binding(3) var<storage, read> gains: array<f32>;
+@group(0) @binding(4) var<storage, read> factors: array<f32>;  // per window count m
+@group(0) @binding(5) var<storage, read_write> state: array<u32>;  // first test
+@group(0) @binding(6) var<storage, read_write> cls: array<u32>;    // bit 0 candidate, bit 1 background
+@group(0) @binding(7) var<storage, read_write> strong: array<u32>;
+@group(0) @binding(8) var<storage, read_write> list: array<atomic<u32>>;
+
+// Keeps every binding in each entry point's layout (the condition never holds).
+fn keep() {
+    if (p.h == 0xffffffffu) {
+        state[0] = image[0] + mask[0] + u32(gains[0] + factors[0]) + cls[0] + strong[0];
+        atomicAdd(&list[0], 0u);
+    }
+}
+
+// (value, valid): valid = not masked by the mask nor by the detector.
+fn pixel(k: u32) -> vec2<u32> {
+    let u = unpack(image[word_of(k, p.fmt)], k, p.fmt);
+    var ok = u.y == 0u;
+    if (p.has_mask != 0u && ((mask[k >> 2u] >> (8u * (k & 3u))) & 0xffu) == 0u) {
+        ok = false;
+    }
+    return vec2<u32>(u.x, select(0u, 1u, ok));
+}
+
+fn gain_at(k: u32) -> f32 {
+    if (p.gain_mode == 2u) {
+        return gains[k];
+    }
+    return p.gain;
+}
+
+// lhs > rhs for lhs, rhs >= 0 approximations of exact values (see above).
+fn compare(lhs: f32, rhs: f32) -> u32 {
+    let margin = MARGIN * (lhs + rhs);
+    if (lhs - rhs > margin) {
+        return YES;
+    }
+    if (rhs - lhs > margin) {
+        return NO;
+    }
+    return UNSURE;
+}
+
+fn both(a: u32, b: u32) -> u32 {
+    if (a == NO || b == NO) {
+        return NO;
+    }
+    return max(a, b);
+}
+
+fn push(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) {
+    let i = atomicAdd(&list[2u * p.slot], 1u);
+    if (i < p.list_cap) {
+        let at = LIST_HEAD + (p.slot * p.list_cap + i) * ENTRY;
+        atomicStore(&list[at], k);
+        atomicStore(&list[at + 1u], m);
+        atomicStore(&list[at + 2u], x.x);
+        atomicStore(&list[at + 3u], x.y);
+        atomicStore(&list[at + 4u], y.x);
+        atomicStore(&list[at + 5u], y.y);
+    }
+}
+
+// Appends a strong pixel to the compact list (the spot kernels' input).
+fn append_strong(k: u32) {
+    let i = atomicAdd(&list[3], 1u);
+    if (i < p.strong_cap) {
+        atomicStore(&list[LIST_HEAD + 2u * p.list_cap * ENTRY + i], k);
+    }
+}
+
+// The dispersion test a > c.
+fn test_a(m: u32, x: vec2<u32>, y: vec2<u32>, k: u32) -> u32 {
+    if (m < p.min_count) {
+        return NO;
+    }
+    let my = mul3_1(y, m);
+    let xx = mul2_2(x, x);
+    var s = xx;
+    if (p.gain_mode == 0u) {
+        s = add3(xx, mul3_1(x, m - 1u));
+    }
+    if (ge53(my) || ge53(s)) {
+        return UNSURE; // DIALS' f64 products may round: the host decides
+    }
+    if (!lt3(s, my)) {
+        return NO; // a <= 0 <= c
+    }
+    let xf = f32_of2(x);
+    let f = factors[m];
+    if (xf == 0.0 || f == 0.0) {
+        return YES; // c is exactly 0 (or below 2^-100) and a >= 1
+    }
+    var c = xf * f;
+    if (p.gain_mode != 0u) {
+        c = gain_at(k) * c;
+    }
+    return compare(f32_of3(sub3(my, s)), c);
+}
+
+// The dispersion algorithm's second test b > d.
+fn test_b(m: u32, x: vec2<u32>, v: u32, k: u32) -> u32 {
+    let mv = mul_wide(v, m);
+    let b3 = vec3<u32>(mv, 0u);
+    let x3 = vec3<u32>(x, 0u);
+    if (!lt3(x3, b3)) {
+        return NO; // b <= 0 <= d
+    }
+    let xf = f32_of2(x);
+    if (xf == 0.0 || p.nsig_s == 0.0) {
+        return YES;
+    }
+    var inner = xf * f32(m);
+    if (p.gain_mode != 0u) {
+        inner = gain_at(k) * inner;
+    }
+    return compare(f32_of3(sub3(b3, x3)), p.nsig_s * sqrt(inner));
+}
+
+fn global_test(v: u32) -> bool {
+    return p.thr_none == 0u && v > p.thr;
+}
+
+// Window sums over the pixels that count (valid and below 2^24), then the
+// first test: dispersion's whole test, or dispersion_extended's a > c.
+@compute @workgroup_size(256)
+fn first(@builtin(global_invocation_id) gid: vec3<u32>,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let k = thread_index(gid, groups);
+    if (k >= p.h * p.w) {
+        return;
+    }
+    let r = k / p.w;
+    let c = k % p.w;
+    let r0 = select(0u, r - p.ky, r >= p.ky);
+    let r1 = min(r + p.ky, p.h - 1u);
+    let c0 = select(0u, c - p.kx, c >= p.kx);
+    let c1 = min(c + p.kx, p.w - 1u);
+    var m = 0u;
+    var x = vec2<u32>(0u, 0u);
+    var y = vec2<u32>(0u, 0u);
+    for (var rr = r0; rr <= r1; rr++) {
+        for (var cc = c0; cc <= c1; cc++) {
+            let q = pixel(rr * p.w + cc);
+            if (q.y == 1u && q.x < BIG) {
+                m += 1u;
+                x = add2(x, vec2<u32>(q.x, 0u));
+                y = add2(y, mul_wide(q.x, q.x));
+            }
+        }
+    }
+    decide_first(k, m, x, y);
+}
+
+// The first test of pixel k from its window sums.
+fn decide_first(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) {
+    let me = pixel(k);
+    var out = NO;
+    if (p.algorithm == 1u) {
+        // Masked pixels count as non-background (they must not erode spots).
+        out = select(YES, test_a(m, x, y, k), me.y == 1u);
+    } else if (me.y == 1u && m >= p.min_count && global_test(me.x)) {
+        out = test_a(m, x, y, k);
+        if (out != NO) {
+            out = both(out, test_b(m, x, me.x, k));
+        }
+    }
+    if (out == UNSURE) {
+        push(k, m, x, y);
+    }
+    if (p.algorithm == 1u) {
+        state[k] = out;
+        // Whether any pixel is background (for the distance): one store,
+        // not one atomic per pixel.
+        if (out == NO && atomicLoad(&list[1]) == 0u) {
+            atomicStore(&list[1], 1u);
+        }
+    } else {
+        strong[k] = out;
+        if (out == YES) {
+            append_strong(k);
+        }
+    }
+}
+
+// dispersion_extended: candidates are valid non-background pixels at
+// Chebyshev distance >= ed from every background pixel (nothing outside
+// the image is background); the others, when valid and below 2^24, form
+// the background of the final test.
+@compute @workgroup_size(256)
+fn erode(@builtin(global_invocation_id) gid: vec3<u32>,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let k = thread_index(gid, groups);
+    if (k >= p.h * p.w) {
+        return;
+    }
+    let me = pixel(k);
+    var candidate = false;
+    var none = p.no_background == 1u;
+    if (p.no_background == 2u) {
+        none = atomicLoad(&list[1]) == 0u;
+    }
+    if (me.y == 1u && state[k] == YES) {
+        if (none) {
+            candidate = p.far_if_none != 0u;
+        } else {
+            let r = k / p.w;
+            let c = k % p.w;
+            let d = p.ed - 1u;
+            let r0 = select(0u, r - d, r >= d);
+            let r1 = min(r + d, p.h - 1u);
+            let c0 = select(0u, c - d, c >= d);
+            let c1 = min(c + d, p.w - 1u);
+            candidate = true;
+            for (var rr = r0; rr <= r1; rr++) {
+                for (var cc = c0; cc <= c1; cc++) {
+                    if (state[rr * p.w + cc] == NO) {
+                        candidate = false;
+                    }
+                }
+            }
+        }
+    }
+    let background = me.y == 1u && !candidate && me.x < BIG;
+    cls[k] = select(0u, 1u, candidate) | select(0u, 2u, background);
+}
+
+// dispersion_extended's final test over the widened window (ky+2, kx+2).
+@compute @workgroup_size(256)
+fn final_test(@builtin(global_invocation_id) gid: vec3<u32>,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let k = thread_index(gid, groups);
+    if (k >= p.h * p.w) {
+        return;
+    }
+    let me = pixel(k);
+    if ((cls[k] & 1u) == 0u || !global_test(me.x)) {
+        strong[k] = NO;
+        return;
+    }
+    let r = k / p.w;
+    let c = k % p.w;
+    let ky = p.ky + 2u;
+    let kx = p.kx + 2u;
+    let r0 = select(0u, r - ky, r >= ky);
+    let r1 = min(r + ky, p.h - 1u);
+    let c0 = select(0u, c - kx, c >= kx);
+    let c1 = min(c + kx, p.w - 1u);
+    var m = 0u;
+    var x = vec2<u32>(0u, 0u);
+    for (var rr = r0; rr <= r1; rr++) {
+        for (var cc = c0; cc <= c1; cc++) {
+            let q = rr * p.w + cc;
+            if ((cls[q] & 2u) != 0u) {
+                m += 1u;
+                x = add2(x, vec2<u32>(pixel(q).x, 0u));
+            }
+        }
+    }
+    decide_final(k, me.x, m, x);
+}
+
+// The final test of candidate pixel k (value v, above the global
+// threshold) from the sums over the widened window's background.
+fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
+    var out = YES;
+    let xf = f32_of2(x);
+    if (m >= 2u && xf != 0.0) {
+        // v >= mean + nsig_s * sqrt(g * mean), mean = x / m
+        let mean = xf / f32(m);
+        var inner = mean;
+        if (p.gain_mode != 0u) {
+            inner = gain_at(k) * mean;
+        }
+        out = compare(f32(v), mean + p.nsig_s * sqrt(inner));
+        if (out == UNSURE) {
+            push(k, m, x, vec2<u32>(0u, 0u));
+        }
+    }
+    strong[k] = out;
+    if (out == YES) {
+        append_strong(k);
+    }
+}
+
+// ---- Tiled versions of `first` and `final_test` for half-widths up to
+// TH (the common case): a workgroup loads a 16 x 16 tile of output pixels
+// plus its halo into workgroup memory once, sums each input row over the
+// window's width, then each thread sums its column of row sums: separable
+// and exact (the same integers as the loops above, in another order).
+
+const T: u32 = 16u;
+const TH: u32 = 7u;            // largest half-width of the tiled kernels
+const NONE: u32 = 0xffffffffu; // not in the sums
+var<workgroup> tile_v: array<u32, 900>;  // (T + 2 TH)^2
+var<workgroup> row_m: array<u32, 480>;   // (T + 2 TH) * T
+var<workgroup> row_x: array<u32, 480>;
+var<workgroup> row_ylo: array<u32, 480>;
+var<workgroup> row_yhi: array<u32, 480>;
+
+// Loads the tile's input (half-widths ky, kx); `second`: the final test's
+// background pixels instead of the first test's valid ones. Returns the
+// tile's first output row and column.
+fn load_tile(t: u32, li: u32, ky: u32, kx: u32, second: bool) -> vec2<u32> {
+    let tiles_x = (p.w + T - 1u) / T;
+    let r0 = (t / tiles_x) * T;
+    let c0 = (t % tiles_x) * T;
+    let iw = T + 2u * kx;
+    let ih = T + 2u * ky;
+    for (var i = li; i < iw * ih; i += 256u) {
+        let rr = i32(r0 + i / iw) - i32(ky);
+        let cc = i32(c0 + i % iw) - i32(kx);
+        var s = NONE;
+        if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
+            let q = u32(rr) * p.w + u32(cc);
+            let v = pixel(q);
+            if (second) {
+                if ((cls[q] & 2u) != 0u) {
+                    s = v.x;
+                }
+            } else if (v.y == 1u && v.x < BIG) {
+                s = v.x;
+            }
+        }
+        tile_v[i] = s;
+    }
+    return vec2<u32>(r0, c0);
+}
+
+// Row sums over the window's width for every input row and output column.
+fn row_sums(li: u32, ky: u32, kx: u32, squares: bool) {
+    let iw = T + 2u * kx;
+    for (var i = li; i < (T + 2u * ky) * T; i += 256u) {
+        let row = i / T;
+        let col = i % T;
+        var m = 0u;
+        var x = 0u;
+        var y = vec2<u32>(0u, 0u);
+        for (var d = 0u; d <= 2u * kx; d++) {
+            let s = tile_v[row * iw + col + d];
+            if (s != NONE) {
+                m += 1u;
+                x += s;
+                if (squares) {
+                    y = add2(y, mul_wide(s, s));
+                }
+            }
+        }
+        row_m[i] = m;
+        row_x[i] = x;
+        row_ylo[i] = y.x;
+        row_yhi[i] = y.y;
+    }
+}
+
+@compute @workgroup_size(256)
+fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) li: u32) {
+    keep();
+    let t = wid.x + wid.y * groups.x;
+    let o = load_tile(t, li, p.ky, p.kx, false);
+    workgroupBarrier();
+    row_sums(li, p.ky, p.kx, true);
+    workgroupBarrier();
+    let r = o.x + li / T;
+    let c = o.y + li % T;
+    if (r < p.h && c < p.w) {
+        var m = 0u;
+        var x = vec2<u32>(0u, 0u);
+        var y = vec2<u32>(0u, 0u);
+        for (var d = 0u; d <= 2u * p.ky; d++) {
+            let j = (li / T + d) * T + li % T;
+            m += row_m[j];
+            x = add2(x, vec2<u32>(row_x[j], 0u));
+            y = add2(y, vec2<u32>(row_ylo[j], row_yhi[j]));
+        }
+        decide_first(r * p.w + c, m, x, y);
+    }
+}
+
+@compute @workgroup_size(256)
+fn final_tiled(@builtin(workgroup_id) wid: vec3<u32>,
+               @builtin(num_workgroups) groups: vec3<u32>,
+               @builtin(local_invocation_index) li: u32) {
+    keep();
+    let t = wid.x + wid.y * groups.x;
+    let ky = p.ky + 2u;
+    let kx = p.kx + 2u;
+    let o = load_tile(t, li, ky, kx, true);
+    workgroupBarrier();
+    row_sums(li, ky, kx, false);
+    workgroupBarrier();
+    let r = o.x + li / T;
+    let c = o.y + li % T;
+    if (r < p.h && c < p.w) {
+        let k = r * p.w + c;
+        let me = pixel(k);
+        if ((cls[k] & 1u) == 0u || !global_test(me.x)) {
+            strong[k] = NO;
+        } else {
+            var m = 0u;
+            var x = vec2<u32>(0u, 0u);
+            for (var d = 0u; d <= 2u * ky; d++) {
+                let j = (li / T + d) * T + li % T;
+                m += row_m[j];
+                x = add2(x, vec2<u32>(row_x[j], 0u));
+            }
+            decide_final(k, me.x, m, x);
+        }
+    }
+}
