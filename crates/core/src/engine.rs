@@ -18,7 +18,7 @@ pub const WORKGROUP_SIZE: u32 = 256;
 /// 2x slower for 7x7 windows (neighbouring rows are then on other cores).
 pub const GRID_WORKGROUP: [u32; 3] = [32, 8, 1];
 /// Maximum number of timestamped passes in one recording.
-const MAX_TIMED_PASSES: u32 = 64;
+pub(crate) const MAX_TIMED_PASSES: u32 = 64;
 
 /// How to open the GPU.
 #[derive(Clone, Debug, Default)]
@@ -696,6 +696,11 @@ impl Recorder<'_> {
         let groups = [0, 1, 2].map(|a| extent[a].div_ceil(GRID_WORKGROUP[a] as usize) as u32);
         self.pass(pipeline, buffers, groups);
         Ok(())
+    }
+
+    /// Passes recorded so far that carry timestamps.
+    pub(crate) fn timed_passes(&self) -> u32 {
+        self.passes
     }
 
     fn pass(

@@ -437,14 +437,27 @@ pub(crate) async fn time_resident<T: Pod>(
     gpu.upload(&src, bytemuck::cast_slice(data));
     let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
     let outcome = async {
+        // Repeats run back to back in one submission (as many as the
+        // timestamp slots allow): separate submissions leave the GPU idle in
+        // between, and it clocks down (measured on an H200: the same kernel
+        // 2-5x slower). The time of a batch is its mean; the best batch wins.
         let mut best: Option<u64> = None;
-        for _ in 0..repeats.max(1) {
+        let mut left = repeats.max(1);
+        let mut batch = 1;
+        while left > 0 {
+            let n = batch.min(left);
             let mut rec = gpu.recorder();
-            kernel(&mut rec, &src, &dst, c)?;
+            for _ in 0..n {
+                kernel(&mut rec, &src, &dst, c)?;
+            }
+            let passes_per_repeat = (rec.timed_passes() as usize / n).max(1);
             rec.submit().await?;
             if let Some(ns) = gpu.last_kernel_ns() {
-                best = Some(best.map_or(ns, |b| b.min(ns)));
+                let mean = ns / n as u64;
+                best = Some(best.map_or(mean, |b| b.min(mean)));
             }
+            left -= n;
+            batch = (crate::engine::MAX_TIMED_PASSES as usize / passes_per_repeat).max(1);
         }
         Ok::<_, Error>(best)
     }

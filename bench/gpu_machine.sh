@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Every benchmark of BENCHMARKS.md on the GPU machine, ours and the peers'
+# in the same call (see ../shared/docs/gpu-machine.md). Expects, from the
+# repository root: .device/gpuscope (a release build), .device/data (a copy
+# of ../shared/data), .device/tools (../shared/tools), optionally
+# .device/py/cuda_slic (the gpu-slic 0.0.1a3 wheel, unpacked), and $OUT.
+#   bash bench/gpu_machine.sh filters   # median, stacks, Gaussian, 15x15
+#   bash bench/gpu_machine.sh segment   # kappa-sigma, labels
+#   bash bench/gpu_machine.sh slic      # slic-3d-L, slic-2d-rgb
+#   bash bench/gpu_machine.sh spots     # spots-eiger, spots-series
+set -uo pipefail
+OUT=${OUT:?set OUT}
+G=.device/gpuscope
+export NODEVICE_SELECT=1 PYTHONUNBUFFERED=1
+# The first process on a cold GPU runs slower (clocks ramp up): a throwaway run.
+$G bench --only gauss-2 --repeat 3 >/dev/null 2>&1
+for part in "$@"; do
+  case $part in
+    filters)
+      $G bench --only median-3,median-7,gauss-2,conv-gauss15,median-stack,outliers-stack,stack-roundtrip \
+        --repeat 7 --json $OUT/ours_filters.json >/dev/null
+      OUT=$OUT python3 bench/peers_filters.py >/dev/null ;;
+    segment)
+      python3 bench/segment_peers.py --gpuscope $G --repeat 5 --out $OUT >/dev/null ;;
+    slic)
+      mkdir -p /tmp/slic
+      PYTHONPATH=.device/py OUT=/tmp/slic REPEAT=2 ASTRONAUT=.device/data/images/astronaut.png \
+        python3 bench/slic_peers.py 100 200 300 400 500 >/dev/null
+      cp /tmp/slic/slic_peers.json $OUT/
+      $G bench --only slic-3d-L,slic-2d-rgb --repeat 3 --blobs-dir /tmp/slic \
+        --astronaut .device/data/images/astronaut.png --json $OUT/ours_slic.json >/dev/null ;;
+    spots)
+      python3 bench/spots_peers.py --gpuscope $G --data .device/data --tools .device/tools \
+        --out $OUT --frames 200 --repeat 7 >/dev/null ;;
+  esac
+done
+ls $OUT
