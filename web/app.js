@@ -614,7 +614,12 @@ function layerOf(k) {
   if (o.kind === 'labels') {
     return { base: baseOf(k - 1), overlay: { kind: OPS[o.op].overlay ?? 'labels', data: o.data }, markers: [], result: o };
   }
-  return { base: baseOf(k - 1), overlay: null, markers: OPS[o.op].markers?.(o) ?? [], result: o };
+  // Tables: markers, over the array the step also returns (strong pixels,
+  // source labels) when it has the base image's size.
+  const base = baseOf(k - 1);
+  const kind = OPS[o.op].overlay;
+  const overlay = kind && o.data?.length === base.data.length ? { kind, data: o.data } : null;
+  return { base, overlay, markers: OPS[o.op].markers?.(o) ?? [], result: o };
 }
 
 function fillLayerSelect() {

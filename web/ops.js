@@ -39,8 +39,9 @@
 //                        feeds the next step
 //                table   `{table: {columns: [{key, label}], rows: [{...}]}}`: shown in
 //                        the results table (sortable, CSV); `markers(result)` gives
-//                        [{y, x, r?, label?}] drawn on the step's input; the input
-//                        passes through to the next step unchanged
+//                        [{y, x, r?, label?}] drawn on the step's input; `overlay`
+//                        ('mask' | 'labels') also draws the result's `data` there;
+//                        the input passes through to the next step unchanged
 //   python(p, input)  the reference call as Python on the array `x` (shown in
 //              the page so a result can be checked in Jupyter), e.g.
 //              "ndimage.gaussian_filter(x, sigma=2, mode='reflect', cval=0, truncate=4)"
@@ -324,6 +325,7 @@ export const OPS = {
     }),
     // Pixel (i, j) is drawn over [i, i + 1) x [j, j + 1): its centre is i + 0.5.
     markers: (r) => r.table.rows.map((g) => ({ y: g.centroid_y + 0.5, x: g.centroid_x + 0.5, r: Math.max(3, Math.sqrt(g.area / Math.PI) + 2), label: String(g.label) })),
+    overlay: 'labels', // the labels under the markers (grey images)
     result: 'table',
     exact: false,
   },
@@ -408,6 +410,7 @@ export const OPS = {
     result: 'table', // {data: strong-pixel mask, shape, count, table: {columns, rows}}
     exact: true,
     markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4, label: String(s.id) })),
+    overlay: 'mask', // the strong pixels under the spot markers
   },
 };
 
