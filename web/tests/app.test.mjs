@@ -418,9 +418,9 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
   });
 
   it('draws label overlays in random colours, label boundaries and markers', async () => {
-    // Labels of the mask's 4-connected components, made here in JS (the
-    // core's label operation is not in this build): the viewer must show
-    // them as a labels result will be shown.
+    // Labels of the mask's 4-connected components, made here in JS so that
+    // the viewer's drawing is checked on its own (the operations' overlays
+    // are checked in 'shows real results over the image').
     const r = await state(() => {
       const mask = window.gpuscope.state.outputs[1].data;
       const [h, w] = window.gpuscope.state.outputs[1].shape;
@@ -766,6 +766,34 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     } finally {
       await browser.context.setOffline(false);
     }
+  });
+
+  it('shows real results over the image: source labels under their markers, superpixel boundaries', async () => {
+    const other = await openApp(browser.context, '#sample=coins.png&on=gpu&1.op=sources&1.nsigma=1&show=1', pageErrors);
+    await waitIdle(other);
+    const s = await other.evaluate(() => ({
+      message: window.gpuscope.message,
+      view: window.gpuscope.view(),
+      outputs: window.gpuscope.state.outputs.map((o) => [o.op, o.where, o.kind, o.table?.rows.length]),
+      summary: document.querySelector('#results-summary').textContent,
+    }));
+    assert.equal(s.message, '');
+    assert.deepEqual(s.outputs.map((o) => o.slice(0, 3)), [['sources', 'gpu', 'table']]);
+    // scipy on the same image and threshold (median + 1 clipped std) counts 358.
+    assert.equal(s.outputs[0][3], 358, 'sources found');
+    assert.equal(s.view.overlay, 'labels');
+    assert.match(s.summary, /^358 rows from sources/);
+    await screenshot(other.locator('#view'), 'coins-sources-labels-markers.png');
+    await other.evaluate(() => {
+      location.hash = '#sample=coins.png&on=gpu&1.op=slic&1.n_segments=100&1.compactness=0.1&1.max_num_iter=4&show=1';
+    });
+    await other.waitForFunction(() => window.gpuscope.state.busy === 0 && window.gpuscope.state.outputs[0]?.op === 'slic', null, { timeout: 120_000 });
+    const v = await other.evaluate(() => ({ view: window.gpuscope.view(), kind: window.gpuscope.state.outputs[0].kind, message: window.gpuscope.message }));
+    assert.equal(v.message, '');
+    assert.equal(v.kind, 'labels');
+    assert.equal(v.view.overlay, 'boundaries');
+    await screenshot(other.locator('#view'), 'coins-slic-boundaries.png');
+    await other.close();
   });
 
   it('a link reproduces a view: the URL hash round trip', async () => {
