@@ -534,9 +534,41 @@ impl Gpu {
         offset: u64,
         bytes: u64,
     ) -> Result<Vec<u8>> {
+        self.read_with(buffer, offset, bytes, |raw| raw.to_vec())
+            .await
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Copies the first `count` values of `buffer` back to the host as a
+    /// `Vec<T>`, straight from the mapped range (one host copy, not two:
+    /// large label arrays).
+    pub(crate) async fn read_vec<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        count: usize,
+    ) -> Result<Vec<T>> {
+        let bytes = (count * std::mem::size_of::<T>()) as u64;
+        let cast = |raw: &[u8]| match bytemuck::try_cast_slice::<u8, T>(raw) {
+            Ok(v) => v.to_vec(),
+            Err(_) => bytemuck::pod_collect_to_vec(raw),
+        };
+        self.read_with(buffer, 0, bytes, cast)
+            .await
+            .map(Option::unwrap_or_default)
+    }
+
+    /// Copies `bytes` bytes of `buffer` from `offset` into a fresh readback
+    /// buffer and hands them, still mapped, to `take`; None for 0 bytes.
+    async fn read_with<R>(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Result<Option<R>> {
         let padded = bytes.div_ceil(4) * 4;
         if padded == 0 {
-            return Ok(Vec::new());
+            return Ok(None);
         }
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
@@ -549,37 +581,18 @@ impl Gpu {
             .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
         encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
         self.queue.submit([encoder.finish()]);
-        let data = self.map_read(&staging).await?;
+        let taken = self
+            .map_read(&staging, |view| take(&view[..bytes as usize]))
+            .await;
         staging.destroy();
-        let mut data = data;
-        data.truncate(bytes as usize);
-        Ok(data)
+        taken.map(Some)
     }
 
-    /// Copies the first `count` values of `buffer` back to the host as a
-    /// `Vec<T>`, straight from the mapped range (one host copy, not two:
-    /// large label arrays).
-    pub(crate) async fn read_vec<T: bytemuck::Pod>(
+    async fn map_read<R>(
         &self,
-        buffer: &wgpu::Buffer,
-        count: usize,
-    ) -> Result<Vec<T>> {
-        let bytes = (count * std::mem::size_of::<T>()) as u64;
-        let padded = bytes.div_ceil(4) * 4;
-        if padded == 0 {
-            return Ok(Vec::new());
-        }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: padded,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, padded);
-        self.queue.submit([encoder.finish()]);
+        staging: &wgpu::Buffer,
+        take: impl FnOnce(&[u8]) -> R,
+    ) -> Result<R> {
         let (tx, rx) = futures_channel::oneshot::channel();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
             let _ = tx.send(r);
@@ -591,33 +604,10 @@ impl Gpu {
         let view = staging
             .get_mapped_range(..)
             .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
-        let raw = &view[..bytes as usize];
-        let data = match bytemuck::try_cast_slice::<u8, T>(raw) {
-            Ok(v) => v.to_vec(),
-            Err(_) => bytemuck::pod_collect_to_vec(raw),
-        };
+        let taken = take(&view);
         drop(view);
         staging.unmap();
-        staging.destroy();
-        Ok(data)
-    }
-
-    async fn map_read(&self, staging: &wgpu::Buffer) -> Result<Vec<u8>> {
-        let (tx, rx) = futures_channel::oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        self.poll_wait()?;
-        rx.await
-            .map_err(|_| Error::Device("the readback was cancelled".into()))?
-            .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
-        let view = staging
-            .get_mapped_range(..)
-            .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
-        let data = view.to_vec();
-        drop(view);
-        staging.unmap();
-        Ok(data)
+        Ok(taken)
     }
 
     fn poll_wait(&self) -> Result<()> {
