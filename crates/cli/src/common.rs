@@ -60,6 +60,22 @@ impl Engine {
     }
 }
 
+/// With GPUSCOPE_PROFILE set, the GPU time per entry point goes to stderr
+/// when the command ends (where a workload spends its time).
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Engine::Gpu(g) = self {
+            let rows = g.pass_profile();
+            if !rows.is_empty() {
+                eprintln!("profile: GPU time per entry point ({}):", g.summary().name);
+                for (name, ms, n) in rows {
+                    eprintln!("  {ms:10.3} ms  {n:6} passes  {name}");
+                }
+            }
+        }
+    }
+}
+
 pub fn integer_output(dtype: DType) -> CliResult<Output> {
     use DType::*;
     Ok(match dtype {

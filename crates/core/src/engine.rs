@@ -3,7 +3,7 @@
 //! The same code runs natively (Vulkan/Metal/DX12/GL) and in the browser
 //! (WebGPU); only `poll` differs.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -65,6 +65,10 @@ pub struct Gpu {
     staging: Mutex<Vec<wgpu::Buffer>>,
     /// Upload buffers kept between streams (see [`Gpu::release_upload`]).
     uploads: Mutex<Vec<UploadBuffer>>,
+    /// Entry-point name of every pipeline built, for the pass profile.
+    entry_names: Mutex<HashMap<wgpu::ComputePipeline, String>>,
+    /// GPU time and pass count per entry point, when GPUSCOPE_PROFILE is set.
+    profile: Option<Mutex<BTreeMap<String, (u64, u64)>>>,
 }
 
 /// A host-visible buffer the host fills and the GPU copies from, reused
@@ -87,6 +91,8 @@ pub(crate) struct Pending {
     bytes: u64,
     /// Offset and count of the pass timestamps copied behind the data.
     timestamps: Option<(u64, u32)>,
+    /// Entry point of each timed pass.
+    names: Vec<String>,
     index: wgpu::SubmissionIndex,
     mapped: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
 }
@@ -169,6 +175,8 @@ impl Gpu {
             total_kernel_ns: AtomicU64::new(0),
             staging: Mutex::new(Vec::new()),
             uploads: Mutex::new(Vec::new()),
+            entry_names: Mutex::new(HashMap::new()),
+            profile: profiling_requested().then(|| Mutex::new(BTreeMap::new())),
         })
     }
 
@@ -222,15 +230,37 @@ impl Gpu {
         self.total_kernel_ns.store(0, Ordering::Relaxed);
     }
 
-    fn add_kernel_ticks(&self, ticks: &[u64]) -> u64 {
+    fn add_kernel_ticks(&self, ticks: &[u64], names: &[String]) -> u64 {
         let period = f64::from(self.timestamp_period_ns.unwrap_or(1.0));
-        let total: u64 = ticks
+        let per_pass: Vec<u64> = ticks
             .chunks_exact(2)
             .map(|p| p[1].saturating_sub(p[0]))
-            .sum();
-        let ns = (total as f64 * period) as u64;
+            .collect();
+        let ns = (per_pass.iter().sum::<u64>() as f64 * period) as u64;
         self.total_kernel_ns.fetch_add(ns, Ordering::Relaxed);
+        if let Some(Ok(mut profile)) = self.profile.as_ref().map(Mutex::lock) {
+            for (name, t) in names.iter().zip(&per_pass) {
+                let e = profile.entry(name.clone()).or_default();
+                e.0 += (*t as f64 * period) as u64;
+                e.1 += 1;
+            }
+        }
         ns
+    }
+
+    /// GPU time per entry point (name, milliseconds, passes) since the
+    /// context was made, when the environment variable GPUSCOPE_PROFILE is
+    /// set and the adapter has timestamp queries; slowest first.
+    pub fn pass_profile(&self) -> Vec<(String, f64, u64)> {
+        let Some(Ok(profile)) = self.profile.as_ref().map(Mutex::lock) else {
+            return Vec::new();
+        };
+        let mut rows: Vec<(String, f64, u64)> = profile
+            .iter()
+            .map(|(k, &(ns, n))| (k.clone(), ns as f64 / 1e6, n))
+            .collect();
+        rows.sort_by(|a, b| b.1.total_cmp(&a.1));
+        rows
     }
 
     /// Waits for `pending` and hands its bytes, still mapped, to `take`.
@@ -243,6 +273,7 @@ impl Gpu {
             staging,
             bytes,
             timestamps,
+            names,
             index,
             mapped,
         } = pending;
@@ -258,7 +289,7 @@ impl Gpu {
             if let Some((offset, count)) = timestamps {
                 let raw = &view[offset as usize..(offset + 8 * u64::from(count)) as usize];
                 let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(raw);
-                self.add_kernel_ticks(&ticks);
+                self.add_kernel_ticks(&ticks, &names);
             }
             let taken = take(&view[..bytes as usize]);
             drop(view);
@@ -412,6 +443,9 @@ impl Gpu {
                 cache: None,
             });
         cache.insert(key, pipeline.clone());
+        if let Ok(mut names) = self.entry_names.lock() {
+            names.insert(pipeline.clone(), entry.to_string());
+        }
         Ok(pipeline)
     }
 
@@ -518,6 +552,7 @@ impl Gpu {
             encoder,
             queries,
             passes: 0,
+            names: Vec::new(),
         }
     }
 
@@ -626,6 +661,8 @@ pub(crate) struct Recorder<'g> {
     encoder: wgpu::CommandEncoder,
     queries: Option<wgpu::QuerySet>,
     passes: u32,
+    /// Entry point of each timed pass (for the profile).
+    names: Vec<String>,
 }
 
 impl Recorder<'_> {
@@ -726,6 +763,10 @@ impl Recorder<'_> {
         };
         if timestamp_writes.is_some() {
             self.passes += 1;
+            if self.gpu.profile.is_some() {
+                let name = self.gpu.entry_names.lock().ok().and_then(|n| n.get(pipeline).cloned());
+                self.names.push(name.unwrap_or_default());
+            }
         }
         let mut pass = self
             .encoder
@@ -745,6 +786,7 @@ impl Recorder<'_> {
             mut encoder,
             queries,
             passes,
+            names,
         } = self;
         let resolved = match (&queries, passes) {
             (Some(q), n) if n > 0 => {
@@ -766,7 +808,7 @@ impl Recorder<'_> {
             resolve.destroy();
             let ticks: &[u64] = bytemuck::try_cast_slice(&raw)
                 .map_err(|_| Error::Device("unaligned timestamp readback".into()))?;
-            let ns = gpu.add_kernel_ticks(ticks);
+            let ns = gpu.add_kernel_ticks(ticks, &names);
             gpu.last_kernel_ns.store(ns, Ordering::Relaxed);
         }
         if let Some(q) = queries {
@@ -800,6 +842,7 @@ impl Recorder<'_> {
             mut encoder,
             queries,
             passes,
+            names,
         } = self;
         let data = bytes.div_ceil(8) * 8;
         let timed = queries
@@ -839,6 +882,7 @@ impl Recorder<'_> {
             staging,
             bytes,
             timestamps,
+            names,
             index,
             mapped,
         }
@@ -869,6 +913,13 @@ fn size_class(bytes: u64) -> u64 {
     let top = 63 - bytes.leading_zeros();
     let step = 1u64 << (top - 2);
     bytes.div_ceil(step) * step
+}
+
+fn profiling_requested() -> bool {
+    #[cfg(not(target_arch = "wasm32"))]
+    return std::env::var_os("GPUSCOPE_PROFILE").is_some();
+    #[cfg(target_arch = "wasm32")]
+    return false;
 }
 
 fn fingerprint(s: &str) -> u64 {
