@@ -114,6 +114,13 @@ fn parse_size(s: &str) -> Result<u64, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Ctrl-C (or SIGTERM) mid-write: outputs go to temporary files renamed
+    // only when complete; remove those so nothing partial is left behind.
+    let _ = ctrlc::set_handler(|| {
+        gpuscope_io::remove_unfinished_outputs();
+        eprintln!("error: interrupted; no output file was written");
+        std::process::exit(130);
+    });
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg)) => {

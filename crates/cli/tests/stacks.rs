@@ -223,3 +223,52 @@ fn damaged_stacks_and_bad_parameters_fail_cleanly_without_output() {
         "some replaced"
     );
 }
+
+#[test]
+fn an_interrupted_run_leaves_no_output_and_no_temporary_file() {
+    // Ctrl-C while the output is being written: exit status 130, the
+    // target never appears and the temporary file beside it is removed.
+    let (d, h, w) = (48, 512, 512);
+    let dir = scratch("interrupted");
+    let input = dir.join("stack.npy");
+    let mut writer = NpyWriter::create(&input, vec![d, h, w], DType::U16).unwrap();
+    for z in 0..d {
+        let slab = Array::new(vec![1, h, w], ArrayData::U16(slice_u16(z, h, w))).unwrap();
+        writer.write_slab(&slab).unwrap();
+    }
+    writer.finish().unwrap();
+    let output = dir.join("median.npy");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["median", input.to_str().unwrap(), output.to_str().unwrap()])
+        .args(["--size", "1,9,9", "--memory-budget", "4M"])
+        .env("NODEVICE_SELECT", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let temporary = |dir: &std::path::Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+    };
+    let start = std::time::Instant::now();
+    while !temporary(&dir) {
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "the run ended before writing began: make the input larger"
+        );
+        assert!(start.elapsed().as_secs() < 120, "no temporary output appeared");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(child.try_wait().unwrap().is_none(), "finished before the signal");
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(stderr(&out).contains("interrupted"), "{}", stderr(&out));
+    assert!(!output.exists(), "a partial output was left");
+    assert!(!temporary(&dir), "a temporary file was left");
+}

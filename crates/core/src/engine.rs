@@ -69,6 +69,8 @@ pub struct Gpu {
     entry_names: Mutex<HashMap<wgpu::ComputePipeline, String>>,
     /// GPU time and pass count per entry point, when GPUSCOPE_PROFILE is set.
     profile: Option<Mutex<BTreeMap<String, (u64, u64)>>>,
+    /// Shaders keep wgpu's bounds checks and loop bounding (see `pipeline`).
+    checked_shaders: bool,
 }
 
 /// A host-visible buffer the host fills and the GPU copies from, reused
@@ -177,6 +179,7 @@ impl Gpu {
             uploads: Mutex::new(Vec::new()),
             entry_names: Mutex::new(HashMap::new()),
             profile: profiling_requested().then(|| Mutex::new(BTreeMap::new())),
+            checked_shaders: env_set("GPUSCOPE_CHECKED_SHADERS"),
         })
     }
 
@@ -426,12 +429,33 @@ impl Gpu {
         if let Some(p) = cache.get(&key) {
             return Ok(p.clone());
         }
-        let module = self
-            .device
-            .create_shader_module(wgpu::ShaderModuleDescriptor {
-                label: Some(entry),
-                source: wgpu::ShaderSource::Wgsl(source.into()),
-            });
+        let descriptor = wgpu::ShaderModuleDescriptor {
+            label: Some(entry),
+            source: wgpu::ShaderSource::Wgsl(source.into()),
+        };
+        let module = if self.checked_shaders {
+            self.device.create_shader_module(descriptor)
+        } else {
+            // SAFETY: the two checks dropped cost a large share of the time
+            // of loop-heavy kernels. Every loop of our shaders is bounded by
+            // its parameters (no infinite loop for a driver to assume
+            // away), and buffer accesses stay within the driver's own
+            // robustness (Vulkan's robustBufferAccess, the browser's
+            // WebGPU); workgroup-array indices are bounded by construction
+            // and every kernel is tested against its CPU twin on lavapipe
+            // in this mode. Integer-division guards stay on.
+            // GPUSCOPE_CHECKED_SHADERS=1 restores every check.
+            unsafe {
+                self.device.create_shader_module_trusted(
+                    descriptor,
+                    wgpu::ShaderRuntimeChecks {
+                        bounds_checks: false,
+                        force_loop_bounding: false,
+                        ..wgpu::ShaderRuntimeChecks::checked()
+                    },
+                )
+            }
+        };
         let pipeline = self
             .device
             .create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
@@ -916,10 +940,17 @@ fn size_class(bytes: u64) -> u64 {
 }
 
 fn profiling_requested() -> bool {
+    env_set("GPUSCOPE_PROFILE")
+}
+
+fn env_set(name: &str) -> bool {
     #[cfg(not(target_arch = "wasm32"))]
-    return std::env::var_os("GPUSCOPE_PROFILE").is_some();
+    return std::env::var_os(name).is_some_and(|v| !v.is_empty() && v != "0");
     #[cfg(target_arch = "wasm32")]
-    return false;
+    return {
+        let _ = name;
+        false
+    };
 }
 
 fn fingerprint(s: &str) -> u64 {

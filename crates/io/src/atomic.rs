@@ -4,9 +4,32 @@ use crate::error::{IoError, Result};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Temporary files being written, removed by [`remove_unfinished_outputs`]
+/// when the process is interrupted (Drop does not run then).
+static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+fn forget(path: &Path) {
+    if let Ok(mut live) = UNFINISHED.lock() {
+        live.retain(|p| p != path);
+    }
+}
+
+/// Removes every temporary output file still being written: call it from
+/// an interrupt handler (Ctrl-C) before exiting, so an interrupted run
+/// leaves neither a partial output nor a stray temporary file.
+pub fn remove_unfinished_outputs() {
+    // try_lock: a handler must not wait on a lock the interrupted thread holds.
+    if let Ok(live) = UNFINISHED.try_lock() {
+        for p in live.iter() {
+            let _ = std::fs::remove_file(p);
+        }
+    }
+}
 
 /// A temporary file beside `target`; removed on drop unless committed.
 pub(crate) struct TempFile {
@@ -31,6 +54,9 @@ impl TempFile {
         let path = dir.join(format!(".{base}.tmp-{}-{n}", std::process::id()));
         let file = File::create(&path)
             .map_err(|e| IoError::io("cannot create a temporary file beside the output", e))?;
+        if let Ok(mut live) = UNFINISHED.lock() {
+            live.push(path.clone());
+        }
         Ok((
             TempFile {
                 path,
@@ -54,6 +80,7 @@ impl TempFile {
         std::fs::rename(&self.path, &self.target)
             .map_err(|e| IoError::io("cannot rename the temporary file to the output", e))?;
         self.committed = true;
+        forget(&self.path);
         Ok(())
     }
 }
@@ -62,6 +89,7 @@ impl Drop for TempFile {
     fn drop(&mut self) {
         if !self.committed {
             let _ = std::fs::remove_file(&self.path);
+            forget(&self.path);
         }
     }
 }
@@ -74,4 +102,12 @@ pub(crate) fn write_atomic(
     let mut w = BufWriter::new(file);
     f(&mut w)?;
     tmp.commit(w)
+}
+
+/// Writes `bytes` to `path` through a temporary file (see [`write_atomic`]).
+pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic(path, |w| {
+        w.write_all(bytes)
+            .map_err(|e| IoError::io("cannot write the file", e))
+    })
 }

@@ -400,7 +400,7 @@ fn dispatch_threshold(
     let [ky, kx] = s.options.kernel_size;
     let tiled = ky.max(kx) + 2 <= TILE_HALO && matches!(entry, "first" | "final_test");
     let (entry, threads) = if tiled {
-        let tiles = s.h.div_ceil(TILE) * s.w.div_ceil(TILE);
+        let tiles = s.h.div_ceil(TILE_ROWS) * s.w.div_ceil(TILE_WIDTH);
         let name = if entry == "first" {
             "first_tiled"
         } else {
@@ -417,8 +417,9 @@ fn dispatch_threshold(
     )
 }
 
-/// The tiled kernels' tile side and largest halo (threshold.wgsl T, TH).
-const TILE: usize = 16;
+/// The tiled kernels' tile shape and largest halo (threshold.wgsl TW, TR, TH).
+const TILE_WIDTH: usize = 16;
+const TILE_ROWS: usize = 16;
 const TILE_HALO: usize = 7;
 
 /// The slow, exact path of one frame whose image is already on the GPU:
