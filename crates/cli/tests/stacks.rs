@@ -257,10 +257,16 @@ fn an_interrupted_run_leaves_no_output_and_no_temporary_file() {
             child.try_wait().unwrap().is_none(),
             "the run ended before writing began: make the input larger"
         );
-        assert!(start.elapsed().as_secs() < 120, "no temporary output appeared");
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "no temporary output appeared"
+        );
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert!(child.try_wait().unwrap().is_none(), "finished before the signal");
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "finished before the signal"
+    );
     let killed = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

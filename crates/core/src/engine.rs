@@ -251,9 +251,25 @@ impl Gpu {
         ns
     }
 
+    /// Starts timing a host-side phase for the profile (None when not
+    /// profiling): pass the result to [`Gpu::host_done`].
+    pub(crate) fn host_clock(&self) -> Option<std::time::Instant> {
+        self.profile.as_ref().map(|_| std::time::Instant::now())
+    }
+
+    /// Adds the wall time since `clock` to the profile as "host: <name>".
+    pub(crate) fn host_done(&self, name: &str, clock: Option<std::time::Instant>) {
+        if let (Some(t), Some(Ok(mut profile))) = (clock, self.profile.as_ref().map(Mutex::lock)) {
+            let e = profile.entry(format!("host: {name}")).or_default();
+            e.0 += t.elapsed().as_nanos() as u64;
+            e.1 += 1;
+        }
+    }
+
     /// GPU time per entry point (name, milliseconds, passes) since the
     /// context was made, when the environment variable GPUSCOPE_PROFILE is
-    /// set and the adapter has timestamp queries; slowest first.
+    /// set and the adapter has timestamp queries, and the wall time of the
+    /// host phases timed with [`Gpu::host_clock`]; slowest first.
     pub fn pass_profile(&self) -> Vec<(String, f64, u64)> {
         let Some(Ok(profile)) = self.profile.as_ref().map(Mutex::lock) else {
             return Vec::new();
@@ -788,7 +804,12 @@ impl Recorder<'_> {
         if timestamp_writes.is_some() {
             self.passes += 1;
             if self.gpu.profile.is_some() {
-                let name = self.gpu.entry_names.lock().ok().and_then(|n| n.get(pipeline).cloned());
+                let name = self
+                    .gpu
+                    .entry_names
+                    .lock()
+                    .ok()
+                    .and_then(|n| n.get(pipeline).cloned());
                 self.names.push(name.unwrap_or_default());
             }
         }

@@ -263,6 +263,25 @@ pub(crate) fn rgb2lab(rgb: [f64; 3]) -> [f64; 3] {
     ]
 }
 
+/// Runs `work` over `data` split into parts of whole `unit`s, one part per
+/// core (native builds; one part in the browser).
+fn on_every_core(data: &mut [f64], unit: usize, work: impl Fn(&mut [f64]) + Sync) {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if cores > 1 && data.len() >= 1 << 16 {
+            let per = (data.len() / unit).div_ceil(cores).max(1) * unit;
+            std::thread::scope(|scope| {
+                for part in data.chunks_mut(per) {
+                    scope.spawn(|| work(part));
+                }
+            });
+            return;
+        }
+    }
+    work(data)
+}
+
 fn check_params(p: &SlicParams) -> Result<()> {
     if p.n_segments == 0 {
         return Err(Error::param("n_segments", "0 (must be at least 1)"));
@@ -505,10 +524,14 @@ pub(crate) fn prepare(
                 format!("Lab conversion requires an RGB image (3 channels, got {nc})"),
             ));
         } else if nc == 3 {
-            for px in img.chunks_exact_mut(3) {
-                let v = rgb2lab([px[0], px[1], px[2]]);
-                px.copy_from_slice(&v);
-            }
+            // Two powers and three cube roots per pixel: most of the host
+            // time of a colour image, so on every core.
+            on_every_core(&mut img, 3, |part| {
+                for px in part.chunks_exact_mut(3) {
+                    let v = rgb2lab([px[0], px[1], px[2]]);
+                    px.copy_from_slice(&v);
+                }
+            });
             lab = true;
         }
     }
@@ -747,7 +770,9 @@ pub async fn slic(
     shape: &[usize],
     p: &SlicParams,
 ) -> Result<Segments> {
+    let clock = gpu.host_clock();
     let mut prep = prepare(samples, shape, p, true)?;
+    gpu.host_done("slic prepare", clock);
     // k-means buffers: features, labels and mask bits per pixel.
     let resident = prep.n() as u64 * (4 * prep.nc as u64 + 4) + prep.n() as u64 / 8;
     if resident > gpu.memory_budget() {
@@ -760,7 +785,10 @@ pub async fn slic(
         Samples::F32(v) if prep.gpu_rescale => Some(v),
         _ => None,
     };
-    run(gpu, &prep, raw).await
+    let clock = gpu.host_clock();
+    let segments = run(gpu, &prep, raw).await;
+    gpu.host_done("slic run", clock);
+    segments
 }
 
 /// The k-means with the volume kept on the host: each iteration streams
@@ -990,6 +1018,7 @@ fn unkey(k: u32) -> f32 {
 /// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
 /// minimum and maximum and rescales it in place).
 pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Result<Segments> {
+    let clock = gpu.host_clock();
     let n = prep.n();
     let k = prep.n_centres();
     let nc = prep.nc;
@@ -1166,8 +1195,11 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     // The connectivity step on the GPU when one slab holds the volume and
     // its search queue (8 bytes per pixel) fits a binding; otherwise on
     // the host from the k-means labels (the CPU twin's code).
+    gpu.host_done("slic upload + k-means", clock);
     if prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size() {
+        let clock = gpu.host_clock();
         let (labels, n_segments) = connect(gpu, prep, &slabs[0].labels, &mut bufs).await?;
+        gpu.host_done("slic connectivity", clock);
         return Ok(Segments {
             labels,
             shape: prep.out_shape.clone(),
@@ -1249,10 +1281,16 @@ async fn connect(
     let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
     let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
     let mut round = 1u32;
+    // Batches of 4, 8, ... 32 rounds: long chains of small pieces (120
+    // rounds on astronaut) take a few submissions, not one per 4 rounds.
+    // Batches are multiples of 4, so the last round of each uses counter 3,
+    // which also sums the batch's earlier rounds 4k: zero means the last
+    // round was blocked nowhere, nonzero at worst costs one more batch.
+    let mut batch = ROUNDS;
     loop {
         let mut rec = gpu.recorder();
         rec.dispatch(&clear, &refs, 4)?;
-        for _ in 0..ROUNDS {
+        for _ in 0..batch {
             let u = params(round);
             let bound = cb(&u);
             let r: Vec<&wgpu::Buffer> = bound.iter().collect();
@@ -1266,6 +1304,7 @@ async fn connect(
         if last == [0u8; 4] {
             break;
         }
+        batch = (batch * 2).min(8 * ROUNDS); // within MAX_TIMED_PASSES
         if round > 1 << 20 {
             return Err(Error::Device(
                 "the connectivity step did not converge".into(),
