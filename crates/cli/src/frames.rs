@@ -1,0 +1,310 @@
+//! Frames of a detector series read lazily from disk, in batches: a list of
+//! 2-D files (CBF, CBF.gz, TIFF, npy, ...) read one file at a time, a
+//! multi-page TIFF page by page, a 3-D .npy slab by slab. u16 and u32
+//! counts stay packed; other integer dtypes (and floats holding whole
+//! numbers) become i32 as DIALS reads them.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::SyncSender;
+
+use gpuscope_core::spots::FrameBatch;
+use gpuscope_io::{Array, ArrayData};
+
+use crate::common::{CliResult, Failure};
+use crate::stream::StackReader;
+
+/// One input of the series.
+enum Kind {
+    /// A 3-D .npy or multi-page TIFF of this many frames, read frame by frame.
+    Stack(usize),
+    /// One frame, read whole when its turn comes.
+    Frame,
+}
+
+/// The frames of all inputs, in order.
+pub struct FrameSource {
+    inputs: Vec<(PathBuf, Kind)>,
+    total: usize,
+    shape: [usize; 2],
+    any_stack: bool,
+    /// The first frame, read to learn the shape (handed out first).
+    first: Option<Frame>,
+}
+
+/// One frame's counts, packed as read.
+struct Frame {
+    batch: FrameBatch,
+    dtype: Packed,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Packed {
+    U16,
+    U32,
+    I32,
+}
+
+fn name(path: &Path) -> String {
+    path.display().to_string()
+}
+
+/// `path`'s frames: `Some(frames)` for a 3-D .npy or multi-page TIFF.
+fn stack_frames(path: &Path) -> CliResult<Option<(StackReader, usize)>> {
+    Ok(StackReader::open(path)?.map(|r| {
+        let z = r.shape()[0];
+        (r, z)
+    }))
+}
+
+impl FrameSource {
+    /// Opens the inputs: stacks are counted from their headers, 2-D files
+    /// count one frame each (checked when read); the first frame is read
+    /// to learn the frame shape.
+    pub fn open(inputs: &[PathBuf]) -> CliResult<FrameSource> {
+        let mut list = Vec::with_capacity(inputs.len());
+        let mut total = 0usize;
+        let mut any_stack = false;
+        for path in inputs {
+            let kind = match stack_frames(path)? {
+                Some((_, 0)) => {
+                    return Err(Failure(format!("{}: the stack holds no frame", name(path))));
+                }
+                Some((_, z)) => {
+                    any_stack = true;
+                    Kind::Stack(z)
+                }
+                None => Kind::Frame,
+            };
+            total += match kind {
+                Kind::Stack(z) => z,
+                Kind::Frame => 1,
+            };
+            list.push((path.clone(), kind));
+        }
+        let Some((path, kind)) = list.first() else {
+            return Err(Failure("no input frames".into()));
+        };
+        let (array, label) = match kind {
+            Kind::Stack(_) => {
+                let mut r = StackReader::open(path)?
+                    .ok_or_else(|| Failure(format!("{}: not a stack any more", name(path))))?;
+                (r.read(0, 1)?, format!("{}: frame 0", name(path)))
+            }
+            Kind::Frame => (gpuscope_io::read(path)?.array, name(path)),
+        };
+        let shape = frame_shape(&array, &label)?;
+        let first = packed(array, &label)?;
+        Ok(FrameSource {
+            inputs: list,
+            total,
+            shape,
+            any_stack,
+            first: Some(first),
+        })
+    }
+
+    /// Frames in all inputs.
+    pub fn total(&self) -> usize {
+        self.total
+    }
+
+    /// Rows and columns of every frame.
+    pub fn shape(&self) -> [usize; 2] {
+        self.shape
+    }
+
+    /// Whether any input is a 3-D stack (the output masks are then 3-D).
+    pub fn any_stack(&self) -> bool {
+        self.any_stack
+    }
+
+    /// Bytes of one frame as it travels (u16: 2, others: 4 a pixel).
+    pub fn frame_bytes(&self) -> usize {
+        let n = self.shape[0] * self.shape[1];
+        match self.first.as_ref().map(|f| f.dtype) {
+            Some(Packed::U16) => 2 * n,
+            _ => 4 * n,
+        }
+    }
+
+    /// Sends the frames in batches of up to `batch_frames` frames of one
+    /// dtype, then stops; on a read error sends the error and stops. Stops
+    /// early when the receiver is gone.
+    pub fn send_batches(mut self, batch_frames: usize, tx: SyncSender<CliResult<FrameBatch>>) {
+        let mut batch: Option<Frame> = None;
+        let mut frames_in_batch = 0;
+        let emit = |f: Frame, batch: &mut Option<Frame>, k: &mut usize| -> bool {
+            // A batch ends when full or when the dtype changes.
+            if let Some(b) = batch.as_ref()
+                && (b.dtype != f.dtype || *k >= batch_frames)
+                && let Some(b) = batch.take()
+            {
+                *k = 0;
+                if tx.send(Ok(b.batch)).is_err() {
+                    return false;
+                }
+            }
+            *k += 1;
+            match batch {
+                Some(b) => append(&mut b.batch, f.batch),
+                None => *batch = Some(f),
+            }
+            true
+        };
+        let first = self.first.take();
+        let result = self.for_each_frame(first, &mut |f| emit(f, &mut batch, &mut frames_in_batch));
+        match result {
+            Ok(true) => {
+                if let Some(b) = batch {
+                    let _ = tx.send(Ok(b.batch));
+                }
+            }
+            Ok(false) => {}
+            Err(e) => {
+                let _ = tx.send(Err(e));
+            }
+        }
+    }
+
+    /// Calls `each` with every frame in order (the first one given); stops
+    /// when `each` returns false (Ok(false)).
+    fn for_each_frame(
+        &mut self,
+        first: Option<Frame>,
+        each: &mut dyn FnMut(Frame) -> bool,
+    ) -> CliResult<bool> {
+        let mut first = first;
+        for (i, (path, kind)) in self.inputs.iter().enumerate() {
+            match kind {
+                Kind::Frame => {
+                    let f = match (i, first.take()) {
+                        (0, Some(f)) => f,
+                        _ => {
+                            let label = name(path);
+                            let a = gpuscope_io::read(path)?.array;
+                            self.check_shape(&a, &label)?;
+                            packed(a, &label)?
+                        }
+                    };
+                    if !each(f) {
+                        return Ok(false);
+                    }
+                }
+                Kind::Stack(nz) => {
+                    let mut reader = StackReader::open(path)?.ok_or_else(|| {
+                        Failure(format!("{}: no longer a stack of frames", name(path)))
+                    })?;
+                    let mut z = 0;
+                    if i == 0
+                        && let Some(f) = first.take()
+                    {
+                        if !each(f) {
+                            return Ok(false);
+                        }
+                        z = 1;
+                    }
+                    while z < *nz {
+                        let label = format!("{}: frame {z}", name(path));
+                        let frame = reader
+                            .read(z, 1)
+                            .map_err(|Failure(m)| Failure(format!("{label}: {m}")))?;
+                        self.check_shape(&frame, &label)?;
+                        if !each(packed(frame, &label)?) {
+                            return Ok(false);
+                        }
+                        z += 1;
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Checks a frame (2-D, or one slice of a stack) against the first's shape.
+    fn check_shape(&self, a: &Array, label: &str) -> CliResult {
+        let [h, w] = frame_shape(a, label)?;
+        let [h0, w0] = self.shape;
+        if [h, w] != self.shape {
+            return Err(Failure(format!(
+                "{label}: frames of {h} x {w} do not match the first frame's {h0} x {w0}"
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// A single frame's shape: (rows, cols), or (1, rows, cols).
+fn frame_shape(a: &Array, label: &str) -> CliResult<[usize; 2]> {
+    match a.shape[..] {
+        [h, w] | [1, h, w] => Ok([h, w]),
+        [_, _, _] => Err(Failure(format!(
+            "{label}: a stack of shape {:?} in a format read whole; save it as .npy or a multi-page TIFF to stream it frame by frame",
+            a.shape
+        ))),
+        _ => Err(Failure(format!(
+            "{label}: shape {:?} is neither a frame (rows, cols) nor a series (frames, rows, cols)",
+            a.shape
+        ))),
+    }
+}
+
+/// Appends `more` (same dtype) to `to`.
+fn append(to: &mut FrameBatch, more: FrameBatch) {
+    match (to, more) {
+        (FrameBatch::U16(a), FrameBatch::U16(b)) => a.extend(b),
+        (FrameBatch::U32(a), FrameBatch::U32(b)) => a.extend(b),
+        (FrameBatch::I32(a), FrameBatch::I32(b)) => a.extend(b),
+        // Batches are cut where the dtype changes: never reached.
+        _ => {}
+    }
+}
+
+/// The counts of an array, packed as read (u16, u32) or as i32.
+fn packed(a: Array, label: &str) -> CliResult<Frame> {
+    Ok(match a.data {
+        ArrayData::U16(v) => Frame {
+            batch: FrameBatch::U16(v),
+            dtype: Packed::U16,
+        },
+        ArrayData::U32(v) => Frame {
+            batch: FrameBatch::U32(v),
+            dtype: Packed::U32,
+        },
+        ArrayData::I32(v) => Frame {
+            batch: FrameBatch::I32(v),
+            dtype: Packed::I32,
+        },
+        _ => Frame {
+            batch: FrameBatch::I32(to_i32(&a, label)?),
+            dtype: Packed::I32,
+        },
+    })
+}
+
+/// Integer counts of an array; floats must hold integers.
+pub fn to_i32(a: &Array, name: &str) -> CliResult<Vec<i32>> {
+    let bad = || {
+        Failure(format!(
+            "{name}: spot finding needs integer detector counts between -2^31 and 2^31 (found {} data out of range or not whole numbers)",
+            a.dtype().name()
+        ))
+    };
+    let conv = |x: f64| -> Option<i32> {
+        (x.fract() == 0.0 && x >= f64::from(i32::MIN) && x <= f64::from(i32::MAX))
+            .then_some(x as i32)
+    };
+    let v: Option<Vec<i32>> = match &a.data {
+        ArrayData::I32(v) => Some(v.clone()),
+        ArrayData::U8(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
+        ArrayData::I8(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
+        ArrayData::I16(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
+        ArrayData::U16(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
+        ArrayData::U32(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
+        ArrayData::U64(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
+        ArrayData::I64(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
+        ArrayData::F32(v) => v.iter().map(|&x| conv(f64::from(x))).collect(),
+        ArrayData::F64(v) => v.iter().map(|&x| conv(x)).collect(),
+        ArrayData::Bool(_) => None,
+    };
+    v.ok_or_else(bad)
+}
