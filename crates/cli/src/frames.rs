@@ -207,7 +207,7 @@ impl FrameSource {
                         let label = format!("{}: frame {z}", name(path));
                         let frame = reader
                             .read(z, 1)
-                            .map_err(|Failure(m)| Failure(format!("{label}: {m}")))?;
+                            .map_err(|Failure(m)| at_frame(m, path, z))?;
                         self.check_shape(&frame, &label)?;
                         if !each(packed(frame, &label)?) {
                             return Ok(false);
@@ -230,6 +230,19 @@ impl FrameSource {
             )));
         }
         Ok(())
+    }
+}
+
+/// A reader's message about `path` (which names the file first) with the
+/// frame index after the file name.
+fn at_frame(m: String, path: &Path, z: usize) -> Failure {
+    let base = path
+        .file_name()
+        .map(|b| b.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match m.strip_prefix(&format!("{base}: ")) {
+        Some(rest) => Failure(format!("{base}: frame {z}: {rest}")),
+        None => Failure(format!("{}: frame {z}: {m}", name(path))),
     }
 }
 

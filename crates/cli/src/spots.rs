@@ -16,6 +16,7 @@ use crate::Cli;
 use crate::common::{CliResult, Engine, Failure};
 use crate::frames::FrameSource;
 use crate::stream::{ProgressBar, StackWriter};
+use gpuscope_io::npy::NpyWriter;
 
 #[derive(Args)]
 pub struct SpotsCmd {
@@ -346,7 +347,8 @@ pub type TimeFn<'a> =
 /// Eiger 16M frame (int32 as the CBF holds it), dispersion_extended,
 /// labelled and measured; spots-series, that frame repeated as uint16 (gaps
 /// set to 0 and masked by a mask array, so the answer is the same), host
-/// memory in to spot table out.
+/// memory in to spot table out; spots-series-disk, the same frames as a
+/// 3-D .npy on disk streamed in batches (disk in to spot table out).
 pub fn bench_spots(
     gpu: &gpuscope_core::Gpu,
     args: &crate::bench::BenchArgs,
@@ -386,10 +388,10 @@ pub fn bench_spots(
         )?;
         eprintln!("spots-eiger: {found} spots");
     }
+    let nz = args.frames.max(1);
+    let one: Vec<u16> = frame.iter().map(|&v| v.clamp(0, 65535) as u16).collect();
+    let valid: Vec<bool> = frame.iter().map(|&v| v >= 0).collect();
     if want("spots-series") {
-        let nz = args.frames.max(1);
-        let one: Vec<u16> = frame.iter().map(|&v| v.clamp(0, 65535) as u16).collect();
-        let valid: Vec<bool> = frame.iter().map(|&v| v >= 0).collect();
         let mut series = Vec::with_capacity(nz * n);
         for _ in 0..nz {
             series.extend_from_slice(&one);
@@ -417,6 +419,50 @@ pub fn bench_spots(
             },
             None,
         )?;
+    }
+    if want("spots-series-disk") {
+        // The same series as a 3-D .npy on disk, streamed from it in batches
+        // (the file is written once, outside the timing; it may sit in the
+        // page cache).
+        let path =
+            std::env::temp_dir().join(format!("gpuscope-spots-series-{}.npy", std::process::id()));
+        let timed = (|| -> CliResult {
+            let mut wr = NpyWriter::create(&path, vec![nz, h, w], DType::U16)?;
+            let slab = Array::new(vec![1, h, w], ArrayData::U16(one.clone()))?;
+            for _ in 0..nz {
+                wr.write_slab(&slab)?;
+            }
+            wr.finish()?;
+            let batch = plan_batch(gpu.memory_budget(), 2 * n);
+            time(
+                &format!("spots-series-disk-{nz}"),
+                2 * nz * n,
+                &mut || {
+                    let t = Instant::now();
+                    let source = FrameSource::open(std::slice::from_ref(&path))?;
+                    let r = stream_spots(
+                        Some(gpu),
+                        source,
+                        o.clone(),
+                        Some(valid.clone()),
+                        false,
+                        false,
+                        batch,
+                        &mut |_| Ok(()),
+                    )?;
+                    eprintln!(
+                        "spots-series-disk: {nz} frames in batches of {batch}, {} spots, {:.1} frames/s, peak RSS {:.0} MB",
+                        r.spots.len(),
+                        nz as f64 / t.elapsed().as_secs_f64(),
+                        peak_rss_bytes().unwrap_or(0) as f64 / 1e6
+                    );
+                    Ok(())
+                },
+                None,
+            )
+        })();
+        let _ = std::fs::remove_file(&path);
+        timed?;
     }
     Ok(())
 }

@@ -883,6 +883,7 @@ impl Slots {
     /// (ordered by first pixel) and, when `want_mask`, its strong pixels
     /// (empty otherwise). Frames the fast path cannot decide are redone on
     /// the exact slow path.
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn collect(
         &self,
         gpu: &Gpu,

@@ -160,7 +160,7 @@ impl<'g> SpotSeries<'g> {
     /// in flight until the next `push` or `finish`.
     pub async fn push(&mut self, batch: FrameBatch) -> Result<Vec<FrameDone>> {
         let n = self.h * self.w;
-        if batch.is_empty() || batch.len() % n != 0 {
+        if batch.is_empty() || !batch.len().is_multiple_of(n) {
             return Err(Error::InvalidInput(format!(
                 "a batch of {} values does not hold whole frames of {} x {}",
                 batch.len(),
@@ -369,7 +369,7 @@ impl Join {
         for (k, &p) in pix.iter().enumerate() {
             let node = (k_old + k) as u32;
             let pu = p as usize;
-            if pu % w != 0 && k > 0 && pix[k - 1] + 1 == p {
+            if !pu.is_multiple_of(w) && k > 0 && pix[k - 1] + 1 == p {
                 union(&mut parent, node, node - 1);
             }
             if pu >= w
