@@ -5,6 +5,8 @@
 //! numbers) become i32 as DIALS reads them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 
 use gpuscope_core::spots::FrameBatch;
@@ -152,7 +154,9 @@ impl FrameSource {
             true
         };
         let first = self.first.take();
-        let result = self.for_each_frame(first, &mut |f| emit(f, &mut batch, &mut frames_in_batch));
+        let result = self.for_each_frame(batch_frames, first, &mut |f| {
+            emit(f, &mut batch, &mut frames_in_batch)
+        });
         match result {
             Ok(true) => {
                 if let Some(b) = batch {
@@ -170,25 +174,37 @@ impl FrameSource {
     /// when `each` returns false (Ok(false)).
     fn for_each_frame(
         &mut self,
+        group: usize,
         first: Option<Frame>,
         each: &mut dyn FnMut(Frame) -> bool,
     ) -> CliResult<bool> {
         let mut first = first;
-        for (i, (path, kind)) in self.inputs.iter().enumerate() {
+        let mut i = 0;
+        while i < self.inputs.len() {
+            let (path, kind) = &self.inputs[i];
             match kind {
                 Kind::Frame => {
-                    let f = match (i, first.take()) {
-                        (0, Some(f)) => f,
-                        _ => {
-                            let label = name(path);
-                            let a = gpuscope_io::read(path)?.array;
-                            self.check_shape(&a, &label)?;
-                            packed(a, &label)?
-                        }
-                    };
-                    if !each(f) {
-                        return Ok(false);
+                    // A run of 2-D files, up to a batch, decoded in parallel
+                    // (CBF.gz inflates at a few frames/s per core).
+                    let mut end = i + 1;
+                    while end < self.inputs.len()
+                        && end - i < group
+                        && matches!(self.inputs[end].1, Kind::Frame)
+                    {
+                        end += 1;
                     }
+                    let from = if i == 0 && first.is_some() { 1 } else { 0 };
+                    let paths: Vec<&Path> = self.inputs[i + from..end]
+                        .iter()
+                        .map(|(p, _)| p.as_path())
+                        .collect();
+                    let read = self.read_files(&paths);
+                    for f in first.take().map(Ok).into_iter().chain(read) {
+                        if !each(f?) {
+                            return Ok(false);
+                        }
+                    }
+                    i = end;
                 }
                 Kind::Stack(nz) => {
                     let mut reader = StackReader::open(path)?.ok_or_else(|| {
@@ -214,10 +230,58 @@ impl FrameSource {
                         }
                         z += 1;
                     }
+                    i += 1;
                 }
             }
         }
         Ok(true)
+    }
+
+    /// One 2-D file's frame.
+    fn read_file(&self, path: &Path) -> CliResult<Frame> {
+        let label = name(path);
+        let a = gpuscope_io::read(path)?.array;
+        self.check_shape(&a, &label)?;
+        packed(a, &label)
+    }
+
+    /// The frames of `paths`, in order, decoded by up to 8 threads.
+    fn read_files(&self, paths: &[&Path]) -> Vec<CliResult<Frame>> {
+        let threads = std::thread::available_parallelism()
+            .map_or(1, |n| n.get())
+            .min(8)
+            .min(paths.len());
+        if threads <= 1 {
+            return paths.iter().map(|p| self.read_file(p)).collect();
+        }
+        let next = AtomicUsize::new(0);
+        let slots: Vec<Mutex<Option<CliResult<Frame>>>> =
+            paths.iter().map(|_| Mutex::new(None)).collect();
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        let k = next.fetch_add(1, Ordering::Relaxed);
+                        if k >= paths.len() {
+                            break;
+                        }
+                        let r = self.read_file(paths[k]);
+                        if let Ok(mut slot) = slots[k].lock() {
+                            *slot = Some(r);
+                        }
+                    }
+                });
+            }
+        });
+        slots
+            .into_iter()
+            .map(|m| {
+                m.into_inner()
+                    .ok()
+                    .flatten()
+                    .unwrap_or_else(|| Err(Failure("a file reader thread failed".into())))
+            })
+            .collect()
     }
 
     /// Checks a frame (2-D, or one slice of a stack) against the first's shape.

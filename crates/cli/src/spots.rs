@@ -127,12 +127,13 @@ pub fn options(args: &SpotsCmd, n: usize) -> CliResult<SpotOptions> {
     Ok(o)
 }
 
-/// Frames per batch: host memory holds about four batches at once (one
-/// being read, one queued, the one on the GPU and the one before it while
-/// its last frames are in flight), so a batch takes an eighth of the
-/// memory budget and the frames held stay within half of it.
+/// Frames per batch: host memory holds at most five batches at once (the
+/// files of the next one being decoded, the one being filled, one queued,
+/// the one on the GPU and the one before it while its last frames are in
+/// flight), so a batch takes a tenth of the memory budget and the frames
+/// held stay within half of it.
 pub fn plan_batch(budget: u64, frame_bytes: usize) -> usize {
-    ((budget / 8) / frame_bytes.max(1) as u64).clamp(1, 4096) as usize
+    ((budget / 10) / frame_bytes.max(1) as u64).clamp(1, 4096) as usize
 }
 
 /// Spot finding over the frames of `source`, read on a separate thread
