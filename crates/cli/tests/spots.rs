@@ -373,10 +373,28 @@ fn streamed_series_equal_the_in_memory_answer() {
     let frame_bytes = 4 * h * w;
     // Two i32 frames per batch from the budget (a batch is a tenth of it).
     let budget = (10 * 2 * frame_bytes).to_string();
+    // Files alternating uint16 and int32 (the u16 values): batches are cut
+    // where the dtype changes.
+    let mut mixed = Vec::new();
+    for z in 0..nz {
+        let p = dir.join(format!("m{z}.npy"));
+        let f = &v16[z * h * w..(z + 1) * h * w];
+        let a = if z % 2 == 0 {
+            Array::new(vec![h, w], ArrayData::U16(f.to_vec()))
+        } else {
+            Array::new(
+                vec![h, w],
+                ArrayData::I32(f.iter().map(|&x| x.into()).collect()),
+            )
+        };
+        gpuscope_io::write(&p, &a.unwrap()).unwrap();
+        mixed.push(p.display().to_string());
+    }
     let forms: Vec<(&str, Vec<String>, bool)> = vec![
         ("npy", vec![npy.display().to_string()], false),
         ("tif", vec![tif.display().to_string()], true),
         ("files", files, false),
+        ("mixed", mixed, true),
     ];
     let mut joined_across = false;
     for three_d in [false, true] {
@@ -386,13 +404,17 @@ fn streamed_series_equal_the_in_memory_answer() {
         joined_across |= want_i32.spots.iter().any(|s| s.bbox[5] - s.bbox[4] >= 3);
         for (form, inputs, is_u16) in &forms {
             let want = if *is_u16 { &want_u16 } else { &want_i32 };
-            let runs: Vec<(bool, Vec<&str>)> = vec![
-                (false, vec!["--batch-frames", "1"]),
-                (false, vec!["--batch-frames", "2"]),
+            let mut runs: Vec<(bool, Vec<&str>)> = vec![
                 (false, vec!["--batch-frames", "3"]),
-                (false, vec!["--memory-budget", &budget]),
                 (true, vec!["--batch-frames", "2"]),
             ];
+            if *form != "mixed" {
+                runs.extend([
+                    (false, vec!["--batch-frames", "1"]),
+                    (false, vec!["--batch-frames", "2"]),
+                    (false, vec!["--memory-budget", budget.as_str()]),
+                ]);
+            }
             for (cpu_run, knob) in runs {
                 let what = format!("{form} 3d {three_d} cpu {cpu_run} {knob:?}");
                 let sig = dir.join("sig.npy").display().to_string();
