@@ -136,9 +136,8 @@ impl FrameSource {
         let mut batch: Option<Frame> = None;
         let mut frames_in_batch = 0;
         let emit = |f: Frame, batch: &mut Option<Frame>, k: &mut usize| -> bool {
-            // A batch ends when full or when the dtype changes.
-            if let Some(b) = batch.as_ref()
-                && (b.dtype != f.dtype || *k >= batch_frames)
+            // A change of dtype ends the batch early.
+            if batch.as_ref().is_some_and(|b| b.dtype != f.dtype)
                 && let Some(b) = batch.take()
             {
                 *k = 0;
@@ -150,6 +149,13 @@ impl FrameSource {
             match batch {
                 Some(b) => append(&mut b.batch, f.batch),
                 None => *batch = Some(f),
+            }
+            // A full batch goes at once, not with the next frame read.
+            if *k >= batch_frames
+                && let Some(b) = batch.take()
+            {
+                *k = 0;
+                return tx.send(Ok(b.batch)).is_ok();
             }
             true
         };
