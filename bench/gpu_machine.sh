@@ -7,7 +7,7 @@
 #   bash bench/gpu_machine.sh filters   # median, stacks, Gaussian, 15x15
 #   bash bench/gpu_machine.sh segment   # kappa-sigma, labels
 #   bash bench/gpu_machine.sh slic      # slic-3d-L, slic-2d-rgb
-#   bash bench/gpu_machine.sh spots     # spots-eiger, spots-series
+#   bash bench/gpu_machine.sh spots     # spots-eiger, spots-series, spots-series-disk
 set -uo pipefail
 OUT=${OUT:?set OUT}
 G=.device/gpuscope

@@ -1,5 +1,6 @@
 """Spot finding: gpuscope against a CuPy port of DIALS' dispersion formula
-on one GPU (benchmarks.md: spots-eiger, spots-series), plus numpy/scipy.
+on one GPU (benchmarks.md: spots-eiger, spots-series; spots-series-disk, the
+series streamed from a .npy on disk), plus numpy/scipy.
 
 Run on the GPU machine (../shared/docs/gpu-machine.md) from the repository
 root, with a release binary, the shared data and tools copied into .device/:
@@ -100,7 +101,7 @@ def main():
 
     # Ours, in the same call.
     tmp = os.path.join(a.out, "gpuscope_spots_bench.json")
-    subprocess.run([a.gpuscope, "bench", "--only", "spots-eiger,spots-series", "--data", a.data,
+    subprocess.run([a.gpuscope, "bench", "--only", "spots-eiger,spots-series,spots-series-disk", "--data", a.data,
                     "--frames", str(a.frames), "--repeat", str(a.repeat), "--json", tmp], check=True)
     ours = json.load(open(tmp))
     report["gpuscope"] = ours
@@ -152,6 +153,21 @@ def main():
                 cp.asnumpy(cnd.label(dispersion_extended(cp, cnd, d))[0])
         ms = wall_ms(series, 1)
         report["cupy"]["series_frames_per_second"] = len(frames) / (ms / 1e3)
+        # From disk: the same frames in a 3-D .npy, read frame by frame
+        # (memory-mapped), as spots-series-disk streams them.
+        disk = os.path.join(a.out, "spots_series_disk.npy")
+        mm = np.lib.format.open_memmap(disk, mode="w+", dtype=np.uint16, shape=frames.shape)
+        mm[:] = frames
+        mm.flush()
+        del mm
+
+        def series_disk():
+            for f in np.load(disk, mmap_mode="r"):
+                d = cp.asarray(np.ascontiguousarray(f)).astype(cp.int32)
+                cp.asnumpy(cnd.label(dispersion_extended(cp, cnd, d))[0])
+        ms = wall_ms(series_disk, 1)
+        report["cupy"]["series_disk_frames_per_second"] = len(frames) / (ms / 1e3)
+        os.remove(disk)
     except Exception as e:  # noqa: BLE001 - report what failed, keep going
         report["cupy"] = {"error": repr(e)}
 
@@ -165,9 +181,13 @@ def main():
     if "device_ms" in report.get("cupy", {}) and eiger.get("kernel_ms_in_stream"):
         report["ratio_cupy_over_ours_kernel"] = report["cupy"]["device_ms"] / eiger["kernel_ms_in_stream"]
         report["ratio_cupy_over_ours_e2e"] = report["cupy"]["e2e_ms"] / eiger["e2e_ms"]
-    series_row = next((r for k, r in rows.items() if k.startswith("spots-series")), None)
+    series_row = next((r for k, r in rows.items()
+                       if k.startswith("spots-series") and not k.startswith("spots-series-disk")), None)
     if series_row:
         report["ours_series_frames_per_second"] = a.frames / (series_row["e2e_ms"] / 1e3)
+    disk_row = next((r for k, r in rows.items() if k.startswith("spots-series-disk")), None)
+    if disk_row:
+        report["ours_series_disk_frames_per_second"] = a.frames / (disk_row["e2e_ms"] / 1e3)
     text = json.dumps(report, indent=1)
     print(text)
     with open(os.path.join(a.out, "spots_bench.json"), "w") as f:

@@ -19,7 +19,8 @@ use crate::common::{CliResult, Engine, Failure};
 pub struct BenchArgs {
     /// Workloads to run (default: all): median-3, median-7, median-stack,
     /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, slic-3d-L
-    /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series.
+    /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
+    /// spots-series-disk.
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -46,7 +47,7 @@ pub struct BenchArgs {
     /// The shared data folder (spots-eiger, spots-series read the Eiger frame).
     #[arg(long, default_value = "../shared/data")]
     pub data: PathBuf,
-    /// Frames of the spots-series workload (benchmarks.md: 200).
+    /// Frames of the spots-series workloads (benchmarks.md: 200).
     #[arg(long, default_value_t = 200)]
     pub frames: usize,
 }
@@ -358,7 +359,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             None,
         )?;
     }
-    if want("spots-eiger") || want("spots-series") {
+    if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
         crate::spots::bench_spots(gpu, args, &want, &mut time)?;
     }
     let all = json!({ "device": gpu.summary().name, "results": rows });

@@ -5,6 +5,7 @@
 mod bench;
 mod common;
 mod filters;
+mod frames;
 mod segment;
 mod slic;
 mod spots;

@@ -6,12 +6,17 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use clap::Args;
-use gpuscope_core::spots::{self, Algorithm, Counts, Gain, Spot, SpotOptions, SpotResult};
-use gpuscope_io::{Array, ArrayData};
+use gpuscope_core::spots::{
+    self, Algorithm, Counts, FrameDone, Gain, SeriesResult, Spot, SpotOptions, SpotSeries,
+};
+use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::{Value, json};
 
 use crate::Cli;
 use crate::common::{CliResult, Engine, Failure};
+use crate::frames::FrameSource;
+use crate::stream::{ProgressBar, StackWriter};
+use gpuscope_io::npy::NpyWriter;
 
 #[derive(Args)]
 pub struct SpotsCmd {
@@ -56,23 +61,10 @@ pub struct SpotsCmd {
     pub out: Option<PathBuf>,
     #[arg(long)]
     pub json: bool,
-}
-
-/// All frames in the dtype they were read in (u16 and u32 stay packed).
-enum Stack {
-    U16(Vec<u16>),
-    U32(Vec<u32>),
-    I32(Vec<i32>),
-}
-
-impl Stack {
-    fn counts(&self) -> Counts<'_> {
-        match self {
-            Stack::U16(v) => Counts::U16(v),
-            Stack::U32(v) => Counts::U32(v),
-            Stack::I32(v) => Counts::I32(v),
-        }
-    }
+    /// Frames per batch read from disk (test knob; planned from the memory
+    /// budget otherwise).
+    #[arg(long, hide = true)]
+    pub batch_frames: Option<usize>,
 }
 
 pub fn parse_kernel(s: &str) -> CliResult<[usize; 2]> {
@@ -88,98 +80,6 @@ pub fn parse_kernel(s: &str) -> CliResult<[usize; 2]> {
             "invalid kernel-size: '{s}' (give half-widths such as 3,3)"
         ))
     })
-}
-
-/// Integer counts of an array; floats must hold integers.
-fn to_i32(a: &Array, name: &str) -> CliResult<Vec<i32>> {
-    let bad = || {
-        Failure(format!(
-            "{name}: spot finding needs integer detector counts between -2^31 and 2^31 (found {} data out of range or not whole numbers)",
-            a.dtype().name()
-        ))
-    };
-    let conv = |x: f64| -> Option<i32> {
-        (x.fract() == 0.0 && x >= f64::from(i32::MIN) && x <= f64::from(i32::MAX))
-            .then_some(x as i32)
-    };
-    let v: Option<Vec<i32>> = match &a.data {
-        ArrayData::I32(v) => Some(v.clone()),
-        ArrayData::U8(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
-        ArrayData::I8(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
-        ArrayData::I16(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
-        ArrayData::U16(v) => Some(v.iter().map(|&x| i32::from(x)).collect()),
-        ArrayData::U32(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
-        ArrayData::U64(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
-        ArrayData::I64(v) => v.iter().map(|&x| i32::try_from(x).ok()).collect(),
-        ArrayData::F32(v) => v.iter().map(|&x| conv(f64::from(x))).collect(),
-        ArrayData::F64(v) => v.iter().map(|&x| conv(x)).collect(),
-        ArrayData::Bool(_) => None,
-    };
-    v.ok_or_else(bad)
-}
-
-/// Reads every input into one stack of frames of one shape.
-fn read_frames(inputs: &[PathBuf]) -> CliResult<(Stack, usize, [usize; 2], bool)> {
-    let mut arrays = Vec::with_capacity(inputs.len());
-    let mut frame: Option<[usize; 2]> = None;
-    let mut nz = 0;
-    let mut any_stack = false;
-    for path in inputs {
-        let a = gpuscope_io::read(path)?.array;
-        let name = path.display().to_string();
-        let (z, hw) = match a.shape[..] {
-            [h, w] => (1, [h, w]),
-            [z, h, w] => (z, [h, w]),
-            _ => {
-                return Err(Failure(format!(
-                    "{name}: shape {:?} is neither a frame (rows, cols) nor a series (frames, rows, cols)",
-                    a.shape
-                )));
-            }
-        };
-        if let Some(f) = frame
-            && f != hw
-        {
-            return Err(Failure(format!(
-                "{name}: frames of {} x {} do not match the first input's {} x {}",
-                hw[0], hw[1], f[0], f[1]
-            )));
-        }
-        frame = Some(hw);
-        nz += z;
-        any_stack |= a.shape.len() == 3;
-        arrays.push((a, name));
-    }
-    let hw = frame.ok_or_else(|| Failure("no input frames".into()))?;
-    let same = |want: gpuscope_io::DType| arrays.iter().all(|(a, _)| a.dtype() == want);
-    let stack = if same(gpuscope_io::DType::U16) {
-        Stack::U16(
-            arrays
-                .into_iter()
-                .flat_map(|(a, _)| match a.data {
-                    ArrayData::U16(v) => v,
-                    _ => Vec::new(),
-                })
-                .collect(),
-        )
-    } else if same(gpuscope_io::DType::U32) {
-        Stack::U32(
-            arrays
-                .into_iter()
-                .flat_map(|(a, _)| match a.data {
-                    ArrayData::U32(v) => v,
-                    _ => Vec::new(),
-                })
-                .collect(),
-        )
-    } else {
-        let mut all = Vec::new();
-        for (a, name) in &arrays {
-            all.extend(to_i32(a, name)?);
-        }
-        Stack::I32(all)
-    };
-    Ok((stack, nz, hw, any_stack))
 }
 
 fn read_mask(path: &Path, n: usize) -> CliResult<Vec<bool>> {
@@ -227,6 +127,66 @@ pub fn options(args: &SpotsCmd, n: usize) -> CliResult<SpotOptions> {
     Ok(o)
 }
 
+/// Frames per batch: host memory holds at most five batches at once (the
+/// files of the next one being decoded, the one being filled, one queued,
+/// the one on the GPU and the one before it while its last frames are in
+/// flight), so a batch takes a tenth of the memory budget and the frames
+/// held stay within half of it.
+pub fn plan_batch(budget: u64, frame_bytes: usize) -> usize {
+    ((budget / 10) / frame_bytes.max(1) as u64).clamp(1, 4096) as usize
+}
+
+/// Spot finding over the frames of `source`, read on a separate thread
+/// batch by batch while the GPU (or the CPU reference) works; `on_frame`
+/// gets every finished frame in order.
+#[allow(clippy::too_many_arguments)]
+pub fn stream_spots(
+    gpu: Option<&gpuscope_core::Gpu>,
+    source: FrameSource,
+    options: SpotOptions,
+    mask: Option<Vec<bool>>,
+    three_d: bool,
+    want_mask: bool,
+    batch_frames: usize,
+    on_frame: &mut dyn FnMut(FrameDone) -> CliResult,
+) -> CliResult<SeriesResult> {
+    let shape = source.shape();
+    std::thread::scope(|scope| {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        scope.spawn(move || source.send_batches(batch_frames, tx));
+        // The receiver ends with this call, so an error here stops the reader.
+        pollster::block_on(async move {
+            let mut series = SpotSeries::new(gpu, shape, mask, options, three_d, want_mask).await?;
+            for batch in rx {
+                for done in series.push(batch?).await? {
+                    on_frame(done)?;
+                }
+            }
+            let (last, result) = series.finish().await?;
+            for done in last {
+                on_frame(done)?;
+            }
+            Ok(result)
+        })
+    })
+}
+
+/// Where the strong-pixel masks go, frame by frame.
+enum SignalOut {
+    /// One 2-D frame: written whole at the end (any image format).
+    Frame(PathBuf, Vec<u8>),
+    /// A series: .npy or TIFF written frame by frame.
+    Stack(StackWriter),
+}
+
+/// Peak resident memory of this process (Linux), in bytes.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
     let out_json = match &args.out {
         None => None,
@@ -241,44 +201,74 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
             }
         },
     };
-    let (stack, nz, [h, w], any_stack) = read_frames(&args.inputs)?;
+    if args.batch_frames == Some(0) {
+        return Err(Failure("--batch-frames must be at least 1".into()));
+    }
+    let source = FrameSource::open(&args.inputs)?;
+    let nz = source.total();
+    let [h, w] = source.shape();
     let n = h * w;
     let o = options(args, n)?;
     let mask = args.mask.as_deref().map(|p| read_mask(p, n)).transpose()?;
-    let engine = Engine::open(cli)?;
-    let start = Instant::now();
-    let found: SpotResult = match &engine {
-        Engine::Gpu(gpu) => pollster::block_on(spots::find_spots_with(
-            gpu,
-            stack.counts(),
-            [nz, h, w],
-            mask.as_deref(),
-            &o,
-            args.three_d,
-            args.signal.is_some(),
-        ))?,
-        Engine::Cpu => spots::cpu::find_spots(
-            stack.counts(),
-            [nz, h, w],
-            mask.as_deref(),
-            &o,
-            args.three_d,
-        )?,
+    let mut signal = match &args.signal {
+        None => None,
+        Some(path) if nz == 1 && !source.any_stack() => {
+            Some(SignalOut::Frame(path.clone(), Vec::new()))
+        }
+        Some(path) => Some(SignalOut::Stack(
+            StackWriter::create(path, &[nz, h, w], DType::U8)?.ok_or_else(|| {
+                Failure(format!(
+                    "{}: the mask of a series is written frame by frame to .npy or .tif; give one of those",
+                    path.display()
+                ))
+            })?,
+        )),
     };
+    let engine = Engine::open(cli)?;
+    let gpu = match &engine {
+        Engine::Gpu(g) => Some(g.as_ref()),
+        Engine::Cpu => None,
+    };
+    let budget = gpu.map_or(cli.memory_budget.unwrap_or(1 << 30), |g| g.memory_budget());
+    let batch_frames = args
+        .batch_frames
+        .unwrap_or_else(|| plan_batch(budget, source.frame_bytes()));
+    let mut progress = ProgressBar::counting(source.frame_bytes(), "frames");
+    let start = Instant::now();
+    let found = stream_spots(
+        gpu,
+        source,
+        o,
+        mask,
+        args.three_d,
+        signal.is_some(),
+        batch_frames,
+        &mut |done| {
+            progress.update(done.z + 1, nz);
+            let strong = done.strong.unwrap_or_default();
+            let bytes: Vec<u8> = strong.iter().map(|&s| u8::from(s)).collect();
+            match &mut signal {
+                None => {}
+                Some(SignalOut::Frame(_, all)) => *all = bytes,
+                Some(SignalOut::Stack(wr)) => {
+                    wr.write(&Array::new(vec![1, h, w], ArrayData::U8(bytes))?)?
+                }
+            }
+            Ok(())
+        },
+    )?;
     let seconds = start.elapsed().as_secs_f64();
     eprintln!(
         "spots: {nz} frame(s) of {h} x {w} in {seconds:.3} s ({:.1} frames/s) on {}",
         nz as f64 / seconds.max(1e-9),
         engine.name()
     );
-    if let Some(path) = &args.signal {
-        let shape = if nz == 1 && !any_stack {
-            vec![h, w]
-        } else {
-            vec![nz, h, w]
-        };
-        let bytes: Vec<u8> = found.strong.iter().map(|&s| u8::from(s)).collect();
-        gpuscope_io::write(path, &Array::new(shape, ArrayData::U8(bytes))?)?;
+    match signal {
+        None => {}
+        Some(SignalOut::Frame(path, bytes)) => {
+            gpuscope_io::write(&path, &Array::new(vec![h, w], ArrayData::U8(bytes))?)?
+        }
+        Some(SignalOut::Stack(wr)) => wr.finish()?,
     }
     if let (Some(path), Some(as_json)) = (&args.out, out_json) {
         let text = if as_json {
@@ -301,9 +291,13 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
             "seconds": seconds,
             "frames_per_second": nz as f64 / seconds.max(1e-9),
             "device": engine.name(),
+            "batch_frames": batch_frames,
         });
         if let Some(ms) = engine.kernel_ms() {
             summary["kernel_ms"] = json!(ms);
+        }
+        if let Some(b) = peak_rss_bytes() {
+            summary["peak_rss_bytes"] = json!(b);
         }
         println!("{summary}");
     }
@@ -354,7 +348,8 @@ pub type TimeFn<'a> =
 /// Eiger 16M frame (int32 as the CBF holds it), dispersion_extended,
 /// labelled and measured; spots-series, that frame repeated as uint16 (gaps
 /// set to 0 and masked by a mask array, so the answer is the same), host
-/// memory in to spot table out.
+/// memory in to spot table out; spots-series-disk, the same frames as a
+/// 3-D .npy on disk streamed in batches (disk in to spot table out).
 pub fn bench_spots(
     gpu: &gpuscope_core::Gpu,
     args: &crate::bench::BenchArgs,
@@ -394,10 +389,10 @@ pub fn bench_spots(
         )?;
         eprintln!("spots-eiger: {found} spots");
     }
+    let nz = args.frames.max(1);
+    let one: Vec<u16> = frame.iter().map(|&v| v.clamp(0, 65535) as u16).collect();
+    let valid: Vec<bool> = frame.iter().map(|&v| v >= 0).collect();
     if want("spots-series") {
-        let nz = args.frames.max(1);
-        let one: Vec<u16> = frame.iter().map(|&v| v.clamp(0, 65535) as u16).collect();
-        let valid: Vec<bool> = frame.iter().map(|&v| v >= 0).collect();
         let mut series = Vec::with_capacity(nz * n);
         for _ in 0..nz {
             series.extend_from_slice(&one);
@@ -425,6 +420,50 @@ pub fn bench_spots(
             },
             None,
         )?;
+    }
+    if want("spots-series-disk") {
+        // The same series as a 3-D .npy on disk, streamed from it in batches
+        // (the file is written once, outside the timing; it may sit in the
+        // page cache).
+        let path =
+            std::env::temp_dir().join(format!("gpuscope-spots-series-{}.npy", std::process::id()));
+        let timed = (|| -> CliResult {
+            let mut wr = NpyWriter::create(&path, vec![nz, h, w], DType::U16)?;
+            let slab = Array::new(vec![1, h, w], ArrayData::U16(one.clone()))?;
+            for _ in 0..nz {
+                wr.write_slab(&slab)?;
+            }
+            wr.finish()?;
+            let batch = plan_batch(gpu.memory_budget(), 2 * n);
+            time(
+                &format!("spots-series-disk-{nz}"),
+                2 * nz * n,
+                &mut || {
+                    let t = Instant::now();
+                    let source = FrameSource::open(std::slice::from_ref(&path))?;
+                    let r = stream_spots(
+                        Some(gpu),
+                        source,
+                        o.clone(),
+                        Some(valid.clone()),
+                        false,
+                        false,
+                        batch,
+                        &mut |_| Ok(()),
+                    )?;
+                    eprintln!(
+                        "spots-series-disk: {nz} frames in batches of {batch}, {} spots, {:.1} frames/s, peak RSS {:.0} MB",
+                        r.spots.len(),
+                        nz as f64 / t.elapsed().as_secs_f64(),
+                        peak_rss_bytes().unwrap_or(0) as f64 / 1e6
+                    );
+                    Ok(())
+                },
+                None,
+            )
+        })();
+        let _ = std::fs::remove_file(&path);
+        timed?;
     }
     Ok(())
 }

@@ -54,7 +54,7 @@ impl StackReader {
         }
     }
 
-    fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
+    pub fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
         Ok(match self {
             StackReader::Npy(r) => r.read_slab(z0, nz)?,
             StackReader::Tiff(r) => {
@@ -91,7 +91,7 @@ impl StackWriter {
         }))
     }
 
-    fn write(&mut self, slab: &Array) -> CliResult {
+    pub fn write(&mut self, slab: &Array) -> CliResult {
         match self {
             StackWriter::Npy(w) => w.write_slab(slab)?,
             StackWriter::Tiff(w) => {
@@ -253,14 +253,21 @@ pub struct ProgressBar {
     start: Instant,
     bytes_per_slice: f64,
     enabled: bool,
+    unit: &'static str,
 }
 
 impl ProgressBar {
     pub fn new(bytes_per_slice: usize) -> Self {
+        Self::counting(bytes_per_slice, "slices")
+    }
+
+    /// A bar counting `unit` (slices, frames) of `bytes_per_item` each.
+    pub fn counting(bytes_per_item: usize, unit: &'static str) -> Self {
         ProgressBar {
             start: Instant::now(),
-            bytes_per_slice: bytes_per_slice as f64,
+            bytes_per_slice: bytes_per_item as f64,
             enabled: std::io::stderr().is_terminal(),
+            unit,
         }
     }
 
@@ -272,8 +279,9 @@ impl ProgressBar {
         let rate = done as f64 / t;
         let eta = (total - done.min(total)) as f64 / rate.max(1e-9);
         eprint!(
-            "\r{done}/{total} slices  {rate:.0} slices/s  {:.2} GB/s  ETA {eta:.1} s   ",
-            rate * self.bytes_per_slice / 1e9
+            "\r{done}/{total} {unit}  {rate:.0} {unit}/s  {:.2} GB/s  ETA {eta:.1} s   ",
+            rate * self.bytes_per_slice / 1e9,
+            unit = self.unit
         );
         if done >= total {
             eprintln!();

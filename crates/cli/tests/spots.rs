@@ -307,3 +307,274 @@ fn bad_input_gives_one_line_errors_and_no_output() {
         }
     }
 }
+
+/// The spot table as `gpuscope spots --out x.csv` writes it.
+fn csv_of(spots: &[gpuscope_core::spots::Spot]) -> String {
+    let mut out = String::from(
+        "id,x0,x1,y0,y1,z0,z1,n_pixels,intensity,x,y,z,variance_x,variance_y,variance_z\n",
+    );
+    for s in spots {
+        let mut row: Vec<String> = vec![s.id.to_string()];
+        row.extend(s.bbox.iter().map(|v| v.to_string()));
+        row.push(s.n_pixels.to_string());
+        row.push(s.intensity.to_string());
+        row.extend(s.centroid.iter().chain(&s.variance).map(|v| v.to_string()));
+        out.push_str(&row.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// Streamed from disk (a 3-D npy, a multi-page u16 TIFF, a list of 2-D
+/// files) in batches of 1, 2 and 3 frames and as planned from a tiny
+/// --memory-budget, the spot table and the --signal mask equal the
+/// in-memory answer (the core's CPU reference over the whole stack), 2-D
+/// and --3d, on the GPU and the CPU.
+#[test]
+fn streamed_series_equal_the_in_memory_answer() {
+    use gpuscope_core::spots::{Counts, SpotOptions, cpu};
+    let dir = scratch("spots_streamed");
+    let (h, w) = (60, 64);
+    // Repeated crops: spots that run through several frames (3-D).
+    let at = [
+        (1400, 850),
+        (1400, 850),
+        (1401, 850),
+        (1460, 900),
+        (1460, 900),
+        (1420, 960),
+        (1400, 850),
+    ];
+    let frames: Vec<Vec<i32>> = at
+        .iter()
+        .map(|&(r, c)| crop("DLS_I03_smargon_0001", r, c, h, w))
+        .collect();
+    let nz = frames.len();
+    let stack = frames.concat();
+    let npy = dir.join("stack.npy");
+    write_npy(&npy, vec![nz, h, w], stack.clone());
+    let v16: Vec<u16> = stack.iter().map(|&x| x.max(0) as u16).collect();
+    let tif = dir.join("stack.tif");
+    gpuscope_io::write(
+        &tif,
+        &Array::new(vec![nz, h, w], ArrayData::U16(v16.clone())).unwrap(),
+    )
+    .unwrap();
+    let mut files = Vec::new();
+    for (i, f) in frames.iter().enumerate() {
+        let p = dir.join(format!("f{i}.npy"));
+        write_npy(&p, vec![h, w], f.clone());
+        files.push(p.display().to_string());
+    }
+    let o = SpotOptions {
+        min_spot_size: 2,
+        ..SpotOptions::default()
+    };
+    let frame_bytes = 4 * h * w;
+    // Two i32 frames per batch from the budget (a batch is a tenth of it).
+    let budget = (10 * 2 * frame_bytes).to_string();
+    // Files alternating uint16 and int32 (the u16 values): batches are cut
+    // where the dtype changes.
+    let mut mixed = Vec::new();
+    for z in 0..nz {
+        let p = dir.join(format!("m{z}.npy"));
+        let f = &v16[z * h * w..(z + 1) * h * w];
+        let a = if z % 2 == 0 {
+            Array::new(vec![h, w], ArrayData::U16(f.to_vec()))
+        } else {
+            Array::new(
+                vec![h, w],
+                ArrayData::I32(f.iter().map(|&x| x.into()).collect()),
+            )
+        };
+        gpuscope_io::write(&p, &a.unwrap()).unwrap();
+        mixed.push(p.display().to_string());
+    }
+    let forms: Vec<(&str, Vec<String>, bool)> = vec![
+        ("npy", vec![npy.display().to_string()], false),
+        ("tif", vec![tif.display().to_string()], true),
+        ("files", files, false),
+        ("mixed", mixed, true),
+    ];
+    let mut joined_across = false;
+    for three_d in [false, true] {
+        let want_i32 = cpu::find_spots(Counts::I32(&stack), [nz, h, w], None, &o, three_d).unwrap();
+        let want_u16 = cpu::find_spots(Counts::U16(&v16), [nz, h, w], None, &o, three_d).unwrap();
+        assert!(!want_i32.spots.is_empty());
+        joined_across |= want_i32.spots.iter().any(|s| s.bbox[5] - s.bbox[4] >= 3);
+        for (form, inputs, is_u16) in &forms {
+            let want = if *is_u16 { &want_u16 } else { &want_i32 };
+            let mut runs: Vec<(bool, Vec<&str>)> = vec![
+                (false, vec!["--batch-frames", "3"]),
+                (true, vec!["--batch-frames", "2"]),
+            ];
+            if *form != "mixed" {
+                runs.extend([
+                    (false, vec!["--batch-frames", "1"]),
+                    (false, vec!["--batch-frames", "2"]),
+                    (false, vec!["--memory-budget", budget.as_str()]),
+                ]);
+            }
+            for (cpu_run, knob) in runs {
+                let what = format!("{form} 3d {three_d} cpu {cpu_run} {knob:?}");
+                let sig = dir.join("sig.npy").display().to_string();
+                let csv = dir.join("t.csv").display().to_string();
+                let mut args: Vec<&str> = Vec::new();
+                if cpu_run {
+                    args.push("--cpu");
+                }
+                args.push("spots");
+                args.extend(inputs.iter().map(String::as_str));
+                args.extend(["--min-spot-size", "2", "--signal", &sig, "--out", &csv]);
+                args.push("--json");
+                if three_d {
+                    args.push("--3d");
+                }
+                args.extend(&knob);
+                let summary = run(&args);
+                if knob[0] == "--memory-budget" && !cpu_run {
+                    // u16 frames travel packed: half the bytes, twice the frames.
+                    let planned = if *is_u16 { 4 } else { 2 };
+                    assert_eq!(summary["batch_frames"], planned, "{what}: planned batch");
+                }
+                assert_eq!(
+                    std::fs::read_to_string(&csv).unwrap(),
+                    csv_of(&want.spots),
+                    "{what}: spot tables differ"
+                );
+                let (shape, mask) = read_mask(std::path::Path::new(&sig));
+                assert_eq!(shape, vec![nz, h, w], "{what}");
+                assert!(mask == want.strong, "{what}: masks differ");
+                assert_eq!(summary["n_strong_pixels"], want.n_strong, "{what}");
+                assert_eq!(summary["n_frames"], nz, "{what}");
+            }
+        }
+    }
+    assert!(joined_across, "3-D spots through three or more frames");
+}
+
+/// A truncated frame in the middle of a series, or one of another shape,
+/// stops the run with one error naming the file; no output file (nor a
+/// temporary) is left although earlier frames were already processed.
+#[test]
+fn a_bad_frame_in_the_middle_of_a_series_leaves_no_output() {
+    let dir = scratch("spots_bad_middle");
+    let (h, w) = (60, 64);
+    let good = crop("DLS_I03_smargon_0001", 1400, 850, h, w);
+    let mut files = Vec::new();
+    for i in 0..3 {
+        let p = dir.join(format!("good{i}.npy"));
+        write_npy(&p, vec![h, w], good.clone());
+        files.push(p.display().to_string());
+    }
+    let truncated = dir.join("trunc.cbf");
+    let bytes = std::fs::read(frame_path("DLS_I03_smargon_0001")).unwrap();
+    std::fs::write(&truncated, &bytes[..bytes.len() / 3]).unwrap();
+    let other = dir.join("other.npy");
+    write_npy(&other, vec![h, w + 1], vec![1; h * (w + 1)]);
+    let out = scratch("spots_bad_middle_out");
+    let sig = out.join("sig.npy").display().to_string();
+    let sig_tif = out.join("sig.tif").display().to_string();
+    let csv = out.join("t.csv").display().to_string();
+    for (bad, says) in [
+        (truncated.display().to_string(), "trunc.cbf"),
+        (
+            other.display().to_string(),
+            "do not match the first frame's 60 x 64",
+        ),
+    ] {
+        // Batches of 4: the files of a batch are decoded in parallel.
+        for (cpu, signal, batch) in [
+            (false, &sig, "1"),
+            (true, &sig, "4"),
+            (false, &sig_tif, "4"),
+        ] {
+            let mut args: Vec<&str> = if cpu { vec!["--cpu"] } else { vec![] };
+            args.push("spots");
+            args.extend([files[0].as_str(), &files[1], &bad, &files[2]]);
+            args.extend(["--batch-frames", batch, "--signal", signal, "--out", &csv]);
+            let o = gpuscope(&args);
+            let err = stderr(&o);
+            assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+            let lines: Vec<&str> = err.lines().filter(|l| l.starts_with("error: ")).collect();
+            assert_eq!(lines.len(), 1, "{err}");
+            assert!(lines[0].contains(says), "{err}");
+            assert!(!err.contains("panicked"), "{err}");
+            let left: Vec<_> = std::fs::read_dir(&out).unwrap().collect();
+            assert!(left.is_empty(), "{args:?} left {left:?}");
+        }
+    }
+    // A truncated page of a 3-D .npy: caught when the file is opened.
+    let stack = dir.join("stack.npy");
+    write_npy(&stack, vec![3, h, w], [&good[..], &good, &good].concat());
+    let b = std::fs::read(&stack).unwrap();
+    std::fs::write(&stack, &b[..b.len() - 100]).unwrap();
+    let s = stack.display().to_string();
+    let o = gpuscope(&["spots", &s, "--signal", &sig]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(stderr(&o).contains("stack.npy"), "{}", stderr(&o));
+    assert!(std::fs::read_dir(&out).unwrap().next().is_none());
+}
+
+/// Peak resident memory (VmHWM, from --json) of two runs over series of
+/// 256 x 256 u16 frames, `short` and `long` frames long, streamed from a
+/// 3-D .npy in batches of one frame (planned from a 1 MiB budget), with
+/// the --signal mask written.
+fn peaks(cpu: bool, short: usize, long: usize) -> [u64; 2] {
+    let dir = scratch(&format!("spots_memory_{cpu}"));
+    let (h, w) = (256, 256);
+    let n = h * w;
+    let mut peaks = [0; 2];
+    for (k, nz) in [short, long].into_iter().enumerate() {
+        // Flat background with one bright spot per frame (128 KiB a frame).
+        let mut v = vec![10u16; nz * n];
+        for z in 0..nz {
+            for (dr, dc) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                v[z * n + (100 + dr) * w + 120 + dc] = 500;
+            }
+        }
+        let p = dir.join(format!("s{nz}.npy"));
+        gpuscope_io::write(&p, &Array::new(vec![nz, h, w], ArrayData::U16(v)).unwrap()).unwrap();
+        let p = p.display().to_string();
+        let sig = dir.join(format!("m{nz}.npy")).display().to_string();
+        let mut args = if cpu { vec!["--cpu"] } else { vec![] };
+        args.extend([
+            "--memory-budget",
+            "1M",
+            "spots",
+            &p,
+            "--json",
+            "--signal",
+            &sig,
+        ]);
+        let s = run(&args);
+        assert_eq!(s["batch_frames"], 1);
+        assert_eq!(s["n_spots"], nz as u64, "one spot per frame");
+        peaks[k] = s["peak_rss_bytes"]
+            .as_u64()
+            .expect("peak_rss_bytes on Linux");
+    }
+    peaks
+}
+
+/// Host memory stays bounded by a few batches: the peak resident memory of
+/// a series 8x longer grows by far less than the longer series' data (its
+/// 280 more frames are 35 MiB of counts and 17.5 MiB of mask).
+#[test]
+fn host_memory_stays_bounded_for_long_series() {
+    let p = peaks(true, 40, 320);
+    let grew = p[1] as i64 - p[0] as i64;
+    assert!(
+        grew < 12 << 20,
+        "CPU: peak RSS grew by {grew} bytes ({p:?})"
+    );
+}
+
+/// The same on the GPU (lavapipe is slow: a shorter series, 36 more frames
+/// are 4.5 MiB of counts and 2.25 MiB of mask).
+#[test]
+fn host_memory_stays_bounded_for_long_series_on_the_gpu() {
+    let p = peaks(false, 6, 42);
+    let grew = p[1] as i64 - p[0] as i64;
+    assert!(grew < 5 << 19, "GPU: peak RSS grew by {grew} bytes ({p:?})");
+}

@@ -355,3 +355,94 @@ fn series_mixing_fast_and_exact_slow_frames_match_the_cpu_reference() {
         assert!(cpu.spots.iter().any(|s| s.bbox[4] == 3), "spots in frame 3");
     }
 }
+
+/// The streamed series (`SpotSeries`, frames pushed in batches) gives the
+/// in-memory answer, 2-D and 3-D, on the GPU and on the CPU, whatever the
+/// batch size: spots that run through a batch border are joined.
+#[test]
+fn streamed_series_equals_the_in_memory_path_for_any_batch_size() {
+    let (h, w, nz) = (40, 44, 7);
+    let n = h * w;
+    let mut stack = Vec::new();
+    for z in 0..nz {
+        // Runs of three frames with the same spots: 3-D spots across borders.
+        let mut f = frame(h, w, 2.0, 80 + z as u64 / 3);
+        if z == 4 {
+            // Undecided pixels: this frame takes the exact slow path.
+            for i in 0..4 {
+                f[(8 + 5 * i) * w + 9 + 3 * i] = (1 << 24) - 1 - i as i32;
+            }
+        }
+        stack.extend(f);
+    }
+    let o = SpotOptions {
+        min_spot_size: 2,
+        ..SpotOptions::default()
+    };
+    for three_d in [false, true] {
+        let want =
+            spots::cpu::find_spots(Counts::I32(&stack), [nz, h, w], None, &o, three_d).unwrap();
+        assert!(!want.spots.is_empty());
+        if three_d {
+            assert!(
+                want.spots.iter().any(|s| s.bbox[5] - s.bbox[4] == 3),
+                "spots through three frames"
+            );
+        }
+        for on_gpu in [true, false] {
+            for batch in [1, 2, 3, nz] {
+                let got = pollster::block_on(async {
+                    let mut series = spots::SpotSeries::new(
+                        on_gpu.then(gpu),
+                        [h, w],
+                        None,
+                        o.clone(),
+                        three_d,
+                        true,
+                    )
+                    .await?;
+                    let mut done = Vec::new();
+                    for z0 in (0..nz).step_by(batch) {
+                        let part = stack[z0 * n..(z0 + batch).min(nz) * n].to_vec();
+                        done.extend(series.push(spots::FrameBatch::I32(part)).await?);
+                    }
+                    let (last, r) = series.finish().await?;
+                    done.extend(last);
+                    Ok::<_, gpuscope_core::Error>((done, r))
+                })
+                .unwrap();
+                let (done, r) = got;
+                let what = format!("three_d {three_d}, gpu {on_gpu}, batch {batch}");
+                assert_eq!(r.spots, want.spots, "{what}");
+                assert_eq!(r.n_strong, want.n_strong, "{what}");
+                assert_eq!(r.n_regions, want.n_regions, "{what}");
+                assert_eq!(r.n_frames, nz);
+                let zs: Vec<usize> = done.iter().map(|d| d.z).collect();
+                assert_eq!(zs, (0..nz).collect::<Vec<_>>(), "{what}: frames in order");
+                let mask: Vec<bool> = done.into_iter().flat_map(|d| d.strong.unwrap()).collect();
+                assert_eq!(mask, want.strong, "{what}");
+            }
+        }
+    }
+}
+
+/// Bad batches are errors, not panics.
+#[test]
+fn streamed_series_rejects_partial_frames() {
+    let o = SpotOptions::default();
+    let r = pollster::block_on(async {
+        let mut s = spots::SpotSeries::new(None, [4, 5], None, o, false, false).await?;
+        s.push(spots::FrameBatch::U16(vec![1; 21])).await
+    });
+    let e = r.unwrap_err().to_string();
+    assert!(e.contains("whole frames of 4 x 5"), "{e}");
+    let r = pollster::block_on(spots::SpotSeries::new(
+        None,
+        [4, 5],
+        Some(vec![true; 3]),
+        SpotOptions::default(),
+        false,
+        false,
+    ));
+    assert!(r.is_err());
+}

@@ -125,7 +125,7 @@ impl Buffers {
 }
 
 /// Everything a frame needs besides its counts.
-struct Setup<'a> {
+pub(super) struct Setup<'a> {
     h: usize,
     w: usize,
     options: &'a SpotOptions,
@@ -228,6 +228,20 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
     })
 }
 
+/// The kernels' integer words hold sums over windows below 2^16 pixels.
+pub(super) fn check_window(options: &SpotOptions) -> Result<()> {
+    if window_max(options) >= 1 << 16 {
+        return Err(Error::param(
+            "kernel-size",
+            format!(
+                "{:?}: the GPU takes windows below 65536 pixels (half-widths up to 127); use --cpu",
+                options.kernel_size
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn window_max(o: &SpotOptions) -> usize {
     let [ky, kx] = o.kernel_size;
     (2 * ky + 1) * (2 * kx + 1)
@@ -239,7 +253,12 @@ fn release(gpu: &Gpu, b: Buffers) {
     }
 }
 
-fn setup<'a>(h: usize, w: usize, options: &'a SpotOptions, mask: Option<&'a [bool]>) -> Setup<'a> {
+pub(super) fn setup<'a>(
+    h: usize,
+    w: usize,
+    options: &'a SpotOptions,
+    mask: Option<&'a [bool]>,
+) -> Setup<'a> {
     let [ky, kx] = options.kernel_size;
     let thr = options.global_threshold.floor();
     let base = Params {
@@ -765,46 +784,13 @@ pub async fn find_spots_with(
         )));
     }
     check_frame(n, [h, w], mask, options)?;
-    if window_max(options) >= 1 << 16 {
-        // The kernels' integer words hold sums over windows below 2^16 pixels.
-        return Err(Error::param(
-            "kernel-size",
-            format!(
-                "{:?}: the GPU takes windows below 65536 pixels (half-widths up to 127); use --cpu",
-                options.kernel_size
-            ),
-        ));
-    }
+    check_window(options)?;
     let s = setup(h, w, options, mask);
     let want_mask = want_mask || three_d;
-    let slots = nz.min(2);
-    let mut bufs: Vec<Buffers> = Vec::new();
-    let mut ups = Vec::new();
     let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
-    let mut outcome = Ok(());
-    for _ in 0..slots {
-        match allocate(gpu, n, &s).await {
-            Ok(b) => {
-                upload_constants(gpu, &b, &s);
-                bufs.push(b);
-                ups.push(gpu.upload_buffer(frame_len as u64));
-            }
-            Err(e) => {
-                outcome = Err(e);
-                break;
-            }
-        }
-    }
-    let result = match outcome {
-        Ok(()) => run_series(gpu, &bufs, &mut ups, &s, counts, nz, want_mask).await,
-        Err(e) => Err(e),
-    };
-    for b in bufs {
-        release(gpu, b);
-    }
-    for u in ups {
-        gpu.release_upload(u);
-    }
+    let mut slots = Slots::open(gpu, &s, nz.min(2), frame_len as u64).await?;
+    let result = run_series(gpu, &mut slots, &s, counts, nz, want_mask).await;
+    slots.close(gpu);
     let (strong, mut sums) = result?;
     if three_d {
         let l = label::label(gpu, &strong, &[nz, h, w], 1).await?;
@@ -824,64 +810,151 @@ pub async fn find_spots_with(
     Ok(r)
 }
 
+/// The buffers of the frames in flight (one slot each) and their upload
+/// buffers, allocated once per series and reused frame after frame.
+pub(super) struct Slots {
+    bufs: Vec<Buffers>,
+    ups: Vec<crate::engine::UploadBuffer>,
+}
+
+impl Slots {
+    /// `count` slots for frames of up to `frame_bytes` packed bytes.
+    pub(super) async fn open(
+        gpu: &Gpu,
+        s: &Setup<'_>,
+        count: usize,
+        frame_bytes: u64,
+    ) -> Result<Slots> {
+        let mut slots = Slots {
+            bufs: Vec::new(),
+            ups: Vec::new(),
+        };
+        for _ in 0..count {
+            match allocate(gpu, s.h * s.w, s).await {
+                Ok(b) => {
+                    upload_constants(gpu, &b, s);
+                    slots.bufs.push(b);
+                    slots.ups.push(gpu.upload_buffer(frame_bytes));
+                }
+                Err(e) => {
+                    slots.close(gpu);
+                    return Err(e);
+                }
+            }
+        }
+        Ok(slots)
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Gives the buffers back to the engine's pools.
+    pub(super) fn close(&mut self, gpu: &Gpu) {
+        for b in self.bufs.drain(..) {
+            release(gpu, b);
+        }
+        for u in self.ups.drain(..) {
+            gpu.release_upload(u);
+        }
+    }
+
+    /// Uploads frame (packed as read) into `slot` and submits its kernels;
+    /// the header of its spot sums comes back with the returned `Pending`.
+    /// The upload waits only for the slot's previous copy, not its kernels.
+    pub(super) async fn submit(
+        &mut self,
+        gpu: &Gpu,
+        slot: usize,
+        s: &Setup<'_>,
+        frame: Counts<'_>,
+    ) -> Result<crate::engine::Pending> {
+        let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
+        let b = &self.bufs[slot];
+        let bytes = frame_bytes(frame);
+        gpu.fill(&mut self.ups[slot], bytes).await?;
+        clear_list(gpu, b);
+        let mut rec = gpu.recorder();
+        rec.copy_in(&self.ups[slot], &b.image, bytes.len() as u64);
+        dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
+        Ok(rec.submit_with_readback(&b.acc, read_bytes, Some(&mut self.ups[slot])))
+    }
+
+    /// Waits for frame `z` submitted in `slot` and returns its spot sums
+    /// (ordered by first pixel) and, when `want_mask`, its strong pixels
+    /// (empty otherwise). Frames the fast path cannot decide are redone on
+    /// the exact slow path.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn collect(
+        &self,
+        gpu: &Gpu,
+        slot: usize,
+        s: &Setup<'_>,
+        frame: Counts<'_>,
+        z: usize,
+        pending: crate::engine::Pending,
+        want_mask: bool,
+    ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
+        let n = s.h * s.w;
+        let b = &self.bufs[slot];
+        let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
+        match fast_sums(gpu, b, &head, z).await? {
+            Some(sums) => {
+                let mask = if want_mask {
+                    fast_mask(gpu, b, n, head[2] as usize).await?
+                } else {
+                    Vec::new()
+                };
+                Ok((mask, sums))
+            }
+            None => {
+                // Undecided pixels or more strong pixels than the compact
+                // path holds: the exact step-by-step full-frame path.
+                let sums = slow_frame(gpu, b, s, frame, z).await?;
+                let mask = if want_mask {
+                    let raw = gpu.read(&b.bytes, n as u64).await?;
+                    raw.iter().map(|&v| v != 0).collect()
+                } else {
+                    Vec::new()
+                };
+                Ok((mask, sums))
+            }
+        }
+    }
+}
+
 async fn run_series(
     gpu: &Gpu,
-    bufs: &[Buffers],
-    ups: &mut [crate::engine::UploadBuffer],
+    slots: &mut Slots,
     s: &Setup<'_>,
     counts: Counts<'_>,
     nz: usize,
     want_mask: bool,
 ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
     let n = s.h * s.w;
-    let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
     let mut strong = Vec::with_capacity(if want_mask { nz * n } else { 0 });
     let mut sums = Vec::new();
     let mut in_flight: std::collections::VecDeque<(usize, crate::engine::Pending)> =
         Default::default();
     for z in 0..=nz {
         // Collect frame z - 2 (or the rest at the end) before reusing its slot.
-        while in_flight.len() >= bufs.len() || (z == nz && !in_flight.is_empty()) {
+        while in_flight.len() >= slots.len() || (z == nz && !in_flight.is_empty()) {
             let Some((zf, pending)) = in_flight.pop_front() else {
                 break;
             };
-            let b = &bufs[zf % bufs.len()];
             let frame = counts.slice(zf * n..(zf + 1) * n);
-            let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
-            match fast_sums(gpu, b, &head, zf).await? {
-                Some(frame_sums) => {
-                    sums.extend(frame_sums);
-                    if want_mask {
-                        strong.extend(fast_mask(gpu, b, n, head[2] as usize).await?);
-                    }
-                }
-                None => {
-                    // Undecided pixels or more strong pixels than the compact
-                    // path holds: the exact step-by-step full-frame path.
-                    sums.extend(slow_frame(gpu, b, s, frame, zf).await?);
-                    if want_mask {
-                        let raw = gpu.read(&b.bytes, n as u64).await?;
-                        strong.extend(raw.iter().map(|&v| v != 0));
-                    }
-                }
-            }
+            let (mask, frame_sums) = slots
+                .collect(gpu, zf % slots.len(), s, frame, zf, pending, want_mask)
+                .await?;
+            sums.extend(frame_sums);
+            strong.extend(mask);
         }
         if z == nz {
             break;
         }
-        let slot = z % bufs.len();
-        let b = &bufs[slot];
         let frame = counts.slice(z * n..(z + 1) * n);
-        let bytes = frame_bytes(frame);
-        gpu.fill(&mut ups[slot], bytes).await?;
-        clear_list(gpu, b);
-        let mut rec = gpu.recorder();
-        rec.copy_in(&ups[slot], &b.image, bytes.len() as u64);
-        dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
-        in_flight.push_back((
-            z,
-            rec.submit_with_readback(&b.acc, read_bytes, Some(&mut ups[slot])),
-        ));
+        let pending = slots.submit(gpu, z % slots.len(), s, frame).await?;
+        in_flight.push_back((z, pending));
     }
     Ok((strong, sums))
 }

@@ -15,8 +15,10 @@
 
 pub mod cpu;
 mod gpu;
+mod series;
 
 pub use gpu::{find_spots, find_spots_with, strong_pixels};
+pub use series::{FrameBatch, FrameDone, SeriesResult, SpotSeries};
 
 use crate::error::{Error, Result};
 
@@ -358,6 +360,26 @@ impl SpotSums {
             let ca = u128::from(ca);
             self.sum_vc[a] += v * ca;
             self.sum_vc2[a] += v * ca * ca;
+        }
+    }
+
+    /// Adds the sums of another part of the same spot.
+    pub(crate) fn merge(&mut self, o: &SpotSums) {
+        if o.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = o.clone();
+            return;
+        }
+        self.n += o.n;
+        self.sum_v += o.sum_v;
+        self.sum_v2 += o.sum_v2;
+        for a in 0..3 {
+            self.lo[a] = self.lo[a].min(o.lo[a]);
+            self.hi[a] = self.hi[a].max(o.hi[a]);
+            self.sum_vc[a] += o.sum_vc[a];
+            self.sum_vc2[a] += o.sum_vc2[a];
         }
     }
 }
