@@ -135,6 +135,7 @@ impl FrameSource {
     pub fn send_batches(mut self, batch_frames: usize, tx: SyncSender<CliResult<FrameBatch>>) {
         let mut batch: Option<Frame> = None;
         let mut frames_in_batch = 0;
+        let frame_len = (self.shape[0] * self.shape[1]).max(1);
         let emit = |f: Frame, batch: &mut Option<Frame>, k: &mut usize| -> bool {
             // A change of dtype ends the batch early.
             if batch.as_ref().is_some_and(|b| b.dtype != f.dtype)
@@ -145,7 +146,7 @@ impl FrameSource {
                     return false;
                 }
             }
-            *k += 1;
+            *k += f.batch.len() / frame_len;
             match batch {
                 Some(b) => append(&mut b.batch, f.batch),
                 None => *batch = Some(f),
@@ -224,6 +225,26 @@ impl FrameSource {
                             return Ok(false);
                         }
                         z = 1;
+                    }
+                    // Native-order u16/u32/i32 .npy: whole batches read
+                    // straight into the frames' memory (one copy, parallel
+                    // reads) instead of one decoded frame at a time.
+                    // (The first frame, already handed out, starts the first batch.)
+                    let mut count = if z == 1 {
+                        group.max(2) - 1
+                    } else {
+                        group.max(1)
+                    };
+                    while z < *nz
+                        && let Some(f) =
+                            read_raw_batch(&mut reader, z, count.min(*nz - z), self.shape)
+                                .map_err(|Failure(m)| at_frame(m, path, z))?
+                    {
+                        count = group.max(1);
+                        z += f.batch.len() / (self.shape[0] * self.shape[1]);
+                        if !each(f) {
+                            return Ok(false);
+                        }
                     }
                     while z < *nz {
                         let label = format!("{}: frame {z}", name(path));
@@ -332,6 +353,53 @@ fn frame_shape(a: &Array, label: &str) -> CliResult<[usize; 2]> {
 }
 
 /// Appends `more` (same dtype) to `to`.
+/// Frames z..z+count of a native-order u16/u32/i32 .npy stack of `shape`
+/// frames, read raw into one batch; None for other stacks (decoded frame
+/// by frame instead).
+fn read_raw_batch(
+    reader: &mut StackReader,
+    z: usize,
+    count: usize,
+    shape: [usize; 2],
+) -> CliResult<Option<Frame>> {
+    let StackReader::Npy(r) = reader else {
+        return Ok(None);
+    };
+    if !r.native_order() || r.shape()[1..] != shape[..] {
+        return Ok(None);
+    }
+    let len = count * shape[0] * shape[1];
+    // vec! of zeros is fresh memory the read fills once.
+    let frame = match r.dtype() {
+        gpuscope_io::DType::U16 => {
+            let mut v = vec![0u16; len];
+            r.read_slab_raw(z, count, bytemuck::cast_slice_mut(&mut v))?;
+            Frame {
+                batch: FrameBatch::U16(v),
+                dtype: Packed::U16,
+            }
+        }
+        gpuscope_io::DType::U32 => {
+            let mut v = vec![0u32; len];
+            r.read_slab_raw(z, count, bytemuck::cast_slice_mut(&mut v))?;
+            Frame {
+                batch: FrameBatch::U32(v),
+                dtype: Packed::U32,
+            }
+        }
+        gpuscope_io::DType::I32 => {
+            let mut v = vec![0i32; len];
+            r.read_slab_raw(z, count, bytemuck::cast_slice_mut(&mut v))?;
+            Frame {
+                batch: FrameBatch::I32(v),
+                dtype: Packed::I32,
+            }
+        }
+        _ => return Ok(None),
+    };
+    Ok(Some(frame))
+}
+
 fn append(to: &mut FrameBatch, more: FrameBatch) {
     match (to, more) {
         (FrameBatch::U16(a), FrameBatch::U16(b)) => a.extend(b),

@@ -670,6 +670,81 @@ mod stream {
         }
     }
 
+    impl NpyReader {
+        /// Whether the file's elements are in this machine's byte order
+        /// (little-endian, or one byte), so [`NpyReader::read_slab_raw`]
+        /// gives them as they are in memory.
+        pub fn native_order(&self) -> bool {
+            !self.header.big_endian || self.header.dtype.size_bytes() == 1
+        }
+
+        /// Reads slices z0..z0+nz straight into `out` (exactly their bytes,
+        /// in the file's byte order): no decoding copy, and large reads
+        /// split over several threads (detector series streamed from the
+        /// page cache).
+        pub fn read_slab_raw(&mut self, z0: usize, nz: usize, out: &mut [u8]) -> Result<()> {
+            let name = self.name.clone();
+            self.read_slab_raw_inner(z0, nz, out)
+                .map_err(|e| e.in_file(&name))
+        }
+
+        fn read_slab_raw_inner(&mut self, z0: usize, nz: usize, out: &mut [u8]) -> Result<()> {
+            let slice_bytes = self.slice_len() * self.header.dtype.size_bytes();
+            let n0 = self.header.shape[0];
+            if z0.checked_add(nz).is_none_or(|end| end > n0) || out.len() != nz * slice_bytes {
+                return Err(IoError::invalid(
+                    format!(
+                        "slab {z0}..{} of {} bytes",
+                        z0.saturating_add(nz),
+                        out.len()
+                    ),
+                    "request whole slices within the array's shape",
+                ));
+            }
+            let offset = self.header.data_offset as u64 + (z0 * slice_bytes) as u64;
+            // Parts of at least 8 MiB, at most one per core (8 at most).
+            let cores = std::thread::available_parallelism().map_or(1, |c| c.get().min(8));
+            let part_len = out.len().div_ceil(cores).max(8 << 20);
+            let truncated = |e: std::io::Error| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    IoError::truncated(
+                        "the file ended while reading a slab (was it truncated after opening?)",
+                    )
+                } else {
+                    IoError::io("cannot read the file", e)
+                }
+            };
+            #[cfg(unix)]
+            if out.len() > part_len {
+                use std::os::unix::fs::FileExt;
+                let file = &self.file;
+                let results: Vec<std::io::Result<()>> = std::thread::scope(|scope| {
+                    let parts: Vec<_> = out
+                        .chunks_mut(part_len)
+                        .enumerate()
+                        .map(|(i, part)| {
+                            let at = offset + (i * part_len) as u64;
+                            scope.spawn(move || file.read_exact_at(part, at))
+                        })
+                        .collect();
+                    parts
+                        .into_iter()
+                        .map(|h| {
+                            h.join().unwrap_or_else(|_| {
+                                Err(std::io::Error::other("a reading thread failed"))
+                            })
+                        })
+                        .collect()
+                });
+                return results.into_iter().try_for_each(|r| r.map_err(truncated));
+            }
+            self.file
+                .seek(SeekFrom::Start(offset))
+                .map_err(|e| IoError::io("cannot seek", e))?;
+            self.file.read_exact(out).map_err(truncated)
+        }
+    }
+
     fn read_up_to(f: &mut File, buf: &mut [u8]) -> Result<usize> {
         let mut n = 0;
         while n < buf.len() {
