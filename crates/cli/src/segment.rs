@@ -14,7 +14,12 @@ use gpuscope_io::{Array, ArrayData, Format};
 use serde_json::{Value, json};
 
 use crate::Cli;
-use crate::common::{CliResult, Engine, Failure, samples};
+use crate::common::{CliResult, Engine, Failure, peak_rss_bytes, samples};
+use crate::filters::stream_output;
+use crate::stream::{ProgressBar, ScratchFile, Sink, StackReader, StackWriter, from_i32_words};
+use gpuscope_core::Gpu;
+use gpuscope_core::stream::SliceSource;
+use gpuscope_io::DType;
 
 /// astropy's sigma_clip parameters, shared by clip, threshold and sources.
 #[derive(Args, Clone, Debug)]
@@ -310,9 +315,20 @@ fn foreground(a: &Array, background: f64) -> CliResult<Vec<bool>> {
 }
 
 pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
+    let engine = Engine::open(cli)?;
+    // A 3-D .npy or TIFF stack larger than one box goes disk to disk.
+    if let Engine::Gpu(gpu) = &engine
+        && stream_output(&args.output)
+        && let Some(reader) = StackReader::open_stack(&args.input)?
+    {
+        // One plane is read whole anyway: the in-memory path splits its rows.
+        let shape = reader.shape();
+        if shape.iter().product::<usize>() > label::max_box(gpu) && shape[0] > 1 {
+            return label_streamed(&engine, gpu, reader, args);
+        }
+    }
     let a = read_one_channel(&args.input)?;
     let fg = foreground(&a, args.background)?;
-    let engine = Engine::open(cli)?;
     reset(&engine);
     let start = Instant::now();
     let l = match &engine {
@@ -330,6 +346,83 @@ pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
             json!({
                 "n_labels": count, "shape": a.shape, "connectivity": args.connectivity,
                 "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": false, "peak_rss_bytes": peak_rss_bytes(),
+            })
+        );
+    }
+    Ok(())
+}
+
+/// The foreground of a stack, slice by slice.
+struct MaskSource {
+    reader: StackReader,
+    background: f64,
+}
+
+impl SliceSource<bool> for MaskSource {
+    fn read(
+        &mut self,
+        z: std::ops::Range<usize>,
+        out: &mut Vec<bool>,
+    ) -> gpuscope_core::Result<()> {
+        let mut go = || -> CliResult {
+            for i in z.clone() {
+                let slice = self.reader.read(i, 1)?;
+                out.extend(foreground(&slice, self.background)?);
+            }
+            Ok(())
+        };
+        go().map_err(|Failure(m)| gpuscope_core::Error::InvalidInput(m))
+    }
+}
+
+/// Labels a stack larger than the device's box disk to disk: provisional
+/// labels in a temporary file beside the output, then the final labels
+/// written through the output's own temporary file (no partial output).
+fn label_streamed(engine: &Engine, gpu: &Gpu, reader: StackReader, args: &LabelCmd) -> CliResult {
+    if args.background.is_nan() {
+        return Err(Failure(
+            "--background NaN matches nothing; give a number".into(),
+        ));
+    }
+    let shape = reader.shape();
+    let plane = shape[1] * shape[2];
+    let mut bar = ProgressBar::new(plane * reader.dtype().size_bytes());
+    let Some(writer) = StackWriter::create(&args.output, &shape, DType::I32)? else {
+        return Err(Failure("stacks are written as .npy or .tif".into()));
+    };
+    let mut provisional = ScratchFile::create(&args.output, plane)?;
+    let mut mask = MaskSource {
+        reader,
+        background: args.background,
+    };
+    let mut sink = Sink {
+        writer,
+        plane: shape[1..].to_vec(),
+        dtype: DType::I32,
+        from_words: from_i32_words,
+    };
+    reset(engine);
+    let start = Instant::now();
+    let count = pollster::block_on(label::label_stream(
+        gpu,
+        &shape,
+        args.connectivity,
+        &mut mask,
+        &mut provisional,
+        &mut sink,
+        &mut |done, total| bar.update(done, total),
+    ))?;
+    drop(provisional);
+    sink.writer.finish()?;
+    let (kernel_ms, total_ms) = timing(engine, start);
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "n_labels": count, "shape": shape, "connectivity": args.connectivity,
+                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": true, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
     }

@@ -2,8 +2,9 @@
 //! slice and written slice by slice, so a stack larger than memory never
 //! sits in RAM. The core sees them as slice sources and sinks.
 
-use std::io::IsTerminal;
-use std::path::Path;
+use std::fs::File;
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gpuscope_core::Samples;
@@ -31,13 +32,17 @@ impl StackReader {
     /// A reader when `path` is a 3-D .npy or a multi-page TIFF of 2-D pages;
     /// `None` for anything better loaded whole.
     pub fn open(path: &Path) -> CliResult<Option<StackReader>> {
+        Ok(Self::open_stack(path)?.filter(|r| r.dtype() != DType::Bool))
+    }
+
+    /// As [`StackReader::open`], boolean stacks included (masks to label).
+    pub fn open_stack(path: &Path) -> CliResult<Option<StackReader>> {
         let reader = match extension(path).as_str() {
             "npy" => StackReader::Npy(NpyReader::open(path)?),
             "tif" | "tiff" => StackReader::Tiff(Box::new(TiffStackReader::open(path)?)),
             _ => return Ok(None),
         };
-        let s = reader.shape();
-        Ok((s.len() == 3 && reader.dtype() != DType::Bool).then_some(reader))
+        Ok((reader.shape().len() == 3).then_some(reader))
     }
 
     pub fn shape(&self) -> Vec<usize> {
@@ -54,7 +59,7 @@ impl StackReader {
         }
     }
 
-    fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
+    pub fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
         Ok(match self {
             StackReader::Npy(r) => r.read_slab(z0, nz)?,
             StackReader::Tiff(r) => {
@@ -246,6 +251,87 @@ pub fn sample_vec_array(shape: Vec<usize>, v: SampleVec) -> gpuscope_io::Result<
         SampleVec::F64(v) => ArrayData::F64(v),
     };
     Array::new(shape, data)
+}
+
+pub fn from_i32_words(shape: Vec<usize>, _dtype: DType, v: &[i32]) -> CliResult<Array> {
+    Ok(Array::from_i32(shape, v.to_vec())?)
+}
+
+/// A raw file of u32 slices beside an output, written in order then read
+/// back (provisional labels between the two passes of streamed labelling);
+/// removed when dropped.
+pub struct ScratchFile {
+    path: PathBuf,
+    file: File,
+    plane: usize,
+}
+
+impl ScratchFile {
+    pub fn create(beside: &Path, plane: usize) -> CliResult<ScratchFile> {
+        let name = beside
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let path = beside.with_file_name(format!(".{name}.provisional-{}", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| {
+                Failure(format!(
+                    "{}: cannot create a temporary file beside the output: {e}",
+                    path.display()
+                ))
+            })?;
+        Ok(ScratchFile { path, file, plane })
+    }
+
+    fn fail(&self, e: std::io::Error) -> gpuscope_core::Error {
+        gpuscope_core::Error::InvalidInput(format!("{}: {e}", self.path.display()))
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl SliceSink<u32> for ScratchFile {
+    fn write(&mut self, slices: &[u32]) -> gpuscope_core::Result<()> {
+        // In pieces: no second copy of the slab.
+        for c in slices.chunks(1 << 16) {
+            let bytes: Vec<u8> = c.iter().flat_map(|v| v.to_le_bytes()).collect();
+            self.file.write_all(&bytes).map_err(|e| self.fail(e))?;
+        }
+        Ok(())
+    }
+}
+
+impl SliceSource<u32> for ScratchFile {
+    fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<u32>) -> gpuscope_core::Result<()> {
+        let at = (z.start * self.plane * 4) as u64;
+        self.file
+            .seek(SeekFrom::Start(at))
+            .map_err(|e| self.fail(e))?;
+        let mut left = z.len() * self.plane;
+        let mut bytes = vec![0u8; 4 << 16];
+        while left > 0 {
+            let n = left.min(1 << 16);
+            self.file
+                .read_exact(&mut bytes[..4 * n])
+                .map_err(|e| self.fail(e))?;
+            out.extend(
+                bytes[..4 * n]
+                    .chunks_exact(4)
+                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+            );
+            left -= n;
+        }
+        Ok(())
+    }
 }
 
 /// A progress line on stderr with throughput and ETA, only on a terminal.
