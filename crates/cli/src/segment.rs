@@ -376,45 +376,19 @@ impl SliceSource<bool> for MaskSource {
     }
 }
 
-/// Labels a stack larger than the device's box disk to disk: provisional
-/// labels in a temporary file beside the output, then the final labels
-/// written through the output's own temporary file (no partial output).
+/// `label` on a stack larger than the device's box: disk to disk.
 fn label_streamed(engine: &Engine, gpu: &Gpu, reader: StackReader, args: &LabelCmd) -> CliResult {
-    if args.background.is_nan() {
-        return Err(Failure(
-            "--background NaN matches nothing; give a number".into(),
-        ));
-    }
     let shape = reader.shape();
-    let plane = shape[1] * shape[2];
-    let mut bar = ProgressBar::new(plane * reader.dtype().size_bytes());
-    let Some(writer) = StackWriter::create(&args.output, &shape, DType::I32)? else {
-        return Err(Failure("stacks are written as .npy or .tif".into()));
-    };
-    let mut provisional = ScratchFile::create(&args.output, plane)?;
-    let mut mask = MaskSource {
-        reader,
-        background: args.background,
-    };
-    let mut sink = Sink {
-        writer,
-        plane: shape[1..].to_vec(),
-        dtype: DType::I32,
-        from_words: from_i32_words,
-    };
     reset(engine);
     let start = Instant::now();
-    let count = pollster::block_on(label::label_stream(
+    let count = label_stack(
         gpu,
-        &shape,
+        reader,
+        &args.output,
         args.connectivity,
-        &mut mask,
-        &mut provisional,
-        &mut sink,
-        &mut |done, total| bar.update(done, total),
-    ))?;
-    drop(provisional);
-    sink.writer.finish()?;
+        args.background,
+        label::max_box(gpu),
+    )?;
     let (kernel_ms, total_ms) = timing(engine, start);
     if args.json {
         println!(
@@ -427,6 +401,53 @@ fn label_streamed(engine: &Engine, gpu: &Gpu, reader: StackReader, args: &LabelC
         );
     }
     Ok(())
+}
+
+/// Labels a stack slab by slab (slabs planned from the memory budget):
+/// provisional labels in a temporary file beside `output`, then the final
+/// labels written through the output's own temporary file, so a failure
+/// leaves no output. Slabs hold at most `max_pixels`. Returns the number
+/// of components.
+pub(crate) fn label_stack(
+    gpu: &Gpu,
+    reader: StackReader,
+    output: &Path,
+    connectivity: usize,
+    background: f64,
+    max_pixels: usize,
+) -> CliResult<usize> {
+    if background.is_nan() {
+        return Err(Failure(
+            "--background NaN matches nothing; give a number".into(),
+        ));
+    }
+    let shape = reader.shape();
+    let plane = shape[1] * shape[2];
+    let mut bar = ProgressBar::new(plane * reader.dtype().size_bytes());
+    let Some(writer) = StackWriter::create(output, &shape, DType::I32)? else {
+        return Err(Failure("stacks are written as .npy or .tif".into()));
+    };
+    let mut provisional = ScratchFile::create(output, plane)?;
+    let mut mask = MaskSource { reader, background };
+    let mut sink = Sink {
+        writer,
+        plane: shape[1..].to_vec(),
+        dtype: DType::I32,
+        from_words: from_i32_words,
+    };
+    let count = pollster::block_on(label::label_stream(
+        gpu,
+        &shape,
+        connectivity,
+        max_pixels,
+        &mut mask,
+        &mut provisional,
+        &mut sink,
+        &mut |done, total| bar.update(done, total),
+    ))?;
+    drop(provisional);
+    sink.writer.finish()?;
+    Ok(count)
 }
 
 pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {

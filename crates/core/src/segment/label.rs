@@ -231,13 +231,16 @@ pub async fn label(
 /// provisional (slab-global) ids to `provisional`, keeping only the last
 /// plane for the merge across the next border; pass 2 reads them back and
 /// writes the final labels to `out` through the merge's table. Host memory
-/// is a few slabs (planned from the budget) plus 4 bytes per provisional
-/// component. `progress(done, total)` counts slices of both passes.
-/// Returns the number of components.
+/// is a few slabs plus 4 bytes per provisional component; a slab holds at
+/// most `max_pixels` (pass [`max_box`] for the most the device allows, or
+/// less). `progress(done, total)` counts slices of both passes. Returns the
+/// number of components.
+#[allow(clippy::too_many_arguments)]
 pub async fn label_stream<M, P, O>(
     gpu: &Gpu,
     shape: &[usize],
     connectivity: usize,
+    max_pixels: usize,
     mask: &mut M,
     provisional: &mut P,
     out: &mut O,
@@ -254,7 +257,7 @@ where
     if nz * plane == 0 {
         return Ok(0);
     }
-    let max = max_box(gpu);
+    let max = max_pixels.min(max_box(gpu));
     let per = max / plane;
     if per == 0 {
         return Err(slice_too_big(plane, max));
