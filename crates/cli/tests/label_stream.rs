@@ -361,3 +361,116 @@ fn host_memory_does_not_grow_with_the_stack() {
     );
     assert_eq!(read_labels(&out), read_labels(&dir.join("o48.npy")));
 }
+
+/// float32 noise with bright blobs and a NaN: a small sky cube.
+fn sky(nz: usize) -> Vec<f32> {
+    let mut v: Vec<f32> = noise(nz * H * W, 17)
+        .iter()
+        .map(|&u| ((u - 0.5) * 3.4) as f32)
+        .collect();
+    let pos = noise(3 * 30, 23);
+    for k in 0..30 {
+        let z = 1 + (pos[3 * k] * (nz - 2) as f64) as usize;
+        let y = 2 + (pos[3 * k + 1] * (H - 4) as f64) as usize;
+        let x = 2 + (pos[3 * k + 2] * (W - 4) as f64) as usize;
+        for (dz, dy, dx) in [(0, 0, 0), (1, 0, 0), (0, 1, 0), (0, 0, 1), (-1, -1, 0)] {
+            let i = index(
+                (z as i64 + dz) as usize,
+                (y as i64 + dy) as usize,
+                (x as i64 + dx) as usize,
+            );
+            v[i] += 6.0 + k as f32 * 0.25;
+        }
+    }
+    v[index(2, 3, 4)] = f32::NAN;
+    v
+}
+
+#[test]
+fn sources_stream_and_equal_the_cpu_reference() {
+    let dir = scratch("sources_stream");
+    let nz = 16;
+    let shape = [nz, H, W];
+    let npy = dir.join("sky.npy");
+    gpuscope_io::write(&npy, &Array::from_f32(shape.to_vec(), sky(nz)).unwrap()).unwrap();
+    let tif = dir.join("sky.tif");
+    let mut w = TiffStackWriter::create(&tif, H, W, DType::F32).unwrap();
+    let all = sky(nz);
+    for z in 0..nz {
+        let page = all[z * H * W..(z + 1) * H * W].to_vec();
+        w.write_page(&Array::from_f32(vec![H, W], page).unwrap())
+            .unwrap();
+    }
+    w.finish().unwrap();
+    let path = |n: &str| dir.join(n).to_str().unwrap().to_string();
+    for (input, cat, lab, extra) in [
+        (&npy, "cat.json", "lab.npy", vec!["--nsigma", "2.5"]),
+        (
+            &tif,
+            "cat.csv",
+            "lab.tif",
+            vec!["--workshop", "--nsigma", "3", "--connectivity", "3"],
+        ),
+    ] {
+        let run = |prefix: &str, global: &[&str]| -> Value {
+            let mut args: Vec<String> = global.iter().map(|s| s.to_string()).collect();
+            args.extend([
+                "sources".into(),
+                input.to_str().unwrap().into(),
+                "--catalogue".into(),
+                path(&format!("{prefix}{cat}")),
+                "--labels".into(),
+                path(&format!("{prefix}{lab}")),
+                "--json".into(),
+            ]);
+            args.extend(extra.iter().map(|s| s.to_string()));
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            json(&gpuscope(&a))
+        };
+        let streamed = run("s_", &["--memory-budget", TINY]);
+        let reference = run("c_", &["--cpu"]);
+        assert_eq!(streamed["streamed"], true);
+        assert!(streamed["n_sources"].as_u64().unwrap() > 5, "{streamed}");
+        for key in ["n_sources", "threshold", "clip"] {
+            assert_eq!(streamed[key], reference[key], "{cat}: {key}");
+        }
+        let read = |p: String| std::fs::read(p).unwrap();
+        assert_eq!(
+            read(path(&format!("s_{cat}"))),
+            read(path(&format!("c_{cat}"))),
+            "{cat}: catalogues differ"
+        );
+        assert_eq!(
+            read_labels(&dir.join(format!("s_{lab}"))).data,
+            read_labels(&dir.join(format!("c_{lab}"))).data,
+            "{lab}"
+        );
+    }
+    // Without --labels; nothing left beside the outputs.
+    let o = gpuscope(&[
+        "--memory-budget",
+        TINY,
+        "sources",
+        npy.to_str().unwrap(),
+        "--catalogue",
+        &path("only.json"),
+        "--nsigma",
+        "2.5",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(path("only.json")).unwrap(),
+        std::fs::read(path("c_cat.json")).unwrap()
+    );
+    let hidden = std::fs::read_dir(&dir)
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with('.')
+        })
+        .count();
+    assert_eq!(hidden, 0);
+}

@@ -162,7 +162,7 @@ pub fn max_box(gpu: &Gpu) -> usize {
         .min(1 << 31) as usize
 }
 
-fn slice_too_big(plane: usize, max: usize) -> Error {
+pub(crate) fn slice_too_big(plane: usize, max: usize) -> Error {
     Error::InvalidInput(format!(
         "one slice of {plane} pixels does not fit the device's binding limit or memory budget \
          of {max} labels; give a larger --memory-budget, use --cpu, or a device with larger bindings"
