@@ -257,7 +257,7 @@ pub fn from_i32_words(shape: Vec<usize>, _dtype: DType, v: &[i32]) -> CliResult<
     Ok(Array::from_i32(shape, v.to_vec())?)
 }
 
-/// A raw file of u32 slices beside an output, written in order then read
+/// A raw file of u32 slices (native byte order) beside an output, written in order then read
 /// back (provisional labels between the two passes of streamed labelling);
 /// removed when dropped.
 pub struct ScratchFile {
@@ -301,12 +301,10 @@ impl Drop for ScratchFile {
 
 impl SliceSink<u32> for ScratchFile {
     fn write(&mut self, slices: &[u32]) -> gpuscope_core::Result<()> {
-        // In pieces: no second copy of the slab.
-        for c in slices.chunks(1 << 16) {
-            let bytes: Vec<u8> = c.iter().flat_map(|v| v.to_le_bytes()).collect();
-            self.file.write_all(&bytes).map_err(|e| self.fail(e))?;
-        }
-        Ok(())
+        // Native byte order: the same process reads it back.
+        self.file
+            .write_all(bytemuck::cast_slice(slices))
+            .map_err(|e| self.fail(e))
     }
 }
 
@@ -316,21 +314,11 @@ impl SliceSource<u32> for ScratchFile {
         self.file
             .seek(SeekFrom::Start(at))
             .map_err(|e| self.fail(e))?;
-        let mut left = z.len() * self.plane;
-        let mut bytes = vec![0u8; 4 << 16];
-        while left > 0 {
-            let n = left.min(1 << 16);
-            self.file
-                .read_exact(&mut bytes[..4 * n])
-                .map_err(|e| self.fail(e))?;
-            out.extend(
-                bytes[..4 * n]
-                    .chunks_exact(4)
-                    .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]])),
-            );
-            left -= n;
-        }
-        Ok(())
+        let start = out.len();
+        out.resize(start + z.len() * self.plane, 0);
+        self.file
+            .read_exact(bytemuck::cast_slice_mut(&mut out[start..]))
+            .map_err(|e| self.fail(e))
     }
 }
 

@@ -473,12 +473,8 @@ async fn label_box(gpu: &Gpu, mask: &[bool], s: Shape3, connectivity: usize) -> 
     let outcome = async {
         let plan = plan(gpu, s, connectivity);
         record_label(gpu, &plan, &mask_buf, &parent, &blocks).await?;
-        let raw = gpu.read(&parent, 4 * n as u64).await?;
+        let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
         let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
-        let labels: Vec<i32> = raw
-            .chunks_exact(4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         Ok::<_, Error>(Labels { labels, count })
     }
