@@ -17,10 +17,10 @@ use crate::Cli;
 use crate::common::{CliResult, Engine, Failure, peak_rss_bytes, samples};
 use crate::filters::stream_output;
 use crate::stream::{
-    ProgressBar, ScratchFile, Sink, Source, StackReader, StackWriter, f32_words, from_i32_words,
+    Prefetch, ProgressBar, ScratchFile, Sink, Source, StackReader, StackWriter, WriteBehind,
+    f32_words, from_i32_words,
 };
 use gpuscope_core::Gpu;
-use gpuscope_core::stream::SliceSource;
 use gpuscope_io::DType;
 
 /// astropy's sigma_clip parameters, shared by clip, threshold and sources.
@@ -355,29 +355,6 @@ pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
     Ok(())
 }
 
-/// The foreground of a stack, slice by slice.
-struct MaskSource {
-    reader: StackReader,
-    background: f64,
-}
-
-impl SliceSource<bool> for MaskSource {
-    fn read(
-        &mut self,
-        z: std::ops::Range<usize>,
-        out: &mut Vec<bool>,
-    ) -> gpuscope_core::Result<()> {
-        let mut go = || -> CliResult {
-            for i in z.clone() {
-                let slice = self.reader.read(i, 1)?;
-                out.extend(foreground(&slice, self.background)?);
-            }
-            Ok(())
-        };
-        go().map_err(|Failure(m)| gpuscope_core::Error::InvalidInput(m))
-    }
-}
-
 /// `label` on a stack larger than the device's box: disk to disk.
 fn label_streamed(engine: &Engine, gpu: &Gpu, reader: StackReader, args: &LabelCmd) -> CliResult {
     let shape = reader.shape();
@@ -430,13 +407,13 @@ pub(crate) fn label_stack(
         return Err(Failure("stacks are written as .npy or .tif".into()));
     };
     let mut provisional = ScratchFile::create(output, plane)?;
-    let mut mask = MaskSource { reader, background };
-    let mut sink = Sink {
-        writer,
-        plane: shape[1..].to_vec(),
-        dtype: DType::I32,
-        from_words: from_i32_words,
-    };
+    // One slab read ahead while the GPU labels the one before.
+    let ahead = (max_pixels / plane.max(1)).max(1);
+    let mut reader = reader;
+    let mut mask = Prefetch::spawn(shape[0], ahead, move |z| {
+        foreground(&reader.read(z, 1)?, background)
+    });
+    let mut sink = WriteBehind::spawn(writer, shape[1..].to_vec());
     let count = pollster::block_on(label::label_stream(
         gpu,
         &shape,
@@ -448,7 +425,7 @@ pub(crate) fn label_stack(
         &mut |done, total| bar.update(done, total),
     ))?;
     drop(provisional);
-    sink.writer.finish()?;
+    sink.finish()?;
     Ok(count)
 }
 

@@ -354,3 +354,121 @@ impl ProgressBar {
         }
     }
 }
+
+/// Slices made in order by a background thread (reading, decoding,
+/// thresholding), at most `ahead` of them waiting: the disk and the host's
+/// conversions overlap the GPU's work on the slab before.
+pub struct Prefetch<T> {
+    rx: std::sync::mpsc::Receiver<CliResult<Vec<T>>>,
+    next: usize,
+}
+
+impl<T: Send + 'static> Prefetch<T> {
+    pub fn spawn(
+        nz: usize,
+        ahead: usize,
+        mut make: impl FnMut(usize) -> CliResult<Vec<T>> + Send + 'static,
+    ) -> Prefetch<T> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(ahead.max(1));
+        std::thread::spawn(move || {
+            for z in 0..nz {
+                let slice = make(z);
+                let failed = slice.is_err();
+                // A closed channel: the consumer stopped (it failed).
+                if tx.send(slice).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Prefetch { rx, next: 0 }
+    }
+}
+
+impl<T> SliceSource<T> for Prefetch<T> {
+    fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<T>) -> gpuscope_core::Result<()> {
+        let fail = |m: String| gpuscope_core::Error::InvalidInput(m);
+        if z.start != self.next {
+            return Err(fail(format!(
+                "slice {} asked for where {} comes next (prefetched slices are read once, in order)",
+                z.start, self.next
+            )));
+        }
+        for _ in z.clone() {
+            let slice = self
+                .rx
+                .recv()
+                .map_err(|_| fail("the reading thread stopped early".into()))?;
+            out.extend(slice.map_err(|Failure(m)| fail(m))?);
+        }
+        self.next = z.end;
+        Ok(())
+    }
+}
+
+/// A stack writer fed from a background thread: the file is written while
+/// the next slab is prepared. `finish` waits for it and completes the file.
+pub struct WriteBehind {
+    tx: Option<std::sync::mpsc::SyncSender<Vec<i32>>>,
+    done: Option<std::thread::JoinHandle<CliResult<StackWriter>>>,
+}
+
+impl WriteBehind {
+    pub fn spawn(mut writer: StackWriter, plane: Vec<usize>) -> WriteBehind {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<i32>>(1);
+        let done = std::thread::spawn(move || {
+            let n: usize = plane.iter().product();
+            for slab in rx {
+                let mut shape = vec![slab.len() / n.max(1)];
+                shape.extend(&plane);
+                writer.write(&Array::from_i32(shape, slab)?)?;
+            }
+            Ok(writer)
+        });
+        WriteBehind {
+            tx: Some(tx),
+            done: Some(done),
+        }
+    }
+
+    /// Waits for the writes; the writer, or the first error.
+    fn join(&mut self) -> CliResult<StackWriter> {
+        drop(self.tx.take());
+        match self.done.take().map(|h| h.join()) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Failure("the writing thread panicked".into())),
+            None => Err(Failure("the writer is already finished".into())),
+        }
+    }
+
+    pub fn finish(mut self) -> CliResult {
+        self.join()?.finish()
+    }
+}
+
+/// On failure: waits for the thread, so the writer's temporary file is
+/// removed before the process exits.
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        if self.done.is_some() {
+            let _ = self.join();
+        }
+    }
+}
+
+impl SliceSink<i32> for WriteBehind {
+    fn write(&mut self, slices: &[i32]) -> gpuscope_core::Result<()> {
+        let sent = match &self.tx {
+            Some(tx) => tx.send(slices.to_vec()).is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The thread stopped: its error says why.
+        let e = match self.join() {
+            Err(Failure(m)) => m,
+            Ok(_) => "the writing thread stopped early".into(),
+        };
+        Err(gpuscope_core::Error::InvalidInput(e))
+    }
+}

@@ -474,3 +474,68 @@ fn sources_stream_and_equal_the_cpu_reference() {
         .count();
     assert_eq!(hidden, 0);
 }
+
+/// A little-endian TIFF of uncompressed greyscale pages, page `bad` with
+/// 16-bit samples and the others 8-bit: readable up to that page.
+fn mixed_tiff(path: &Path, pages: usize, bad: usize) {
+    let mut f: Vec<u8> = b"II\x2a\x00\0\0\0\0".to_vec();
+    let mut link = 4; // where the next IFD offset goes
+    for p in 0..pages {
+        let bytes = if p == bad { 2 } else { 1 };
+        let data_at = f.len() as u32;
+        f.extend((0..H * W * bytes).map(|i| (i % 3 == 0) as u8));
+        if f.len() % 2 == 1 {
+            f.push(0);
+        }
+        let ifd = f.len() as u32;
+        f[link..link + 4].copy_from_slice(&ifd.to_le_bytes());
+        let tags: [(u16, u16, u32); 9] = [
+            (256, 3, W as u32),
+            (257, 3, H as u32),
+            (258, 3, 8 * bytes as u32),
+            (259, 3, 1),
+            (262, 3, 1),
+            (273, 4, data_at),
+            (277, 3, 1),
+            (278, 3, H as u32),
+            (279, 4, (H * W * bytes) as u32),
+        ];
+        f.extend((tags.len() as u16).to_le_bytes());
+        for (tag, kind, value) in tags {
+            f.extend(tag.to_le_bytes());
+            f.extend(kind.to_le_bytes());
+            f.extend(1u32.to_le_bytes());
+            f.extend(value.to_le_bytes());
+        }
+        link = f.len();
+        f.extend(0u32.to_le_bytes());
+    }
+    std::fs::write(path, f).unwrap();
+}
+
+#[test]
+fn a_bad_page_mid_stack_leaves_no_output() {
+    let dir = scratch("label_stream_bad_page");
+    let input = dir.join("mixed.tif");
+    mixed_tiff(&input, 8, 5);
+    for out in ["o.npy", "o.tif"] {
+        let o = gpuscope(&[
+            "--memory-budget",
+            TINY,
+            "label",
+            input.to_str().unwrap(),
+            dir.join(out).to_str().unwrap(),
+        ]);
+        assert_eq!(o.status.code(), Some(1), "{out}");
+        let e = stderr(&o);
+        assert!(e.contains("page 5"), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        let left: Vec<_> = std::fs::read_dir(&dir).unwrap().collect();
+        assert_eq!(left.len(), 1, "{out}: {left:?}");
+    }
+    // The readable pages alone label fine (the file itself is sound).
+    let good = dir.join("good.tif");
+    mixed_tiff(&good, 5, 99);
+    let (_, v) = label(&good, &dir.join("g.npy"), 1, &["--memory-budget", TINY]);
+    assert_eq!(v["streamed"], true);
+}
