@@ -546,7 +546,8 @@ fn sources_streamed(
     } else {
         Level::AboveMedian(args.nsigma)
     };
-    let mut bar = ProgressBar::new(in_bytes);
+    // The bar times the labelling's passes, from their first slab.
+    let mut bar: Option<ProgressBar> = None;
     let terminal = std::io::stderr().is_terminal();
     reset(engine);
     let start = Instant::now();
@@ -563,7 +564,8 @@ fn sources_streamed(
             .map(|s| s as &mut dyn gpuscope_core::stream::SliceSink<i32>),
         &mut |what, done, total| {
             if total > 0 {
-                bar.update(done, total);
+                bar.get_or_insert_with(|| ProgressBar::new(in_bytes))
+                    .update(done, total);
             } else if terminal {
                 eprintln!("{what} {done} done");
             }
