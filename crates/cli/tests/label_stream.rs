@@ -200,6 +200,17 @@ fn random_volume_streams_exactly_for_every_connectivity() {
     let nz = 10;
     let m: Vec<bool> = noise(nz * H * W, 5).iter().map(|&v| v < 0.35).collect();
     check_all("random", &m, nz);
+    // Slabs of several planes (16 KiB: 3276 labels, 5 planes) and a last
+    // slab shorter than the others (3 planes per slab).
+    let dir = scratch("label_stream_random_slabs");
+    let input = dir.join("in.npy");
+    write_npy(&input, &[nz, H, W], &m, DType::U8);
+    for (budget, c) in [("16K", 1), ("10K", 3)] {
+        let want = cpu::label(&m, &[nz, H, W], c).unwrap();
+        let (got, v) = label(&input, &dir.join("o.npy"), c, &["--memory-budget", budget]);
+        assert_eq!(v["streamed"], true);
+        assert_eq!(got.data, ArrayData::I32(want.labels), "{budget} c={c}");
+    }
 }
 
 #[test]
