@@ -8,6 +8,7 @@
 #   bash bench/gpu_machine.sh segment   # kappa-sigma, labels
 #   bash bench/gpu_machine.sh slic      # slic-3d-L, slic-2d-rgb
 #   bash bench/gpu_machine.sh spots     # spots-eiger, spots-series, spots-series-disk
+#   bash bench/gpu_machine.sh labelstream  # label-stream (disk to disk)
 set -uo pipefail
 OUT=${OUT:?set OUT}
 G=.device/gpuscope
@@ -32,6 +33,10 @@ for part in "$@"; do
     spots)
       python3 bench/spots_peers.py --gpuscope $G --data .device/data --tools .device/tools \
         --out $OUT --frames 200 --repeat 7 >/dev/null ;;
+    labelstream)
+      $G bench --only label-stream --repeat 3 --json $OUT/ours_label_stream.json >/dev/null
+      python3 bench/label_stream_peers.py --gpuscope $G --planes 128 --budget 256M --repeat 3 \
+        --out $OUT >/dev/null ;;
   esac
 done
 ls $OUT

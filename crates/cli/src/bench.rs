@@ -20,7 +20,7 @@ pub struct BenchArgs {
     /// Workloads to run (default: all): median-3, median-7, median-stack,
     /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, slic-3d-L
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
-    /// spots-series-disk.
+    /// spots-series-disk, label-stream.
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -50,6 +50,19 @@ pub struct BenchArgs {
     /// Frames of the spots-series workloads (benchmarks.md: 200).
     #[arg(long, default_value_t = 200)]
     pub frames: usize,
+    /// label-stream: planes of its blob stack (each 2048², uint8); its
+    /// files (input, provisional and output labels: 9 bytes per pixel;
+    /// `bytes` counts the 5 read and written)
+    /// go to a temporary folder in --scratch.
+    #[arg(long, default_value_t = 128)]
+    pub label_planes: usize,
+    /// label-stream: device memory per slab (the stack is labelled in
+    /// slabs of at most SIZE / 5 pixels, disk to disk).
+    #[arg(long, default_value = "256M", value_parser = crate::parse_size)]
+    pub label_budget: u64,
+    /// Folder for the label-stream files (default: the system's temp).
+    #[arg(long, value_name = "DIR")]
+    pub scratch: Option<PathBuf>,
 }
 
 /// A blob volume like binary_blobs(L, n_dim=3): sums of waves with random
@@ -359,6 +372,9 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             None,
         )?;
     }
+    if want("label-stream") {
+        label_stream_workload(gpu, args, &mut time)?;
+    }
     if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
         crate::spots::bench_spots(gpu, args, &want, &mut time)?;
     }
@@ -369,4 +385,83 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             .map_err(|e| Failure(format!("{}: {e}", path.display())))?;
     }
     Ok(())
+}
+
+/// `time(name, bytes, run, resident)` of [`bench`].
+type Timer<'a> =
+    dyn FnMut(&str, usize, &mut dyn FnMut() -> CliResult, Option<f64>) -> CliResult + 'a;
+
+/// label-stream: a blob stack of `--label-planes` × 2048² uint8 labelled
+/// disk to disk (.npy in, int32 .npy out, 6-connected) in slabs of the
+/// `--label-budget`, timed from the file in to the file out.
+fn label_stream_workload(
+    gpu: &gpuscope_core::Gpu,
+    args: &BenchArgs,
+    time: &mut Timer<'_>,
+) -> CliResult {
+    use gpuscope_core::segment::label;
+    use gpuscope_io::npy::NpyWriter;
+    use gpuscope_io::{Array, ArrayData, DType};
+    let (nz, n) = (args.label_planes.max(1), 2048);
+    let base = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
+    let dir = base.join(format!("gpuscope-label-stream-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+    let input = dir.join("blobs.npy");
+    let output = dir.join("labels.npy");
+    let result = (|| -> CliResult {
+        // Blobs as in synthetic_blobs, from per-axis tables (separable).
+        let wave = |k: usize, f: f32, ph: f32, sin: bool| -> Vec<f32> {
+            (0..k)
+                .map(|i| {
+                    let t = i as f32 * f + ph;
+                    if sin { t.sin() } else { t.cos() }
+                })
+                .collect()
+        };
+        let r = uniform(9, 3);
+        let f = 2.0 * std::f32::consts::PI * 40.0 / n as f32;
+        let (za, zb) = (
+            wave(nz, f, 6.0 * r[0], true),
+            wave(nz, f * 0.8, 6.0 * r[5], false),
+        );
+        let (ya, yb) = (
+            wave(n, f * 0.9, 6.0 * r[1], false),
+            wave(n, f, 6.0 * r[2], true),
+        );
+        let (xa, xb) = (
+            wave(n, f * 1.1, 6.0 * r[3], false),
+            wave(n, f, 6.0 * r[4], true),
+        );
+        let mut w = NpyWriter::create(&input, vec![nz, n, n], DType::U8)?;
+        for z in 0..nz {
+            let mut plane = Vec::with_capacity(n * n);
+            for y in 0..n {
+                for x in 0..n {
+                    let v = za[z] * ya[y] + yb[y] * xa[x] + xb[x] * zb[z];
+                    plane.push(u8::from(v > 0.3));
+                }
+            }
+            w.write_slab(&Array::new(vec![1, n, n], ArrayData::U8(plane))?)?;
+        }
+        w.finish()?;
+        let max = (args.label_budget / 5) as usize;
+        eprintln!(
+            "label-stream: {nz}×{n}² uint8 in slabs of {} planes",
+            (max.min(label::max_box(gpu)) / (n * n)).max(1)
+        );
+        time(
+            "label-stream",
+            nz * n * n * 5,
+            &mut || {
+                let Some(reader) = crate::stream::StackReader::open_stack(&input)? else {
+                    return Err(Failure("the label-stream input is not a stack".into()));
+                };
+                crate::segment::label_stack(gpu, reader, &output, 1, 0.0, max)?;
+                Ok(())
+            },
+            None,
+        )
+    })();
+    let _ = std::fs::remove_dir_all(&dir);
+    result
 }

@@ -137,3 +137,12 @@ pub fn samples(a: &Array) -> CliResult<Samples<'_>> {
         }
     })
 }
+
+/// This process's peak resident memory (VmHWM) in bytes, where the system
+/// reports it (Linux); streamed commands print it to show their bound.
+pub fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}

@@ -300,7 +300,7 @@ fn rank_filter(
     Ok(())
 }
 
-fn stream_output(path: &Path) -> bool {
+pub(crate) fn stream_output(path: &Path) -> bool {
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())

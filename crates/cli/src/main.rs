@@ -89,7 +89,7 @@ fn parse_dtype(s: &str) -> Result<DType, String> {
         .ok_or_else(|| format!("unknown dtype '{s}' (use a numpy name such as uint8 or float32)"))
 }
 
-fn parse_size(s: &str) -> Result<u64, String> {
+pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (digits, scale) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {

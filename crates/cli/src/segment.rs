@@ -1,6 +1,6 @@
 //! Segmentation and statistics commands: threshold, clip, label, sources.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -14,7 +14,14 @@ use gpuscope_io::{Array, ArrayData, Format};
 use serde_json::{Value, json};
 
 use crate::Cli;
-use crate::common::{CliResult, Engine, Failure, samples};
+use crate::common::{CliResult, Engine, Failure, peak_rss_bytes, samples};
+use crate::filters::stream_output;
+use crate::stream::{
+    Prefetch, ProgressBar, ScratchFile, Sink, Source, StackReader, StackWriter, WriteBehind,
+    f32_words, from_i32_words,
+};
+use gpuscope_core::Gpu;
+use gpuscope_io::DType;
 
 /// astropy's sigma_clip parameters, shared by clip, threshold and sources.
 #[derive(Args, Clone, Debug)]
@@ -310,9 +317,20 @@ fn foreground(a: &Array, background: f64) -> CliResult<Vec<bool>> {
 }
 
 pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
+    let engine = Engine::open(cli)?;
+    // A 3-D .npy or TIFF stack larger than one box goes disk to disk.
+    if let Engine::Gpu(gpu) = &engine
+        && stream_output(&args.output)
+        && let Some(reader) = StackReader::open_stack(&args.input)?
+    {
+        // One plane is read whole anyway: the in-memory path splits its rows.
+        let shape = reader.shape();
+        if shape.iter().product::<usize>() > label::max_box(gpu) && shape[0] > 1 {
+            return label_streamed(&engine, gpu, reader, args);
+        }
+    }
     let a = read_one_channel(&args.input)?;
     let fg = foreground(&a, args.background)?;
-    let engine = Engine::open(cli)?;
     reset(&engine);
     let start = Instant::now();
     let l = match &engine {
@@ -330,10 +348,85 @@ pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
             json!({
                 "n_labels": count, "shape": a.shape, "connectivity": args.connectivity,
                 "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": false, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
     }
     Ok(())
+}
+
+/// `label` on a stack larger than the device's box: disk to disk.
+fn label_streamed(engine: &Engine, gpu: &Gpu, reader: StackReader, args: &LabelCmd) -> CliResult {
+    let shape = reader.shape();
+    reset(engine);
+    let start = Instant::now();
+    let count = label_stack(
+        gpu,
+        reader,
+        &args.output,
+        args.connectivity,
+        args.background,
+        label::max_box(gpu),
+    )?;
+    let (kernel_ms, total_ms) = timing(engine, start);
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "n_labels": count, "shape": shape, "connectivity": args.connectivity,
+                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": true, "peak_rss_bytes": peak_rss_bytes(),
+            })
+        );
+    }
+    Ok(())
+}
+
+/// Labels a stack slab by slab (slabs planned from the memory budget):
+/// provisional labels in a temporary file beside `output`, then the final
+/// labels written through the output's own temporary file, so a failure
+/// leaves no output. Slabs hold at most `max_pixels`. Returns the number
+/// of components.
+pub(crate) fn label_stack(
+    gpu: &Gpu,
+    reader: StackReader,
+    output: &Path,
+    connectivity: usize,
+    background: f64,
+    max_pixels: usize,
+) -> CliResult<usize> {
+    if background.is_nan() {
+        return Err(Failure(
+            "--background NaN matches nothing; give a number".into(),
+        ));
+    }
+    let shape = reader.shape();
+    let plane = shape[1] * shape[2];
+    let mut bar = ProgressBar::new(plane * reader.dtype().size_bytes());
+    let Some(writer) = StackWriter::create(output, &shape, DType::I32)? else {
+        return Err(Failure("stacks are written as .npy or .tif".into()));
+    };
+    let mut provisional = ScratchFile::create(output, plane)?;
+    // One slab read ahead while the GPU labels the one before.
+    let ahead = (max_pixels / plane.max(1)).max(1);
+    let mut reader = reader;
+    let mut mask = Prefetch::spawn(shape[0], ahead, move |z| {
+        foreground(&reader.read(z, 1)?, background)
+    });
+    let mut sink = WriteBehind::spawn(writer, shape[1..].to_vec());
+    let count = pollster::block_on(label::label_stream(
+        gpu,
+        &shape,
+        connectivity,
+        max_pixels,
+        &mut mask,
+        &mut provisional,
+        &mut sink,
+        &mut |done, total| bar.update(done, total),
+    ))?;
+    drop(provisional);
+    sink.finish()?;
+    Ok(count)
 }
 
 pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
@@ -353,9 +446,20 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
             )));
         }
     };
+    let engine = Engine::open(cli)?;
+    // A 3-D .npy or TIFF stack larger than one box goes disk to disk.
+    let labels_streamable = args.labels.as_deref().is_none_or(stream_output);
+    if let Engine::Gpu(gpu) = &engine
+        && labels_streamable
+        && let Some(reader) = StackReader::open(&args.input)?
+    {
+        let shape = reader.shape();
+        if shape.iter().product::<usize>() > label::max_box(gpu) && shape[0] > 1 {
+            return sources_streamed(&engine, gpu, reader, args, catalogue_json);
+        }
+    }
     let a = read_one_channel(&args.input)?;
     let data = f32_data(&a)?;
-    let engine = Engine::open(cli)?;
     reset(&engine);
     let start = Instant::now();
     let o = args.clip.options();
@@ -394,12 +498,105 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
                 "n_sources": found.labels.count, "threshold": found.threshold,
                 "clip": stats_json(&found.stats), "shape": a.shape,
                 "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": false, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
     } else {
         println!(
             "{} sources above {} (clipped median {}, std {})",
             found.labels.count, found.threshold, found.stats.median, found.stats.std
+        );
+    }
+    Ok(())
+}
+
+/// `sources` on a stack larger than the device's box: the input read slice
+/// by slice (several passes), labels (if asked) written slice by slice.
+fn sources_streamed(
+    engine: &Engine,
+    gpu: &Gpu,
+    reader: StackReader,
+    args: &SourcesCmd,
+    catalogue_json: bool,
+) -> CliResult {
+    let shape = reader.shape();
+    let plane = shape[1] * shape[2];
+    let in_bytes = plane * reader.dtype().size_bytes();
+    let mut data = Source {
+        reader,
+        to_words: f32_words,
+    };
+    let mut provisional = ScratchFile::create(&args.catalogue, plane)?;
+    let mut sink = match &args.labels {
+        Some(path) => {
+            let Some(writer) = StackWriter::create(path, &shape, DType::I32)? else {
+                return Err(Failure("label stacks are written as .npy or .tif".into()));
+            };
+            Some(Sink {
+                writer,
+                plane: shape[1..].to_vec(),
+                dtype: DType::I32,
+                from_words: from_i32_words,
+            })
+        }
+        None => None,
+    };
+    let level = if args.clip.workshop {
+        Level::Workshop(args.nsigma)
+    } else {
+        Level::AboveMedian(args.nsigma)
+    };
+    // The bar times the labelling's passes, from their first slab.
+    let mut bar: Option<ProgressBar> = None;
+    let terminal = std::io::stderr().is_terminal();
+    reset(engine);
+    let start = Instant::now();
+    let found = pollster::block_on(sources::sources_stream(
+        gpu,
+        &shape,
+        &args.clip.options(),
+        level,
+        args.connectivity,
+        label::max_box(gpu),
+        &mut data,
+        &mut provisional,
+        sink.as_mut()
+            .map(|s| s as &mut dyn gpuscope_core::stream::SliceSink<i32>),
+        &mut |what, done, total| {
+            if total > 0 {
+                bar.get_or_insert_with(|| ProgressBar::new(in_bytes))
+                    .update(done, total);
+            } else if terminal {
+                eprintln!("{what} {done} done");
+            }
+        },
+    ))?;
+    drop(provisional);
+    if let Some(sink) = sink {
+        sink.writer.finish()?;
+    }
+    let (kernel_ms, total_ms) = timing(engine, start);
+    let text = if catalogue_json {
+        let rows: Vec<Value> = found.regions.iter().map(region_json).collect();
+        serde_json::to_string_pretty(&rows)?
+    } else {
+        catalogue_csv(&found.regions, shape.len())
+    };
+    write_atomic(&args.catalogue, text.as_bytes())?;
+    if args.json {
+        println!(
+            "{}",
+            json!({
+                "n_sources": found.count, "threshold": found.threshold,
+                "clip": stats_json(&found.stats), "shape": shape,
+                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": true, "peak_rss_bytes": peak_rss_bytes(),
+            })
+        );
+    } else {
+        println!(
+            "{} sources above {} (clipped median {}, std {})",
+            found.count, found.threshold, found.stats.median, found.stats.std
         );
     }
     Ok(())

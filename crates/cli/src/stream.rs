@@ -2,8 +2,9 @@
 //! slice and written slice by slice, so a stack larger than memory never
 //! sits in RAM. The core sees them as slice sources and sinks.
 
-use std::io::IsTerminal;
-use std::path::Path;
+use std::fs::File;
+use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use gpuscope_core::Samples;
@@ -31,13 +32,17 @@ impl StackReader {
     /// A reader when `path` is a 3-D .npy or a multi-page TIFF of 2-D pages;
     /// `None` for anything better loaded whole.
     pub fn open(path: &Path) -> CliResult<Option<StackReader>> {
+        Ok(Self::open_stack(path)?.filter(|r| r.dtype() != DType::Bool))
+    }
+
+    /// As [`StackReader::open`], boolean stacks included (masks to label).
+    pub fn open_stack(path: &Path) -> CliResult<Option<StackReader>> {
         let reader = match extension(path).as_str() {
             "npy" => StackReader::Npy(NpyReader::open(path)?),
             "tif" | "tiff" => StackReader::Tiff(Box::new(TiffStackReader::open(path)?)),
             _ => return Ok(None),
         };
-        let s = reader.shape();
-        Ok((s.len() == 3 && reader.dtype() != DType::Bool).then_some(reader))
+        Ok((reader.shape().len() == 3).then_some(reader))
     }
 
     pub fn shape(&self) -> Vec<usize> {
@@ -248,6 +253,75 @@ pub fn sample_vec_array(shape: Vec<usize>, v: SampleVec) -> gpuscope_io::Result<
     Array::new(shape, data)
 }
 
+pub fn from_i32_words(shape: Vec<usize>, _dtype: DType, v: &[i32]) -> CliResult<Array> {
+    Ok(Array::from_i32(shape, v.to_vec())?)
+}
+
+/// A raw file of u32 slices (native byte order) beside an output, written in order then read
+/// back (provisional labels between the two passes of streamed labelling);
+/// removed when dropped.
+pub struct ScratchFile {
+    path: PathBuf,
+    file: File,
+    plane: usize,
+}
+
+impl ScratchFile {
+    pub fn create(beside: &Path, plane: usize) -> CliResult<ScratchFile> {
+        let name = beside
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let path = beside.with_file_name(format!(".{name}.provisional-{}", std::process::id()));
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(&path)
+            .map_err(|e| {
+                Failure(format!(
+                    "{}: cannot create a temporary file beside the output: {e}",
+                    path.display()
+                ))
+            })?;
+        Ok(ScratchFile { path, file, plane })
+    }
+
+    fn fail(&self, e: std::io::Error) -> gpuscope_core::Error {
+        gpuscope_core::Error::InvalidInput(format!("{}: {e}", self.path.display()))
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+impl SliceSink<u32> for ScratchFile {
+    fn write(&mut self, slices: &[u32]) -> gpuscope_core::Result<()> {
+        // Native byte order: the same process reads it back.
+        self.file
+            .write_all(bytemuck::cast_slice(slices))
+            .map_err(|e| self.fail(e))
+    }
+}
+
+impl SliceSource<u32> for ScratchFile {
+    fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<u32>) -> gpuscope_core::Result<()> {
+        let at = (z.start * self.plane * 4) as u64;
+        self.file
+            .seek(SeekFrom::Start(at))
+            .map_err(|e| self.fail(e))?;
+        let start = out.len();
+        out.resize(start + z.len() * self.plane, 0);
+        self.file
+            .read_exact(bytemuck::cast_slice_mut(&mut out[start..]))
+            .map_err(|e| self.fail(e))
+    }
+}
+
 /// A progress line on stderr with throughput and ETA, only on a terminal.
 pub struct ProgressBar {
     start: Instant,
@@ -286,5 +360,123 @@ impl ProgressBar {
         if done >= total {
             eprintln!();
         }
+    }
+}
+
+/// Slices made in order by a background thread (reading, decoding,
+/// thresholding), at most `ahead` of them waiting: the disk and the host's
+/// conversions overlap the GPU's work on the slab before.
+pub struct Prefetch<T> {
+    rx: std::sync::mpsc::Receiver<CliResult<Vec<T>>>,
+    next: usize,
+}
+
+impl<T: Send + 'static> Prefetch<T> {
+    pub fn spawn(
+        nz: usize,
+        ahead: usize,
+        mut make: impl FnMut(usize) -> CliResult<Vec<T>> + Send + 'static,
+    ) -> Prefetch<T> {
+        let (tx, rx) = std::sync::mpsc::sync_channel(ahead.max(1));
+        std::thread::spawn(move || {
+            for z in 0..nz {
+                let slice = make(z);
+                let failed = slice.is_err();
+                // A closed channel: the consumer stopped (it failed).
+                if tx.send(slice).is_err() || failed {
+                    return;
+                }
+            }
+        });
+        Prefetch { rx, next: 0 }
+    }
+}
+
+impl<T> SliceSource<T> for Prefetch<T> {
+    fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<T>) -> gpuscope_core::Result<()> {
+        let fail = |m: String| gpuscope_core::Error::InvalidInput(m);
+        if z.start != self.next {
+            return Err(fail(format!(
+                "slice {} asked for where {} comes next (prefetched slices are read once, in order)",
+                z.start, self.next
+            )));
+        }
+        for _ in z.clone() {
+            let slice = self
+                .rx
+                .recv()
+                .map_err(|_| fail("the reading thread stopped early".into()))?;
+            out.extend(slice.map_err(|Failure(m)| fail(m))?);
+        }
+        self.next = z.end;
+        Ok(())
+    }
+}
+
+/// A stack writer fed from a background thread: the file is written while
+/// the next slab is prepared. `finish` waits for it and completes the file.
+pub struct WriteBehind {
+    tx: Option<std::sync::mpsc::SyncSender<Vec<i32>>>,
+    done: Option<std::thread::JoinHandle<CliResult<StackWriter>>>,
+}
+
+impl WriteBehind {
+    pub fn spawn(mut writer: StackWriter, plane: Vec<usize>) -> WriteBehind {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<i32>>(1);
+        let done = std::thread::spawn(move || {
+            let n: usize = plane.iter().product();
+            for slab in rx {
+                let mut shape = vec![slab.len() / n.max(1)];
+                shape.extend(&plane);
+                writer.write(&Array::from_i32(shape, slab)?)?;
+            }
+            Ok(writer)
+        });
+        WriteBehind {
+            tx: Some(tx),
+            done: Some(done),
+        }
+    }
+
+    /// Waits for the writes; the writer, or the first error.
+    fn join(&mut self) -> CliResult<StackWriter> {
+        drop(self.tx.take());
+        match self.done.take().map(|h| h.join()) {
+            Some(Ok(result)) => result,
+            Some(Err(_)) => Err(Failure("the writing thread panicked".into())),
+            None => Err(Failure("the writer is already finished".into())),
+        }
+    }
+
+    pub fn finish(mut self) -> CliResult {
+        self.join()?.finish()
+    }
+}
+
+/// On failure: waits for the thread, so the writer's temporary file is
+/// removed before the process exits.
+impl Drop for WriteBehind {
+    fn drop(&mut self) {
+        if self.done.is_some() {
+            let _ = self.join();
+        }
+    }
+}
+
+impl SliceSink<i32> for WriteBehind {
+    fn write(&mut self, slices: &[i32]) -> gpuscope_core::Result<()> {
+        let sent = match &self.tx {
+            Some(tx) => tx.send(slices.to_vec()).is_ok(),
+            None => false,
+        };
+        if sent {
+            return Ok(());
+        }
+        // The thread stopped: its error says why.
+        let e = match self.join() {
+            Err(Failure(m)) => m,
+            Ok(_) => "the writing thread stopped early".into(),
+        };
+        Err(gpuscope_core::Error::InvalidInput(e))
     }
 }

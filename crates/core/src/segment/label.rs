@@ -17,6 +17,7 @@ use crate::engine::Gpu;
 use crate::error::{Error, Result};
 use crate::keys::Samples;
 use crate::shaders;
+use crate::stream::{SliceSink, SliceSource};
 
 /// Labels and their number, as `scipy.ndimage.label` returns them.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -152,6 +153,22 @@ fn backward_offsets(connectivity: usize) -> Vec<[i64; 3]> {
     v
 }
 
+/// The most pixels one box may hold on this device: parent (4 bytes) and
+/// mask (1 byte) per pixel within the memory budget and one binding;
+/// indices keep bit 31 free. Larger arrays are labelled in slabs.
+pub fn max_box(gpu: &Gpu) -> usize {
+    (gpu.max_binding_size() / 4)
+        .min(gpu.memory_budget() / 5)
+        .min(1 << 31) as usize
+}
+
+pub(crate) fn slice_too_big(plane: usize, max: usize) -> Error {
+    Error::InvalidInput(format!(
+        "one slice of {plane} pixels does not fit the device's binding limit or memory budget \
+         of {max} labels; give a larger --memory-budget, use --cpu, or a device with larger bindings"
+    ))
+}
+
 /// Labels `mask` (true = foreground) of `shape` on the GPU.
 pub async fn label(
     gpu: &Gpu,
@@ -167,10 +184,7 @@ pub async fn label(
             count: 0,
         });
     }
-    // Parent (4 bytes) + mask (1 byte) per pixel; indices keep bit 31 free.
-    let max = (gpu.max_binding_size() / 4)
-        .min(gpu.memory_budget() / 5)
-        .min(1 << 31) as usize;
+    let max = max_box(gpu);
     // Split the slowest axis longer than one (2-D: rows, 3-D: planes).
     let axis = (0..3).find(|&a| s[a] > 1).unwrap_or(2);
     let plane: usize = s[axis + 1..].iter().product();
@@ -179,54 +193,194 @@ pub async fn label(
     }
     let per = max / plane;
     if per == 0 {
-        return Err(Error::InvalidInput(format!(
-            "one slice of {plane} pixels does not fit the device's binding limit of {max} labels; \
-             use --cpu or a device with larger bindings"
-        )));
+        return Err(slice_too_big(plane, max));
     }
-    let mut labels = Vec::with_capacity(n);
-    let mut slabs = Vec::new(); // (first index along axis, global id offset)
-    let mut offset = 0usize;
+    let mut labels: Vec<i32> = Vec::with_capacity(n);
+    let mut merge = SlabMerge::new(s, axis, connectivity);
     let mut lo = 0;
     while lo < s[axis] {
         let hi = (lo + per).min(s[axis]);
         let mut sub = s;
         sub[axis] = hi - lo;
         let part = label_box(gpu, &mask[lo * plane..hi * plane], sub, connectivity).await?;
+        let offset = merge.add(part.count)?;
+        if merge.ids() > i32::MAX as usize {
+            return Err(too_many());
+        }
         labels.extend(
             part.labels
                 .iter()
                 .map(|&l| if l == 0 { 0 } else { l + offset as i32 }),
         );
-        slabs.push(lo);
-        offset += part.count;
-        if offset > i32::MAX as usize {
-            return Err(too_many());
+        if lo > 0 {
+            // Both planes hold non-negative ids: i32 and u32 agree.
+            let ids: &[u32] = bytemuck::cast_slice(&labels[(lo - 1) * plane..(lo + 1) * plane]);
+            merge.unite(&ids[..plane], &ids[plane..]);
         }
         lo = hi;
     }
-    merge_slabs(&mut labels, mask, s, axis, &slabs, offset, connectivity)?;
-    let count = labels.iter().fold(0, |m, &l| m.max(l)) as usize;
+    let (table, count) = merge.table()?;
+    for l in labels.iter_mut() {
+        *l = table[*l as usize];
+    }
     Ok(Labels { labels, count })
+}
+
+/// Labels a stack too large for memory, slab by slab along its first
+/// axis: pass 1 labels each slab of `mask` on the GPU and writes its
+/// provisional (slab-global) ids to `provisional`, keeping only the last
+/// plane for the merge across the next border; pass 2 reads them back and
+/// writes the final labels to `out` through the merge's table. Host memory
+/// is a few slabs plus 4 bytes per provisional component; a slab holds at
+/// most `max_pixels` (pass [`max_box`] for the most the device allows, or
+/// less). `progress(done, total)` counts slices of both passes. Returns the
+/// number of components.
+#[allow(clippy::too_many_arguments)]
+pub async fn label_stream<M, P, O>(
+    gpu: &Gpu,
+    shape: &[usize],
+    connectivity: usize,
+    max_pixels: usize,
+    mask: &mut M,
+    provisional: &mut P,
+    out: &mut O,
+    progress: &mut dyn FnMut(usize, usize),
+) -> Result<usize>
+where
+    M: SliceSource<bool>,
+    P: SliceSink<u32> + SliceSource<u32>,
+    O: SliceSink<i32>,
+{
+    let n = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    let s = check(n.unwrap_or(usize::MAX), shape, connectivity)?;
+    let (nz, plane) = (s[0], s[1] * s[2]);
+    if nz * plane == 0 {
+        return Ok(0);
+    }
+    let max = max_pixels.min(max_box(gpu));
+    let per = max / plane;
+    if per == 0 {
+        return Err(slice_too_big(plane, max));
+    }
+    let mut merge = SlabMerge::new(s, 0, connectivity);
+    let mut last: Vec<u32> = Vec::new();
+    let mut buf: Vec<bool> = Vec::new();
+    let mut lo = 0;
+    while lo < nz {
+        let hi = (lo + per).min(nz);
+        buf.clear();
+        mask.read(lo..hi, &mut buf)?;
+        if buf.len() != (hi - lo) * plane {
+            return Err(Error::InvalidInput(format!(
+                "slices {lo}..{hi} gave {} values where {} were expected",
+                buf.len(),
+                (hi - lo) * plane
+            )));
+        }
+        let part = label_box(gpu, &buf, [hi - lo, s[1], s[2]], connectivity).await?;
+        let offset = merge.add(part.count)?;
+        // In place (same size): slab-local labels to slab-global ids.
+        let ids: Vec<u32> = part
+            .labels
+            .into_iter()
+            .map(|l| if l == 0 { 0 } else { l as u32 + offset })
+            .collect();
+        if lo > 0 {
+            merge.unite(&last, &ids[..plane]);
+        }
+        last.clear();
+        last.extend_from_slice(&ids[(hi - lo - 1) * plane..]);
+        provisional.write(&ids)?;
+        progress(hi, 2 * nz);
+        lo = hi;
+    }
+    drop(buf);
+    let (table, count) = merge.table()?;
+    let mut ids: Vec<u32> = Vec::new();
+    let mut lo = 0;
+    while lo < nz {
+        let hi = (lo + per).min(nz);
+        ids.clear();
+        provisional.read(lo..hi, &mut ids)?;
+        let labels: Vec<i32> = ids
+            .iter()
+            .map(|&id| table.get(id as usize).copied())
+            .collect::<Option<_>>()
+            .ok_or_else(|| {
+                Error::InvalidInput("the provisional label file was changed while in use".into())
+            })?;
+        out.write(&labels)?;
+        progress(nz + hi, 2 * nz);
+        lo = hi;
+    }
+    Ok(count)
 }
 
 fn too_many() -> Error {
     Error::InvalidInput("more than 2^31-1 components do not fit int32 labels".into())
 }
 
-/// Unites components that touch across slab borders (ids are slab-global,
-/// 1..=ids) and renumbers them by the rank of their smallest id.
-fn merge_slabs(
-    labels: &mut [i32],
-    mask: &[bool],
-    s: Shape3,
-    axis: usize,
-    slabs: &[usize],
-    ids: usize,
-    connectivity: usize,
-) -> Result<()> {
-    let mut parent: Vec<u32> = (0..=ids as u32).collect();
-    fn find(p: &mut [u32], mut x: u32) -> u32 {
+/// Joins slabs labelled one by one: a union-find over slab-global ids
+/// (each slab's labels plus the ids of the slabs before it), fed only the
+/// two planes that meet at each border, so its memory grows with the
+/// number of components, not of pixels. Shared by [`label`] (slabs in
+/// memory) and [`label_stream`] (slabs on disk).
+pub struct SlabMerge {
+    /// parent[id] <= id: the smaller id (earlier first pixel) is the root.
+    parent: Vec<u32>,
+    /// The border plane's shape (y, x) and the backward neighbours in the
+    /// previous slab's last plane, as (dy, dx) within it.
+    plane: [usize; 2],
+    offsets: Vec<[i64; 2]>,
+}
+
+impl SlabMerge {
+    /// Slabs of `s` split along `axis` (every axis before it of extent 1).
+    pub fn new(s: Shape3, axis: usize, connectivity: usize) -> SlabMerge {
+        let plane = match axis {
+            0 => [s[1], s[2]],
+            1 => [1, s[2]],
+            _ => [1, 1],
+        };
+        let offsets = backward_offsets(connectivity)
+            .into_iter()
+            .filter(|d| d[axis] == -1 && d[..axis].iter().all(|&v| v == 0))
+            .map(|d| match axis {
+                0 => [d[1], d[2]],
+                1 => [0, d[2]],
+                _ => [0, 0],
+            })
+            .collect();
+        SlabMerge {
+            parent: vec![0],
+            plane,
+            offsets,
+        }
+    }
+
+    /// Ids given so far.
+    pub fn ids(&self) -> usize {
+        self.parent.len() - 1
+    }
+
+    /// Registers the next slab's `count` components; returns the offset to
+    /// add to its labels 1..=count.
+    pub fn add(&mut self, count: usize) -> Result<u32> {
+        let offset = self.ids();
+        if offset + count >= u32::MAX as usize {
+            return Err(Error::InvalidInput(
+                "more than 2^32-2 components across the slabs; give a larger --memory-budget \
+                 (fewer, larger slabs)"
+                    .into(),
+            ));
+        }
+        self.parent
+            .extend(offset as u32 + 1..=(offset + count) as u32);
+        Ok(offset as u32)
+    }
+
+    fn find(&mut self, mut x: u32) -> u32 {
+        let p = &mut self.parent;
         while p[x as usize] != x {
             let up = p[p[x as usize] as usize];
             p[x as usize] = up;
@@ -234,59 +388,63 @@ fn merge_slabs(
         }
         x
     }
-    let offsets: Vec<[i64; 3]> = backward_offsets(connectivity)
-        .into_iter()
-        .filter(|d| d[axis] == -1)
-        .collect();
-    let index = |c: [i64; 3]| ((c[0] as usize * s[1]) + c[1] as usize) * s[2] + c[2] as usize;
-    for &border in &slabs[1..] {
-        // Every pixel of the slab's first slice and its neighbours in the
-        // previous slab's last slice.
-        let mut lo = [0usize; 3];
-        let mut hi = s;
-        lo[axis] = border;
-        hi[axis] = border + 1;
-        for z in lo[0]..hi[0] {
-            for y in lo[1]..hi[1] {
-                for x in lo[2]..hi[2] {
-                    let c = [z as i64, y as i64, x as i64];
-                    let i = index(c);
-                    if !mask[i] {
+
+    /// Unites components that touch across one border: `prev` is the last
+    /// plane of the slab before it, `next` the first plane of the slab
+    /// after it (slab-global ids, 0 = background).
+    pub fn unite(&mut self, prev: &[u32], next: &[u32]) {
+        let [ny, nx] = self.plane;
+        for y in 0..ny {
+            for x in 0..nx {
+                let i = y * nx + x;
+                if next[i] == 0 {
+                    continue;
+                }
+                for k in 0..self.offsets.len() {
+                    let [dy, dx] = self.offsets[k];
+                    let (qy, qx) = (y as i64 + dy, x as i64 + dx);
+                    if qy < 0 || qx < 0 || qy >= ny as i64 || qx >= nx as i64 {
                         continue;
                     }
-                    for d in &offsets {
-                        let q = [c[0] + d[0], c[1] + d[1], c[2] + d[2]];
-                        if (0..3).any(|a| q[a] < 0 || q[a] >= s[a] as i64) {
-                            continue;
-                        }
-                        let j = index(q);
-                        if mask[j] {
-                            let a = find(&mut parent, labels[i] as u32);
-                            let b = find(&mut parent, labels[j] as u32);
-                            // The smaller id (earlier first pixel) stays the root.
-                            let (lo, hi) = (a.min(b), a.max(b));
-                            parent[hi as usize] = lo;
-                        }
+                    let j = prev[qy as usize * nx + qx as usize];
+                    if j != 0 {
+                        let a = self.find(next[i]);
+                        let b = self.find(j);
+                        let (lo, hi) = (a.min(b), a.max(b));
+                        self.parent[hi as usize] = lo;
                     }
                 }
             }
         }
     }
-    let mut rank = vec![0i32; ids + 1];
-    let mut next = 0i32;
-    for id in 1..=ids as u32 {
-        let r = find(&mut parent, id);
-        if r == id {
-            next += 1;
-            rank[id as usize] = next;
-        } else {
-            rank[id as usize] = rank[r as usize];
+
+    /// The final label of every id (index 0: background) and their number:
+    /// surviving roots ranked in id order, which is raster order of each
+    /// component's first pixel as slabs come in order and each is numbered
+    /// in raster order. Reuses the union-find's memory.
+    pub fn table(self) -> Result<(Vec<i32>, usize)> {
+        let mut p = self.parent;
+        // Parents point down, so in ascending order each parent's entry
+        // already names its root.
+        for id in 1..p.len() {
+            p[id] = p[p[id] as usize];
         }
+        let mut next = 0u32;
+        for id in 1..p.len() {
+            if p[id] as usize == id {
+                next += 1;
+                p[id] = next;
+            } else {
+                // The root is smaller, so already ranked.
+                p[id] = p[p[id] as usize];
+            }
+        }
+        if next > i32::MAX as u32 {
+            return Err(too_many());
+        }
+        let table = p.into_iter().map(|v| v as i32).collect();
+        Ok((table, next as usize))
     }
-    for l in labels.iter_mut() {
-        *l = rank[*l as usize];
-    }
-    Ok(())
 }
 
 /// Labels one box that fits a binding, on the GPU.
@@ -315,12 +473,8 @@ async fn label_box(gpu: &Gpu, mask: &[bool], s: Shape3, connectivity: usize) -> 
     let outcome = async {
         let plan = plan(gpu, s, connectivity);
         record_label(gpu, &plan, &mask_buf, &parent, &blocks).await?;
-        let raw = gpu.read(&parent, 4 * n as u64).await?;
+        let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
         let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
-        let labels: Vec<i32> = raw
-            .chunks_exact(4)
-            .map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect();
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         Ok::<_, Error>(Labels { labels, count })
     }

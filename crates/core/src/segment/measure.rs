@@ -294,7 +294,9 @@ fn value_of(k: u32) -> f32 {
 }
 
 pub mod cpu {
-    //! CPU reference: one pass over the pixels with f64 sums.
+    //! CPU reference: one pass over the pixels with f64 sums, in raster
+    //! order; [`Accumulator`] takes the pixels in runs (streamed stacks
+    //! slab by slab give the same sums in the same order).
     use super::*;
 
     pub fn regionprops(
@@ -304,10 +306,31 @@ pub mod cpu {
         n_labels: usize,
     ) -> Result<Vec<Region>> {
         check(labels, values, shape, n_labels)?;
-        let nd = shape.len();
-        let mut out: Vec<Region> = (1..=n_labels)
-            .map(|l| Region {
-                label: l as u32,
+        let mut acc = Accumulator::new(shape);
+        acc.add(labels, values)?;
+        Ok(acc.finish(n_labels))
+    }
+
+    /// Regions accumulated from consecutive runs of pixels in raster order.
+    pub struct Accumulator {
+        shape: Vec<usize>,
+        /// Raster index of the next pixel.
+        next: usize,
+        regions: Vec<Region>,
+    }
+
+    impl Accumulator {
+        pub fn new(shape: &[usize]) -> Accumulator {
+            Accumulator {
+                shape: shape.to_vec(),
+                next: 0,
+                regions: Vec::new(),
+            }
+        }
+
+        fn empty(label: u32, nd: usize) -> Region {
+            Region {
+                label,
                 area: 0,
                 bbox_min: vec![usize::MAX; nd],
                 bbox_max: vec![0; nd],
@@ -317,39 +340,71 @@ pub mod cpu {
                 intensity_mean: 0.0,
                 intensity_min: f64::INFINITY,
                 intensity_max: f64::NEG_INFINITY,
-            })
-            .collect();
-        let mut coord = vec![0usize; nd];
-        for (i, (&l, &v)) in labels.iter().zip(values).enumerate() {
-            let mut rest = i;
-            for a in (0..nd).rev() {
-                coord[a] = rest % shape[a];
-                rest /= shape[a];
-            }
-            if l == 0 {
-                continue;
-            }
-            let r = &mut out[l as usize - 1];
-            let v = f64::from(v);
-            r.area += 1;
-            r.intensity_sum += v;
-            r.intensity_min = r.intensity_min.min(v);
-            r.intensity_max = r.intensity_max.max(v);
-            for (a, &c) in coord.iter().enumerate() {
-                r.bbox_min[a] = r.bbox_min[a].min(c);
-                r.bbox_max[a] = r.bbox_max[a].max(c + 1);
-                r.centroid[a] += c as f64;
-                r.centroid_weighted[a] += c as f64 * v;
             }
         }
-        for r in &mut out {
-            let n = r.area as f64;
-            for a in 0..nd {
-                r.centroid[a] /= n;
-                r.centroid_weighted[a] /= r.intensity_sum;
+
+        /// The next `labels.len()` pixels (labels >= 0) and their values.
+        pub fn add(&mut self, labels: &[i32], values: &[f32]) -> Result<()> {
+            if labels.len() != values.len() {
+                return Err(Error::InvalidInput(format!(
+                    "{} labels for {} intensities",
+                    labels.len(),
+                    values.len()
+                )));
             }
-            r.intensity_mean = r.intensity_sum / n;
+            let nd = self.shape.len();
+            let mut coord = vec![0usize; nd];
+            for (k, (&l, &v)) in labels.iter().zip(values).enumerate() {
+                if l <= 0 {
+                    if l < 0 {
+                        return Err(Error::InvalidInput(format!("negative label {l}")));
+                    }
+                    continue;
+                }
+                let mut rest = self.next + k;
+                for a in (0..nd).rev() {
+                    coord[a] = rest % self.shape[a];
+                    rest /= self.shape[a];
+                }
+                let l = l as usize;
+                if l > self.regions.len() {
+                    let from = self.regions.len() as u32 + 1;
+                    self.regions
+                        .extend((from..=l as u32).map(|id| Self::empty(id, nd)));
+                }
+                let r = &mut self.regions[l - 1];
+                let v = f64::from(v);
+                r.area += 1;
+                r.intensity_sum += v;
+                r.intensity_min = r.intensity_min.min(v);
+                r.intensity_max = r.intensity_max.max(v);
+                for (a, &c) in coord.iter().enumerate() {
+                    r.bbox_min[a] = r.bbox_min[a].min(c);
+                    r.bbox_max[a] = r.bbox_max[a].max(c + 1);
+                    r.centroid[a] += c as f64;
+                    r.centroid_weighted[a] += c as f64 * v;
+                }
+            }
+            self.next += labels.len();
+            Ok(())
         }
-        Ok(out)
+
+        /// Regions 1..=n_labels with their means.
+        pub fn finish(mut self, n_labels: usize) -> Vec<Region> {
+            let nd = self.shape.len();
+            let from = self.regions.len() as u32 + 1;
+            self.regions
+                .extend((from..=n_labels as u32).map(|id| Self::empty(id, nd)));
+            self.regions.truncate(n_labels);
+            for r in &mut self.regions {
+                let n = r.area as f64;
+                for a in 0..nd {
+                    r.centroid[a] /= n;
+                    r.centroid_weighted[a] /= r.intensity_sum;
+                }
+                r.intensity_mean = r.intensity_sum / n;
+            }
+            self.regions
+        }
     }
 }

@@ -2,6 +2,9 @@
 //! clipping, keep pixels above a threshold derived from it, label the
 //! connected regions and measure them.
 
+use std::cell::RefCell;
+use std::ops::Range;
+
 use bytemuck::{Pod, Zeroable};
 
 use crate::engine::Gpu;
@@ -12,6 +15,7 @@ use crate::segment::measure::{self, Region};
 use crate::segment::threshold;
 use crate::shaders;
 use crate::stats::clip::{self, ClipOptions, ClipStats};
+use crate::stream::{SliceSink, SliceSource};
 
 /// How the threshold follows from the clipped statistics.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -213,5 +217,131 @@ pub mod cpu {
             labels,
             regions,
         })
+    }
+}
+
+/// What the streamed chain found (the labels went to the caller's sink).
+#[derive(Clone, Debug)]
+pub struct StreamedSources {
+    pub stats: ClipStats,
+    pub threshold: f64,
+    pub count: usize,
+    pub regions: Vec<Region>,
+}
+
+/// The chain on a float32 stack too large for memory, read slice by slice
+/// from `data` (read several times): clipped statistics by streamed passes
+/// ([`clip::stream`]), the threshold slab by slab, labels by
+/// [`label::label_stream`] (slabs of at most `max_pixels` on the GPU,
+/// provisional ids in `provisional`), and the measurements accumulated in
+/// raster order as the final labels come back (and go to `labels`, if
+/// given). Every step is its CPU reference's arithmetic, so the result
+/// equals [`cpu::sources`] on the whole array.
+#[allow(clippy::too_many_arguments)]
+pub async fn sources_stream<D, P>(
+    gpu: &Gpu,
+    shape: &[usize],
+    clip: &ClipOptions,
+    level: Level,
+    connectivity: usize,
+    max_pixels: usize,
+    data: &mut D,
+    provisional: &mut P,
+    labels: Option<&mut dyn SliceSink<i32>>,
+    progress: &mut dyn FnMut(&str, usize, usize),
+) -> Result<StreamedSources>
+where
+    D: SliceSource<f32>,
+    P: SliceSink<u32> + SliceSource<u32>,
+{
+    let n = shape.iter().try_fold(1usize, |a, &b| a.checked_mul(b));
+    let s = label::check(n.unwrap_or(usize::MAX), shape, connectivity)?;
+    let plane = s[1] * s[2];
+    let max = max_pixels.min(label::max_box(gpu));
+    let per = max / plane.max(1);
+    if per == 0 {
+        // Before the clipping's passes: the labelling could not run.
+        return Err(label::slice_too_big(plane, max));
+    }
+    let stats = clip::stream::sigma_clipped_stats(data, s[0], per, clip, &mut |round| {
+        progress("clip round", round as usize, 0)
+    })?;
+    let threshold = level.value(&stats)?;
+    let data = RefCell::new(data);
+    let mut mask = Above {
+        data: &data,
+        threshold,
+        buf: Vec::new(),
+    };
+    let mut measure = Measure {
+        data: &data,
+        z: 0,
+        plane,
+        acc: measure::cpu::Accumulator::new(shape),
+        labels,
+        buf: Vec::new(),
+    };
+    let count = label::label_stream(
+        gpu,
+        shape,
+        connectivity,
+        max_pixels,
+        &mut mask,
+        provisional,
+        &mut measure,
+        &mut |done, total| progress("label", done, total),
+    )
+    .await?;
+    Ok(StreamedSources {
+        stats,
+        threshold,
+        count,
+        regions: measure.acc.finish(count),
+    })
+}
+
+/// The mask `data > threshold`, slices on demand.
+struct Above<'a, 'b, D> {
+    data: &'a RefCell<&'b mut D>,
+    threshold: f64,
+    buf: Vec<f32>,
+}
+
+impl<D: SliceSource<f32>> SliceSource<bool> for Above<'_, '_, D> {
+    fn read(&mut self, z: Range<usize>, out: &mut Vec<bool>) -> Result<()> {
+        self.buf.clear();
+        self.data.borrow_mut().read(z, &mut self.buf)?;
+        out.extend(threshold::cpu::threshold_above(
+            Samples::F32(&self.buf),
+            self.threshold,
+        )?);
+        Ok(())
+    }
+}
+
+/// Receives the final labels in order: measures them against the same
+/// slices of `data` and passes them on.
+struct Measure<'a, 'b, 'c, D> {
+    data: &'a RefCell<&'b mut D>,
+    z: usize,
+    plane: usize,
+    acc: measure::cpu::Accumulator,
+    labels: Option<&'c mut dyn SliceSink<i32>>,
+    buf: Vec<f32>,
+}
+
+impl<D: SliceSource<f32>> SliceSink<i32> for Measure<'_, '_, '_, D> {
+    fn write(&mut self, slices: &[i32]) -> Result<()> {
+        let nz = slices.len() / self.plane.max(1);
+        self.buf.clear();
+        self.data
+            .borrow_mut()
+            .read(self.z..self.z + nz, &mut self.buf)?;
+        self.acc.add(slices, &self.buf)?;
+        self.z += nz;
+        match self.labels.as_mut() {
+            Some(sink) => sink.write(slices),
+            None => Ok(()),
+        }
     }
 }

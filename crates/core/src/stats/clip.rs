@@ -11,6 +11,8 @@
 //! select on ordered keys (three histogram passes, no sort); the sums are
 //! float-float (about 44 bits), reduced in f64 on the host.
 
+pub mod stream;
+
 use bytemuck::{Pod, Zeroable};
 
 use crate::engine::Gpu;
