@@ -187,6 +187,12 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         let rx = cands(x, p.start_x, p.step_x, p.count_x);
         var best_d = 0.0;
         let st = stride();
+        // Grayscale (most volumes): the pixel's value read once, not per candidate.
+        let grey = p.nc == 1u;
+        var f0 = 0.0;
+        if (grey) {
+            f0 = features[i];
+        }
         for (var iz = rz.x; iz <= rz.y; iz++) {
             for (var iy = ry.x; iy <= ry.y; iy++) {
                 for (var ix = rx.x; ix <= rx.y; ix++) {
@@ -203,7 +209,13 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     let dy = p.sy * (cy - f32(y));
                     let dx = p.sx * (cx - f32(x));
                     var d = (dz * dz + dy * dy + dx * dx) * p.spatial_weight;
-                    var col = colour_distance(i, b);
+                    var col = 0.0;
+                    if (grey) {
+                        let t = f0 - centres[b + 4u];
+                        col = t * t;
+                    } else {
+                        col = colour_distance(i, b);
+                    }
                     if (p.slic_zero != 0u) {
                         col = col / bitcast<f32>(atomicLoad(&maxdist[k]));
                     }
@@ -218,7 +230,11 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     if (labels[i] != best) {
         labels[i] = best;
-        atomicOr(&changed[0], 1u);
+        // Set once: every pixel of a first pass changes, and same-address
+        // atomics from all of them would queue up.
+        if (atomicLoad(&changed[0]) == 0u) {
+            atomicOr(&changed[0], 1u);
+        }
     }
 }
 
