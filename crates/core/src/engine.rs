@@ -561,9 +561,13 @@ impl Gpu {
         }
     }
 
+    /// Writes `bytes` at the start of `buffer` (before the next submission).
+    /// Large writes go in parts of READ_CHUNK: each write stages its bytes
+    /// in a fresh host-visible allocation, which for hundreds of megabytes
+    /// costs more than the copy (parts come from the allocator's blocks).
     pub(crate) fn upload(&self, buffer: &wgpu::Buffer, bytes: &[u8]) {
-        if !bytes.is_empty() {
-            self.queue.write_buffer(buffer, 0, bytes);
+        for (i, part) in bytes.chunks(READ_CHUNK as usize).enumerate() {
+            self.queue.write_buffer(buffer, i as u64 * READ_CHUNK, part);
         }
     }
 
@@ -609,80 +613,76 @@ impl Gpu {
         offset: u64,
         bytes: u64,
     ) -> Result<Vec<u8>> {
-        self.read_with(buffer, offset, bytes, |raw| raw.to_vec())
-            .await
-            .map(Option::unwrap_or_default)
+        let mut out = vec![0u8; bytes as usize];
+        self.read_into(buffer, offset, &mut out).await?;
+        Ok(out)
     }
 
     /// Copies the first `count` values of `buffer` back to the host as a
-    /// `Vec<T>`, straight from the mapped range (one host copy, not two:
-    /// large label arrays).
+    /// `Vec<T>`, straight into the vector (one host copy: large label
+    /// arrays).
     pub(crate) async fn read_vec<T: bytemuck::Pod>(
         &self,
         buffer: &wgpu::Buffer,
         count: usize,
     ) -> Result<Vec<T>> {
-        let bytes = (count * std::mem::size_of::<T>()) as u64;
-        let cast = |raw: &[u8]| match bytemuck::try_cast_slice::<u8, T>(raw) {
-            Ok(v) => v.to_vec(),
-            Err(_) => bytemuck::pod_collect_to_vec(raw),
-        };
-        self.read_with(buffer, 0, bytes, cast)
-            .await
-            .map(Option::unwrap_or_default)
+        // Zeroed memory comes fresh from the system: the copy touches it once.
+        let mut out = vec![T::zeroed(); count];
+        self.read_into(buffer, 0, bytemuck::cast_slice_mut(&mut out))
+            .await?;
+        Ok(out)
     }
 
-    /// Copies `bytes` bytes of `buffer` from `offset` into a fresh readback
-    /// buffer and hands them, still mapped, to `take`; None for 0 bytes.
-    async fn read_with<R>(
-        &self,
-        buffer: &wgpu::Buffer,
-        offset: u64,
-        bytes: u64,
-        take: impl FnOnce(&[u8]) -> R,
-    ) -> Result<Option<R>> {
-        let padded = bytes.div_ceil(4) * 4;
-        if padded == 0 {
-            return Ok(None);
+    /// Copies `out.len()` bytes of `buffer` from byte `offset` into `out`.
+    /// Large reads go through two pooled readback buffers of READ_CHUNK
+    /// bytes in turn (the GPU copies the next part while the host copies
+    /// this one): a fresh host-visible buffer as large as the result costs
+    /// more than the copy itself (500 MB: 0.56 s on an H100).
+    async fn read_into(&self, buffer: &wgpu::Buffer, offset: u64, out: &mut [u8]) -> Result<()> {
+        let total = out.len() as u64;
+        if total == 0 {
+            return Ok(());
         }
-        let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some("readback"),
-            size: padded,
-            usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
-            mapped_at_creation: false,
-        });
-        let mut encoder = self
-            .device
-            .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
-        encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, padded);
-        self.queue.submit([encoder.finish()]);
-        let taken = self
-            .map_read(&staging, |view| take(&view[..bytes as usize]))
+        let chunk = READ_CHUNK.min(total.div_ceil(4) * 4);
+        let mut parts = out.chunks_mut(chunk as usize).enumerate();
+        let mut in_flight = std::collections::VecDeque::new();
+        loop {
+            while in_flight.len() < 2
+                && let Some((i, part)) = parts.next()
+            {
+                let start = offset + i as u64 * chunk;
+                let len = (part.len() as u64).div_ceil(4) * 4;
+                let staging = self.staging_buffer(size_class(chunk));
+                let mut encoder = self
+                    .device
+                    .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
+                encoder.copy_buffer_to_buffer(buffer, start, &staging, 0, len);
+                self.queue.submit([encoder.finish()]);
+                let (tx, rx) = futures_channel::oneshot::channel();
+                staging.map_async(wgpu::MapMode::Read, ..len, move |r| {
+                    let _ = tx.send(r);
+                });
+                in_flight.push_back((part, staging, rx));
+            }
+            let Some((part, staging, rx)) = in_flight.pop_front() else {
+                return Ok(());
+            };
+            self.poll_wait()?;
+            let copied = async {
+                rx.await
+                    .map_err(|_| Error::Device("the readback was cancelled".into()))?
+                    .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
+                let view = staging
+                    .get_mapped_range(..(part.len() as u64).div_ceil(4) * 4)
+                    .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
+                copy_parallel(part, &view[..part.len()]);
+                Ok(())
+            }
             .await;
-        staging.destroy();
-        taken.map(Some)
-    }
-
-    async fn map_read<R>(
-        &self,
-        staging: &wgpu::Buffer,
-        take: impl FnOnce(&[u8]) -> R,
-    ) -> Result<R> {
-        let (tx, rx) = futures_channel::oneshot::channel();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            let _ = tx.send(r);
-        });
-        self.poll_wait()?;
-        rx.await
-            .map_err(|_| Error::Device("the readback was cancelled".into()))?
-            .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
-        let view = staging
-            .get_mapped_range(..)
-            .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
-        let taken = take(&view);
-        drop(view);
-        staging.unmap();
-        Ok(taken)
+            staging.unmap();
+            self.recycle_staging(staging);
+            copied?;
+        }
     }
 
     fn poll_wait(&self) -> Result<()> {
@@ -932,6 +932,27 @@ impl Recorder<'_> {
             mapped,
         }
     }
+}
+
+/// Bytes per part of a large read or write (see `Gpu::read_into`, `Gpu::upload`).
+const READ_CHUNK: u64 = 64 << 20;
+
+/// `to.copy_from_slice(from)`, over several threads for large copies.
+fn copy_parallel(to: &mut [u8], from: &[u8]) {
+    #[cfg(not(target_arch = "wasm32"))]
+    if to.len() >= 8 << 20 {
+        let part = to
+            .len()
+            .div_ceil(crate::stream::copy_threads())
+            .max(1 << 20);
+        std::thread::scope(|s| {
+            for (t, f) in to.chunks_mut(part).zip(from.chunks(part)) {
+                s.spawn(move || t.copy_from_slice(f));
+            }
+        });
+        return;
+    }
+    to.copy_from_slice(from)
 }
 
 /// Splits `threads` invocations into an (x, y) workgroup grid within the

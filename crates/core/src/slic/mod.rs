@@ -1173,6 +1173,8 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         rec.dispatch(&init, &refs, s.n.max(k * stride) as u64)?;
     }
     rec.submit().await?;
+    gpu.host_done("slic upload", clock);
+    let clock = gpu.host_clock();
     let b0 = bind(&u, 0);
     let first: Vec<&wgpu::Buffer> = b0.iter().collect();
     let mut iterations = 0;
@@ -1195,7 +1197,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     // The connectivity step on the GPU when one slab holds the volume and
     // its search queue (8 bytes per pixel) fits a binding; otherwise on
     // the host from the k-means labels (the CPU twin's code).
-    gpu.host_done("slic upload + k-means", clock);
+    gpu.host_done("slic k-means", clock);
     if prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size() {
         let clock = gpu.host_clock();
         let (labels, n_segments) = connect(gpu, prep, &slabs[0].labels, &mut bufs).await?;
@@ -1238,6 +1240,7 @@ async fn connect(
 ) -> Result<(Vec<i32>, usize)> {
     let n = prep.n();
     let n_blocks = n.div_ceil(BLOCK);
+    let clock = gpu.host_clock();
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
     // Per root, then 4 blocked-search counters and the largest label + 1.
@@ -1277,6 +1280,8 @@ async fn connect(
         rec.dispatch(&pipeline, &refs, threads)?;
     }
     rec.submit().await?;
+    gpu.host_done("slic connectivity: buffers, pieces", clock);
+    let clock = gpu.host_clock();
     // Search rounds until none is blocked by an unresolved earlier piece.
     let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
     let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
@@ -1311,11 +1316,16 @@ async fn connect(
             ));
         }
     }
+    gpu.host_done("slic connectivity: searches", clock);
+    let clock = gpu.host_clock();
     let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
     let mut rec = gpu.recorder();
     rec.dispatch(&gather, &refs, n as u64)?;
     rec.submit().await?;
+    gpu.host_done("slic connectivity: gather", clock);
+    let clock = gpu.host_clock();
     let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
+    gpu.host_done("slic connectivity: labels to the host", clock);
     let kept = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
     let top = gpu.read_at(&state, 4 * (n as u64 + 4), 4).await?;
     let kept = u32::from_le_bytes([kept[0], kept[1], kept[2], kept[3]]) as i64;
