@@ -279,6 +279,8 @@ fn on_every_core(data: &mut [f64], unit: usize, work: impl Fn(&mut [f64]) + Sync
             return;
         }
     }
+    #[cfg(target_arch = "wasm32")]
+    let _ = unit;
     work(data)
 }
 
