@@ -111,6 +111,11 @@ impl FrameSource {
         })
     }
 
+    /// The series index of the first frame handed out.
+    pub fn first_frame(&self) -> usize {
+        self.window.start
+    }
+
     /// The same inputs handing out only `frames` (one GPU's share of a
     /// series split over several).
     pub fn window(&self, frames: Range<usize>) -> FrameSource {
