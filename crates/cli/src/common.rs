@@ -114,8 +114,15 @@ pub fn adapter_specs(cli: &Cli) -> CliResult<Vec<String>> {
 /// device and queue (several on one adapter when a name repeats). Empty
 /// without the option.
 pub fn open_contexts(cli: &Cli) -> CliResult<Vec<Gpu>> {
+    open_contexts_from(cli, 0)
+}
+
+/// The contexts of `--adapters` after the first `skip` ones (those a
+/// command opened as its [`Engine`]).
+pub fn open_contexts_from(cli: &Cli, skip: usize) -> CliResult<Vec<Gpu>> {
     adapter_specs(cli)?
         .into_iter()
+        .skip(skip)
         .map(|spec| {
             let options = GpuOptions {
                 adapter: Some(spec.clone()),

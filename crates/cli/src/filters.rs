@@ -72,8 +72,9 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
         let n = spread::parts(contexts.len(), shape[0], halo, &args.output, wrap);
         if n >= 2 {
             contexts.truncate(n);
+            let gpus: Vec<&Gpu> = contexts.iter().collect();
             let shares = spread::spread_stack(
-                &contexts,
+                &gpus,
                 &args.input,
                 &args.output,
                 &shape,
@@ -326,7 +327,8 @@ fn rank_filter(
         // The 64-bit outlier test finishes on the host: not streamed.
         if n >= 2 && !(wide && matches!(op, RankOp::Outliers(_))) {
             contexts.truncate(n);
-            let shares = rank_spread(&contexts, input, output, &shape, dtype, &op, wide, halo)?;
+            let gpus: Vec<&Gpu> = contexts.iter().collect();
+            let shares = rank_spread(&gpus, input, output, &shape, dtype, &op, wide, halo)?;
             if json {
                 println!(
                     "{}",
@@ -413,7 +415,7 @@ fn spread_json(
 /// A rank filter of a stack on several GPUs, one z-range each.
 #[allow(clippy::too_many_arguments)]
 fn rank_spread(
-    gpus: &[Gpu],
+    gpus: &[&Gpu],
     input: &Path,
     output: &Path,
     shape: &[usize],

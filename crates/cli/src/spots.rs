@@ -7,7 +7,8 @@ use std::time::Instant;
 
 use clap::Args;
 use gpuscope_core::spots::{
-    self, Algorithm, Counts, FrameDone, Gain, SeriesResult, Spot, SpotOptions, SpotSeries,
+    self, Algorithm, Counts, FrameBatch, FrameDone, Gain, SeriesResult, Spot, SpotOptions,
+    SpotSeries,
 };
 use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::{Value, json};
@@ -233,7 +234,8 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
     // frame order: those run on the first adapter.
     if contexts.len() >= 2 && !args.three_d && signal.is_none() && nz >= 2 {
         contexts.truncate(nz);
-        return spots_spread(&contexts, args, source, o, mask, out_json);
+        let gpus: Vec<&gpuscope_core::Gpu> = contexts.iter().collect();
+        return spots_spread(&gpus, args, source, o, mask, out_json);
     }
     let spread = cli.adapters.is_some();
     let engine = match contexts.is_empty() {
@@ -334,7 +336,7 @@ fn write_table(args: &SpotsCmd, out_json: Option<bool>, found: &SeriesResult) ->
 /// range per context, each streamed by its own threads; the tables are
 /// joined in frame order and numbered as one run numbers them.
 fn spots_spread(
-    gpus: &[gpuscope_core::Gpu],
+    gpus: &[&gpuscope_core::Gpu],
     args: &SpotsCmd,
     source: FrameSource,
     o: SpotOptions,
@@ -387,7 +389,7 @@ fn spots_spread(
 /// and each numbers its spots in order of their first pixel); also the
 /// seconds it took, and each context's share.
 pub fn find_spread(
-    gpus: &[gpuscope_core::Gpu],
+    gpus: &[&gpuscope_core::Gpu],
     source: &FrameSource,
     ranges: &[std::ops::Range<usize>],
     o: &SpotOptions,
@@ -405,6 +407,7 @@ pub fn find_spread(
             .iter()
             .zip(ranges)
             .map(|(gpu, range)| {
+                let gpu: &gpuscope_core::Gpu = gpu;
                 let part = source.window(range.clone());
                 let (o, mask, progress) = (o.clone(), mask.clone(), &progress);
                 s.spawn(move || {
@@ -437,22 +440,7 @@ pub fn find_spread(
             .collect()
     });
     let seconds = start.elapsed().as_secs_f64();
-    let mut all = SeriesResult {
-        spots: Vec::new(),
-        n_strong: 0,
-        n_regions: 0,
-        n_frames: 0,
-    };
-    for part in parts {
-        let part = part?;
-        all.spots.extend(part.spots);
-        all.n_strong += part.n_strong;
-        all.n_regions += part.n_regions;
-        all.n_frames += part.n_frames;
-    }
-    for (i, s) in all.spots.iter_mut().enumerate() {
-        s.id = i + 1;
-    }
+    let all = merge_parts(parts)?;
     let shares = gpus
         .iter()
         .zip(ranges)
@@ -512,11 +500,14 @@ pub type TimeFn<'a> =
 /// memory in to spot table out; spots-series-disk, the same frames as a
 /// 3-D .npy on disk streamed in batches (disk in to spot table out).
 pub fn bench_spots(
-    gpu: &gpuscope_core::Gpu,
+    gpus: &[&gpuscope_core::Gpu],
     args: &crate::bench::BenchArgs,
     want: &dyn Fn(&str) -> bool,
     time: &mut TimeFn<'_>,
 ) -> CliResult {
+    // More than one context: the series workloads are split over them.
+    let gpu = gpus[0];
+    let spread = gpus.len() > 1;
     let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
     let a = gpuscope_io::read(&path)?.array;
     let (h, w) = (a.shape[0], a.shape[1]);
@@ -563,15 +554,26 @@ pub fn bench_spots(
             2 * nz * n,
             &mut || {
                 let t = Instant::now();
-                let r = pollster::block_on(spots::find_spots_with(
-                    gpu,
-                    Counts::U16(&series),
-                    [nz, h, w],
-                    Some(&valid),
-                    &o,
-                    false,
-                    false,
-                ))?;
+                let r = if spread {
+                    let batch = plan_batch(gpu.memory_budget() / gpus.len() as u64, 2 * n);
+                    find_in_memory_spread(gpus, &series, [nz, h, w], Some(&valid), &o, batch)?
+                } else {
+                    let r = pollster::block_on(spots::find_spots_with(
+                        gpu,
+                        Counts::U16(&series),
+                        [nz, h, w],
+                        Some(&valid),
+                        &o,
+                        false,
+                        false,
+                    ))?;
+                    SeriesResult {
+                        n_frames: nz,
+                        n_strong: r.n_strong,
+                        n_regions: 0,
+                        spots: r.spots,
+                    }
+                };
                 eprintln!(
                     "spots-series: {nz} frames, {} spots, {:.1} frames/s",
                     r.spots.len(),
@@ -595,23 +597,30 @@ pub fn bench_spots(
                 wr.write_slab(&slab)?;
             }
             wr.finish()?;
-            let batch = plan_batch(gpu.memory_budget(), 2 * n);
+            let batch = plan_batch(gpu.memory_budget() / gpus.len() as u64, 2 * n);
             time(
                 &format!("spots-series-disk-{nz}"),
                 2 * nz * n,
                 &mut || {
                     let t = Instant::now();
                     let source = FrameSource::open(std::slice::from_ref(&path))?;
-                    let r = stream_spots(
-                        Some(gpu),
-                        source,
-                        o.clone(),
-                        Some(valid.clone()),
-                        false,
-                        false,
-                        batch,
-                        &mut |_| Ok(()),
-                    )?;
+                    let r = if spread {
+                        let ranges = crate::common::split_ranges(nz, gpus.len());
+                        let ((r, _), _) =
+                            find_spread(gpus, &source, &ranges, &o, Some(valid.clone()), batch)?;
+                        r
+                    } else {
+                        stream_spots(
+                            Some(gpu),
+                            source,
+                            o.clone(),
+                            Some(valid.clone()),
+                            false,
+                            false,
+                            batch,
+                            &mut |_| Ok(()),
+                        )?
+                    };
                     eprintln!(
                         "spots-series-disk: {nz} frames in batches of {batch}, {} spots, {:.1} frames/s, peak RSS {:.0} MB",
                         r.spots.len(),
@@ -627,4 +636,81 @@ pub fn bench_spots(
         timed?;
     }
     Ok(())
+}
+
+/// The results of contiguous frame ranges, in order, as one series: spots
+/// numbered from 1 in that order.
+fn merge_parts(parts: Vec<CliResult<SeriesResult>>) -> CliResult<SeriesResult> {
+    let mut all = SeriesResult {
+        spots: Vec::new(),
+        n_strong: 0,
+        n_regions: 0,
+        n_frames: 0,
+    };
+    for part in parts {
+        let part = part?;
+        all.spots.extend(part.spots);
+        all.n_strong += part.n_strong;
+        all.n_regions += part.n_regions;
+        all.n_frames += part.n_frames;
+    }
+    for (i, s) in all.spots.iter_mut().enumerate() {
+        s.id = i + 1;
+    }
+    Ok(all)
+}
+
+/// 2-D spot finding over a series in host memory on several GPUs (`gpuscope
+/// bench --adapters`): one contiguous frame range per context, fed to its
+/// own `SpotSeries` in batches of `batch` frames.
+pub fn find_in_memory_spread(
+    gpus: &[&gpuscope_core::Gpu],
+    frames: &[u16],
+    shape: [usize; 3],
+    valid: Option<&[bool]>,
+    o: &SpotOptions,
+    batch: usize,
+) -> CliResult<SeriesResult> {
+    let [nz, h, w] = shape;
+    let n = h * w;
+    if frames.len() != nz * n {
+        return Err(Failure(format!(
+            "{} values for {nz} frames of {h} x {w}",
+            frames.len()
+        )));
+    }
+    let ranges = crate::common::split_ranges(nz, gpus.len());
+    let parts: Vec<CliResult<SeriesResult>> = std::thread::scope(|s| {
+        let workers: Vec<_> = gpus
+            .iter()
+            .zip(&ranges)
+            .map(|(gpu, range)| {
+                let gpu: &gpuscope_core::Gpu = gpu;
+                let (o, mask) = (o.clone(), valid.map(<[bool]>::to_vec));
+                s.spawn(move || -> CliResult<SeriesResult> {
+                    pollster::block_on(async move {
+                        let mut series = SpotSeries::new(Some(gpu), [h, w], mask, o, false, false)
+                            .await?
+                            .starting_at(range.start)?;
+                        let mut z = range.start;
+                        while z < range.end {
+                            let end = (z + batch.max(1)).min(range.end);
+                            let b = FrameBatch::U16(frames[z * n..end * n].to_vec());
+                            series.push(b).await?;
+                            z = end;
+                        }
+                        Ok(series.finish().await?.1)
+                    })
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
+            })
+            .collect()
+    });
+    merge_parts(parts)
 }

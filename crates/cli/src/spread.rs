@@ -68,7 +68,7 @@ pub fn parts(contexts: usize, nz: usize, halo: usize, output: &Path, wrap: bool)
 /// every GPU of `gpus`, one z-range each.
 #[allow(clippy::too_many_arguments)]
 pub fn spread_stack<W: Send>(
-    gpus: &[Gpu],
+    gpus: &[&Gpu],
     input: &Path,
     output: &Path,
     shape: &[usize],
@@ -95,6 +95,7 @@ pub fn spread_stack<W: Send>(
             .enumerate()
             .map(|(k, (gpu, range))| {
                 let (writer, progress, stop) = (&writer, &progress, &stop);
+                let gpu: &Gpu = gpu;
                 s.spawn(move || {
                     let lo = range.start.saturating_sub(halo);
                     let hi = (range.end + halo).min(nz);
@@ -211,4 +212,67 @@ impl<W> SliceSink<W> for RangeSink<'_, W> {
         };
         go().map_err(|Failure(m)| gpuscope_core::Error::InvalidInput(m))
     }
+}
+
+/// The in-memory twin of [`spread_stack`] (`gpuscope bench`): `filter`
+/// runs on each context's sub-stack (its range and halo, borrowed from
+/// `data`) and the ranges' slices are copied into one output.
+pub fn spread_in_memory<T: Copy + Default + Send + Sync>(
+    gpus: &[&Gpu],
+    data: &[T],
+    shape: &[usize],
+    halo: usize,
+    filter: &(dyn Fn(&Gpu, &[T], &[usize]) -> CliResult<Vec<T>> + Sync),
+) -> CliResult<Vec<T>> {
+    let nz = shape[0];
+    let plane: usize = shape[1..].iter().product();
+    if data.len() != nz * plane {
+        return Err(Failure(format!(
+            "{} values for a stack of shape {shape:?}",
+            data.len()
+        )));
+    }
+    let ranges = split_ranges(nz, gpus.len());
+    let mut out = vec![T::default(); data.len()];
+    let mut parts = Vec::with_capacity(ranges.len());
+    let mut rest: &mut [T] = &mut out;
+    for r in &ranges {
+        let (part, tail) = rest.split_at_mut(r.len() * plane);
+        parts.push(part);
+        rest = tail;
+    }
+    let results: Vec<CliResult> = std::thread::scope(|s| {
+        let workers: Vec<_> = gpus
+            .iter()
+            .zip(&ranges)
+            .zip(parts)
+            .map(|((gpu, range), part)| {
+                let gpu: &Gpu = gpu;
+                s.spawn(move || -> CliResult {
+                    let lo = range.start.saturating_sub(halo);
+                    let hi = (range.end + halo).min(nz);
+                    let mut sub = shape.to_vec();
+                    sub[0] = hi - lo;
+                    let result = filter(gpu, &data[lo * plane..hi * plane], &sub)?;
+                    let keep = (range.start - lo) * plane..(range.end - lo) * plane;
+                    let core = result.get(keep).ok_or_else(|| {
+                        Failure("a GPU part returned fewer values than its slices".into())
+                    })?;
+                    part.copy_from_slice(core);
+                    Ok(())
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
+            })
+            .collect()
+    });
+    for r in results {
+        r?;
+    }
+    Ok(out)
 }
