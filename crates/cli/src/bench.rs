@@ -15,6 +15,7 @@ use gpuscope_core::{Gpu, Samples};
 use serde_json::{Value, json};
 
 use crate::common::{CliResult, Engine, Failure, open_contexts_from};
+use crate::spread::SubFilter;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -214,9 +215,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let stack = uniform(nz * n2, 1);
         let shape = [nz, 2048, 2048];
         // With --adapters, one z-range (and the footprint's halo) per context.
-        let split = |halo: usize,
-                     f: &(dyn Fn(&Gpu, &[f32], &[usize]) -> CliResult<SampleVec> + Sync)|
-         -> CliResult {
+        let split = |halo: usize, f: &SubFilter<'_, f32, SampleVec>| -> CliResult {
             if spread {
                 crate::spread::spread_in_memory(&gpus, &stack, &shape, halo, &|g, d, sh| match f(
                     g, d, sh,

@@ -214,6 +214,9 @@ impl<W> SliceSink<W> for RangeSink<'_, W> {
     }
 }
 
+/// A filter of a sub-stack in memory on one GPU: (gpu, values, shape).
+pub type SubFilter<'a, T, R> = dyn Fn(&Gpu, &[T], &[usize]) -> CliResult<R> + Sync + 'a;
+
 /// The in-memory twin of [`spread_stack`] (`gpuscope bench`): `filter`
 /// runs on each context's sub-stack (its range and halo, borrowed from
 /// `data`) and the ranges' slices are copied into one output.
@@ -222,7 +225,7 @@ pub fn spread_in_memory<T: Copy + Default + Send + Sync>(
     data: &[T],
     shape: &[usize],
     halo: usize,
-    filter: &(dyn Fn(&Gpu, &[T], &[usize]) -> CliResult<Vec<T>> + Sync),
+    filter: &SubFilter<'_, T, Vec<T>>,
 ) -> CliResult<Vec<T>> {
     let nz = shape[0];
     let plane: usize = shape[1..].iter().product();

@@ -125,7 +125,9 @@ pub struct AdapterEntry {
     pub software: bool,
 }
 
-/// The adapters in enumeration order (the order `#index` refers to).
+/// The adapters in enumeration order (the order `#index` refers to;
+/// native only).
+#[cfg(not(target_arch = "wasm32"))]
 pub fn adapters() -> Vec<AdapterEntry> {
     let instance =
         wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
@@ -1017,7 +1019,10 @@ async fn pick_adapter(instance: &wgpu::Instance, wanted: &str) -> Result<wgpu::A
     let needle = wanted.to_lowercase();
     let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
     // `#N`: the N-th adapter of the enumeration (two GPUs of one name).
-    if let Some(index) = wanted.strip_prefix('#').and_then(|n| n.parse::<usize>().ok()) {
+    if let Some(index) = wanted
+        .strip_prefix('#')
+        .and_then(|n| n.parse::<usize>().ok())
+    {
         let n = adapters.len();
         return adapters.into_iter().nth(index).ok_or_else(|| {
             Error::NoAdapter(format!(
