@@ -212,8 +212,9 @@ fn devices(json: bool) -> CliResult {
         if adapters.is_empty() {
             println!("no GPU adapters (operations run on the CPU)");
         }
-        for a in &adapters {
-            println!("{a}");
+        // `#N` picks that one (--adapter, --adapters), also among twins.
+        for (i, a) in adapters.iter().enumerate() {
+            println!("#{i} {a}");
         }
         if let Some(d) = default {
             println!(
