@@ -408,8 +408,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         )?;
     }
     if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
-        let on = if spread { &gpus[..] } else { &gpus[..1] };
-        crate::spots::bench_spots(on, args, &want, &mut time)?;
+        crate::spots::bench_spots(&gpus, spread, args, &want, &mut time)?;
     }
     let mut all = json!({ "device": gpu.summary().name, "results": rows });
     if spread {

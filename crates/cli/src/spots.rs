@@ -501,13 +501,13 @@ pub type TimeFn<'a> =
 /// 3-D .npy on disk streamed in batches (disk in to spot table out).
 pub fn bench_spots(
     gpus: &[&gpuscope_core::Gpu],
+    spread: bool,
     args: &crate::bench::BenchArgs,
     want: &dyn Fn(&str) -> bool,
     time: &mut TimeFn<'_>,
 ) -> CliResult {
-    // More than one context: the series workloads are split over them.
+    // `spread` (--adapters): the series workloads are split over `gpus`.
     let gpu = gpus[0];
-    let spread = gpus.len() > 1;
     let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
     let a = gpuscope_io::read(&path)?.array;
     let (h, w) = (a.shape[0], a.shape[1]);
