@@ -342,3 +342,51 @@ fn adapter_lists_are_checked() {
     assert!(o.status.success());
     assert!(bytes(&out) == bytes(&dir.join("plain.npy")));
 }
+
+#[test]
+fn an_interrupted_spread_run_leaves_no_output_and_no_temporary_file() {
+    // Ctrl-C while two contexts write their ranges into the pre-sized
+    // temporary file: exit 130, no output, the temporary file removed.
+    let (d, h, w) = (24, 256, 256);
+    let dir = scratch("adapters_interrupted");
+    let input = dir.join("stack.npy");
+    let v: Vec<u16> = (0..d * h * w).map(|i| (i * 7919 % 65521) as u16).collect();
+    gpuscope_io::write(
+        &input,
+        &Array::new(vec![d, h, w], ArrayData::U16(v)).unwrap(),
+    )
+    .unwrap();
+    let output = dir.join("median.npy");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(["--adapters", TWO, "median", &s(&input), &s(&output)])
+        .args(["--size", "1,9,9", "--memory-budget", "4M"])
+        .env("NODEVICE_SELECT", "1")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let temporary = |dir: &Path| {
+        std::fs::read_dir(dir)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .any(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+    };
+    let start = std::time::Instant::now();
+    while !temporary(&dir) {
+        assert!(child.try_wait().unwrap().is_none(), "ended before writing");
+        assert!(start.elapsed().as_secs() < 120, "no temporary output");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "finished before the signal"
+    );
+    let killed = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130), "{}", stderr(&out));
+    assert!(!output.exists(), "a partial output was left");
+    assert!(!temporary(&dir), "a temporary file was left");
+}
