@@ -880,7 +880,9 @@ mod stream {
                 .in_file(&self.name));
             }
             let name = self.name;
-            self.tmp.commit_file(self.file).map_err(|e| e.in_file(&name))
+            self.tmp
+                .commit_file(self.file)
+                .map_err(|e| e.in_file(&name))
         }
     }
 
