@@ -7,17 +7,20 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use clap::Args;
-use gpuscope_core::Samples;
 use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
 use gpuscope_core::filters::{self, Boundary, Filter, Output};
+use gpuscope_core::keys::SampleVec;
 use gpuscope_core::slic::{self, SlicParams};
+use gpuscope_core::{Gpu, Samples};
 use serde_json::{Value, json};
 
-use crate::common::{CliResult, Engine, Failure};
+use crate::common::{CliResult, Engine, Failure, open_contexts_from};
+use crate::spread::SubFilter;
 
 #[derive(Args)]
 pub struct BenchArgs {
-    /// Workloads to run (default: all): median-3, median-7, median-stack,
+    /// Workloads to run (default: all; with the global --adapters the
+    /// stack and spots-series workloads use every adapter): median-3, median-7, median-stack,
     /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, slic-3d-L
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
     /// spots-series-disk, label-stream.
@@ -104,6 +107,13 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     let Engine::Gpu(gpu) = &engine else {
         return Err(Failure("bench needs a GPU adapter".into()));
     };
+    // --adapters: the stack and spot-series workloads are split over every
+    // context (one z- or frame-range each, as the commands split them);
+    // the others run on the first.
+    let more = open_contexts_from(cli, 1)?;
+    let gpus: Vec<&Gpu> = std::iter::once(gpu.as_ref()).chain(&more).collect();
+    let spread = cli.adapters.is_some();
+    let names: Vec<String> = gpus.iter().map(|g| g.summary().name).collect();
     let want = |name: &str| {
         args.only
             .as_ref()
@@ -119,17 +129,30 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     // same Gaussian kernel 0.06 ms hot, 0.29 ms after the stacks).
     let fp3 = Footprint::size(2, &[3])?;
     let hot = |seconds: f64| -> CliResult {
-        let warm = std::time::Instant::now();
-        while warm.elapsed().as_secs_f64() < seconds {
-            pollster::block_on(median::median_kernel_ms(
-                gpu,
-                &image,
-                &[2048, 2048],
-                &fp3,
-                reflect,
-                20,
-            ))?;
-        }
+        let warm = |gpu: &Gpu| -> CliResult {
+            let t = std::time::Instant::now();
+            while t.elapsed().as_secs_f64() < seconds {
+                pollster::block_on(median::median_kernel_ms(
+                    gpu,
+                    &image,
+                    &[2048, 2048],
+                    &fp3,
+                    reflect,
+                    20,
+                ))?;
+            }
+            Ok(())
+        };
+        // Every context at once (each its own device or queue).
+        std::thread::scope(|s| {
+            let w: Vec<_> = gpus.iter().map(|g| s.spawn(|| warm(g))).collect();
+            w.into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(Failure("warm-up failed".into())))
+                })
+                .collect::<CliResult<Vec<()>>>()
+        })?;
         Ok(())
     };
     hot(1.0)?;
@@ -144,20 +167,28 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let mut kernels = Vec::new();
         let mut walls = Vec::new();
         for _ in 0..args.repeat.max(1) {
-            gpu.reset_kernel_time();
+            for g in &gpus {
+                g.reset_kernel_time();
+            }
             let t = Instant::now();
             run()?;
             walls.push(t.elapsed().as_secs_f64() * 1e3);
-            kernels.extend(gpu.kernel_ns_total().map(|ns| ns as f64 / 1e6));
+            // GPU time summed over the contexts.
+            let ns: Option<u64> = gpus.iter().map(|g| g.kernel_ns_total()).sum();
+            kernels.extend(ns.map(|ns| ns as f64 / 1e6));
         }
         walls.sort_by(f64::total_cmp);
         let kernel_ms = kernels.iter().cloned().reduce(f64::min);
-        let row = json!({
+        let mut row = json!({
             "workload": name, "device": engine.name(),
             "resident_kernel_ms": resident,
             "kernel_ms_in_stream": kernel_ms, "e2e_ms": walls[walls.len() / 2],
             "bytes": bytes,
         });
+        if spread {
+            row["adapters"] = json!(names);
+            row["n_adapters"] = json!(gpus.len());
+        }
         eprintln!("{row}");
         rows.push(row);
         Ok(())
@@ -196,20 +227,35 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let nz = args.slices;
         let stack = uniform(nz * n2, 1);
         let shape = [nz, 2048, 2048];
+        // With --adapters, one z-range (and the footprint's halo) per context.
+        let split = |halo: usize, f: &SubFilter<'_, f32, SampleVec>| -> CliResult {
+            if spread {
+                crate::spread::spread_in_memory(&gpus, &stack, &shape, halo, &|g, d, sh| match f(
+                    g, d, sh,
+                )? {
+                    SampleVec::F32(v) => Ok(v),
+                    _ => Err(Failure("float32 in, another dtype out".into())),
+                })?;
+            } else {
+                f(gpu, &stack, &shape)?;
+            }
+            Ok(())
+        };
         if want("median-stack") {
             let fp = Footprint::size(3, &[1, 3, 3])?;
             time(
                 "median-stack",
                 8 * nz * n2,
                 &mut || {
-                    pollster::block_on(median::median_filter(
-                        gpu,
-                        Samples::F32(&stack),
-                        &shape,
-                        &fp,
-                        reflect,
-                    ))?;
-                    Ok(())
+                    split(fp.reach()[0], &|g, d, sh| {
+                        Ok(pollster::block_on(median::median_filter(
+                            g,
+                            Samples::F32(d),
+                            sh,
+                            &fp,
+                            reflect,
+                        ))?)
+                    })
                 },
                 None,
             )?;
@@ -223,14 +269,15 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                 "stack-roundtrip",
                 8 * nz * n2,
                 &mut || {
-                    pollster::block_on(median::median_filter(
-                        gpu,
-                        Samples::F32(&stack),
-                        &shape,
-                        &fp,
-                        reflect,
-                    ))?;
-                    Ok(())
+                    split(0, &|g, d, sh| {
+                        Ok(pollster::block_on(median::median_filter(
+                            g,
+                            Samples::F32(d),
+                            sh,
+                            &fp,
+                            reflect,
+                        ))?)
+                    })
                 },
                 None,
             )?;
@@ -241,13 +288,14 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                 "outliers-stack",
                 8 * nz * n2,
                 &mut || {
-                    pollster::block_on(median::remove_outliers(
-                        gpu,
-                        Samples::F32(&stack),
-                        &shape,
-                        &r,
-                    ))?;
-                    Ok(())
+                    split(0, &|g, d, sh| {
+                        Ok(pollster::block_on(median::remove_outliers(
+                            g,
+                            Samples::F32(d),
+                            sh,
+                            &r,
+                        ))?)
+                    })
                 },
                 None,
             )?;
@@ -376,9 +424,12 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         label_stream_workload(gpu, args, &mut time)?;
     }
     if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
-        crate::spots::bench_spots(gpu, args, &want, &mut time)?;
+        crate::spots::bench_spots(&gpus, spread, args, &want, &mut time)?;
     }
-    let all = json!({ "device": gpu.summary().name, "results": rows });
+    let mut all = json!({ "device": gpu.summary().name, "results": rows });
+    if spread {
+        all["adapters"] = json!(names);
+    }
     println!("{all}");
     if let Some(path) = &args.json {
         std::fs::write(path, all.to_string())

@@ -29,15 +29,18 @@ impl Engine {
         if cli.cpu {
             return Ok(Engine::Cpu);
         }
+        // With --adapters, commands that do not spread use the first one.
+        let first = adapter_specs(cli)?.into_iter().next();
+        let named = cli.adapter.is_some() || first.is_some();
         let options = GpuOptions {
-            adapter: cli.adapter.clone(),
+            adapter: first.or_else(|| cli.adapter.clone()),
             memory_budget: cli.memory_budget,
             max_binding_size: None,
         };
         match pollster::block_on(Gpu::new(options)) {
             Ok(gpu) => Ok(Engine::Gpu(Box::new(gpu))),
             // An adapter asked for by name and missing is the user's error.
-            Err(e) if cli.adapter.is_some() => Err(e.into()),
+            Err(e) if named => Err(e.into()),
             Err(e) => {
                 eprintln!("warning: {e}; running on the CPU");
                 Ok(Engine::Cpu)
@@ -58,6 +61,93 @@ impl Engine {
             Engine::Cpu => None,
         }
     }
+}
+
+/// The adapters `--adapters` names, one `GpuOptions::adapter` value per
+/// context (empty without the option). `all`: every adapter that is not a
+/// CPU rasteriser, or the software ones when there is nothing else, of one
+/// backend (Vulkan, Metal or DX12 before GL: one GPU often shows up once
+/// per backend).
+pub fn adapter_specs(cli: &Cli) -> CliResult<Vec<String>> {
+    let Some(list) = &cli.adapters else {
+        return Ok(Vec::new());
+    };
+    let items: Vec<&str> = list.split(',').map(str::trim).collect();
+    if items.iter().any(|s| s.is_empty()) {
+        return Err(Failure(format!(
+            "--adapters '{list}': give `all` or names separated by commas (see `gpuscope devices`)"
+        )));
+    }
+    if items != ["all"] {
+        if items.contains(&"all") {
+            return Err(Failure(format!(
+                "--adapters '{list}': `all` cannot be combined with names"
+            )));
+        }
+        return Ok(items.into_iter().map(String::from).collect());
+    }
+    let found = gpuscope_core::engine::adapters();
+    let any_hardware = found.iter().any(|a| !a.software);
+    let usable: Vec<_> = found
+        .into_iter()
+        .filter(|a| a.software != any_hardware)
+        .collect();
+    let backend = ["Vulkan", "Metal", "Dx12", "Gl"]
+        .into_iter()
+        .find(|b| usable.iter().any(|a| a.backend == *b))
+        .or_else(|| usable.first().map(|a| a.backend.as_str()))
+        .map(String::from);
+    let specs: Vec<String> = usable
+        .iter()
+        .filter(|a| Some(&a.backend) == backend.as_ref())
+        .map(|a| format!("#{}", a.index))
+        .collect();
+    if specs.is_empty() {
+        return Err(Failure(
+            "--adapters all: this machine offers no GPU adapter (run without --adapters, or with --cpu)".into(),
+        ));
+    }
+    Ok(specs)
+}
+
+/// The GPU contexts of `--adapters`: one per entry, each with its own
+/// device and queue (several on one adapter when a name repeats). Empty
+/// without the option.
+pub fn open_contexts(cli: &Cli) -> CliResult<Vec<Gpu>> {
+    open_contexts_from(cli, 0)
+}
+
+/// The contexts of `--adapters` after the first `skip` ones (those a
+/// command opened as its [`Engine`]).
+pub fn open_contexts_from(cli: &Cli, skip: usize) -> CliResult<Vec<Gpu>> {
+    adapter_specs(cli)?
+        .into_iter()
+        .skip(skip)
+        .map(|spec| {
+            let options = GpuOptions {
+                adapter: Some(spec.clone()),
+                memory_budget: cli.memory_budget,
+                max_binding_size: None,
+            };
+            pollster::block_on(Gpu::new(options)).map_err(|e| Failure(format!("--adapters: {e}")))
+        })
+        .collect()
+}
+
+/// `n` items split into `parts` contiguous ranges, sizes differing by at
+/// most one, the larger ones first.
+pub fn split_ranges(n: usize, parts: usize) -> Vec<std::ops::Range<usize>> {
+    let parts = parts.clamp(1, n.max(1));
+    let (q, r) = (n / parts, n % parts);
+    let mut start = 0;
+    (0..parts)
+        .map(|k| {
+            let len = q + usize::from(k < r);
+            let range = start..start + len;
+            start += len;
+            range
+        })
+        .collect()
 }
 
 /// With GPUSCOPE_PROFILE set, the GPU time per entry point goes to stderr

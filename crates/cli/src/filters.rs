@@ -12,7 +12,8 @@ use gpuscope_core::filters::{self, Boundary, Filter, Mode};
 use gpuscope_io::{Array, DType};
 use serde_json::json;
 
-use crate::common::{CliResult, Engine, Failure, integer_output, samples};
+use crate::common::{CliResult, Engine, Failure, integer_output, open_contexts, samples};
+use crate::spread;
 use crate::stream::{
     ProgressBar, Sink, Source, StackReader, StackWriter, empty_samples, f32_words, from_f32_words,
     from_keys32, from_keys64, keys32, keys64, sample_vec_array,
@@ -55,8 +56,58 @@ pub struct ConvolveArgs {
 }
 
 pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
-    let engine = Engine::open(cli)?;
     let start = Instant::now();
+    let mut contexts = open_contexts(cli)?;
+    if contexts.len() >= 2
+        && stream_output(&args.output)
+        && let Some(reader) = StackReader::open(&args.input)?
+    {
+        let (shape, in_dtype) = (reader.shape(), reader.dtype());
+        drop(reader);
+        let out_dtype = args.dtype.unwrap_or(in_dtype);
+        let filter = make_filter(args, shape.len())?;
+        let output = integer_output(out_dtype)?;
+        let halo = filter.halo()[0];
+        let wrap = args.mode == Mode::Wrap;
+        let n = spread::parts(contexts.len(), shape[0], halo, &args.output, wrap);
+        if n >= 2 {
+            contexts.truncate(n);
+            let gpus: Vec<&Gpu> = contexts.iter().collect();
+            let shares = spread::spread_stack(
+                &gpus,
+                &args.input,
+                &args.output,
+                &shape,
+                out_dtype,
+                halo,
+                f32_words,
+                from_f32_words,
+                &|gpu, sub, source, sink, progress| {
+                    pollster::block_on(filters::apply_stream(
+                        gpu,
+                        &filter,
+                        sub,
+                        boundary(args),
+                        output,
+                        source,
+                        sink,
+                        progress,
+                    ))
+                },
+            )?;
+            if args.json {
+                let summary = json!({ "shape": shape, "dtype": out_dtype.name() });
+                println!("{}", spread_json(summary, &shares, start));
+            }
+            return Ok(());
+        }
+    }
+    let spread = cli.adapters.is_some();
+    let engine = match contexts.is_empty() {
+        true => Engine::open(cli)?,
+        false => Engine::Gpu(Box::new(contexts.swap_remove(0))),
+    };
+    drop(contexts);
     let reader = match &engine {
         Engine::Gpu(_) if stream_output(&args.output) => StackReader::open(&args.input)?,
         _ => None,
@@ -138,13 +189,11 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
     };
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if args.json {
-        println!(
-            "{}",
-            json!({
-                "shape": shape, "dtype": out_dtype.name(), "device": engine.name(),
-                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
-            })
-        );
+        let summary = json!({
+            "shape": shape, "dtype": out_dtype.name(), "device": engine.name(),
+            "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
+        });
+        print_json(summary, spread, &engine);
     }
     Ok(())
 }
@@ -259,8 +308,46 @@ fn rank_filter(
     json: bool,
     op: &dyn Fn(usize) -> CliResult<RankOp>,
 ) -> CliResult {
-    let engine = Engine::open(cli)?;
     let start = Instant::now();
+    let mut contexts = open_contexts(cli)?;
+    if contexts.len() >= 2
+        && stream_output(output)
+        && let Some(reader) = StackReader::open(input)?
+    {
+        let (shape, dtype) = (reader.shape(), reader.dtype());
+        drop(reader);
+        let op = op(shape.len())?;
+        let wide = empty_samples(dtype)?.wide();
+        let (halo, wrap) = match &op {
+            RankOp::Median(fp, b) => (fp.reach()[0], b.mode == Mode::Wrap),
+            // Outliers work slice by slice.
+            RankOp::Outliers(_) => (0, false),
+        };
+        let n = spread::parts(contexts.len(), shape[0], halo, output, wrap);
+        // The 64-bit outlier test finishes on the host: not streamed.
+        if n >= 2 && !(wide && matches!(op, RankOp::Outliers(_))) {
+            contexts.truncate(n);
+            let gpus: Vec<&Gpu> = contexts.iter().collect();
+            let shares = rank_spread(&gpus, input, output, &shape, dtype, &op, wide, halo)?;
+            if json {
+                println!(
+                    "{}",
+                    spread_json(
+                        json!({ "shape": shape, "dtype": dtype.name() }),
+                        &shares,
+                        start
+                    )
+                );
+            }
+            return Ok(());
+        }
+    }
+    let spread = cli.adapters.is_some();
+    let engine = match contexts.is_empty() {
+        true => Engine::open(cli)?,
+        false => Engine::Gpu(Box::new(contexts.swap_remove(0))),
+    };
+    drop(contexts);
     let reader = match &engine {
         Engine::Gpu(_) if stream_output(output) => StackReader::open(input)?,
         _ => None,
@@ -289,15 +376,94 @@ fn rank_filter(
     };
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if json {
-        println!(
-            "{}",
-            json!({
-                "shape": shape, "dtype": dtype.name(), "device": engine.name(),
-                "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
-            })
-        );
+        let summary = json!({
+            "shape": shape, "dtype": dtype.name(), "device": engine.name(),
+            "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
+        });
+        print_json(summary, spread, &engine);
     }
     Ok(())
+}
+
+/// The JSON summary; with `--adapters`, the one adapter used.
+fn print_json(mut summary: serde_json::Value, spread: bool, engine: &Engine) {
+    if spread {
+        summary["adapters"] = json!([engine.name()]);
+        summary["n_adapters"] = json!(1);
+    }
+    println!("{summary}");
+}
+
+/// The JSON summary of a run spread over several adapters: per-adapter
+/// z-ranges and GPU times; `kernel_ms` is their sum.
+fn spread_json(
+    mut summary: serde_json::Value,
+    shares: &[spread::Share],
+    start: Instant,
+) -> serde_json::Value {
+    let kernel: Option<f64> = shares.iter().map(|s| s.kernel_ms).sum();
+    summary["device"] = json!(shares.first().map(|s| s.adapter.clone()));
+    summary["adapters"] = json!(shares.iter().map(|s| s.adapter.clone()).collect::<Vec<_>>());
+    summary["n_adapters"] = json!(shares.len());
+    summary["slices"] = json!(shares.iter().map(spread::Share::json).collect::<Vec<_>>());
+    summary["kernel_ms"] = json!(kernel);
+    summary["total_ms"] = json!(start.elapsed().as_secs_f64() * 1e3);
+    summary["streamed"] = json!(true);
+    summary
+}
+
+/// A rank filter of a stack on several GPUs, one z-range each.
+#[allow(clippy::too_many_arguments)]
+fn rank_spread(
+    gpus: &[&Gpu],
+    input: &Path,
+    output: &Path,
+    shape: &[usize],
+    dtype: DType,
+    op: &RankOp,
+    wide: bool,
+    halo: usize,
+) -> CliResult<Vec<spread::Share>> {
+    let tag = empty_samples(dtype)?;
+    if wide {
+        let RankOp::Median(fp, b) = op else {
+            return Err(Failure("64-bit outlier removal is not streamed".into()));
+        };
+        spread::spread_stack(
+            gpus,
+            input,
+            output,
+            shape,
+            dtype,
+            halo,
+            keys64,
+            from_keys64,
+            &|gpu, sub, source, sink, progress| {
+                pollster::block_on(median::median_filter_stream(
+                    gpu, tag, sub, fp, *b, source, sink, progress,
+                ))
+            },
+        )
+    } else {
+        spread::spread_stack(
+            gpus,
+            input,
+            output,
+            shape,
+            dtype,
+            halo,
+            keys32,
+            from_keys32,
+            &|gpu, sub, source, sink, progress| match op {
+                RankOp::Median(fp, b) => pollster::block_on(median::median_filter_stream(
+                    gpu, tag, sub, fp, *b, source, sink, progress,
+                )),
+                RankOp::Outliers(r) => pollster::block_on(median::remove_outliers_stream(
+                    gpu, tag, sub, r, source, sink, progress,
+                )),
+            },
+        )
+    }
 }
 
 pub(crate) fn stream_output(path: &Path) -> bool {

@@ -4,6 +4,7 @@
 //! counts stay packed; other integer dtypes (and floats holding whole
 //! numbers) become i32 as DIALS reads them.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +17,7 @@ use crate::common::{CliResult, Failure};
 use crate::stream::StackReader;
 
 /// One input of the series.
+#[derive(Clone)]
 enum Kind {
     /// A 3-D .npy or multi-page TIFF of this many frames, read frame by frame.
     Stack(usize),
@@ -31,9 +33,12 @@ pub struct FrameSource {
     any_stack: bool,
     /// The first frame, read to learn the shape (handed out first).
     first: Option<Frame>,
+    /// The frames handed out (all of them, or one GPU's share).
+    window: Range<usize>,
 }
 
 /// One frame's counts, packed as read.
+#[derive(Clone)]
 struct Frame {
     batch: FrameBatch,
     dtype: Packed,
@@ -102,7 +107,26 @@ impl FrameSource {
             shape,
             any_stack,
             first: Some(first),
+            window: 0..total,
         })
+    }
+
+    /// The series index of the first frame handed out.
+    pub fn first_frame(&self) -> usize {
+        self.window.start
+    }
+
+    /// The same inputs handing out only `frames` (one GPU's share of a
+    /// series split over several).
+    pub fn window(&self, frames: Range<usize>) -> FrameSource {
+        FrameSource {
+            inputs: self.inputs.clone(),
+            total: self.total,
+            shape: self.shape,
+            any_stack: self.any_stack,
+            first: self.first.clone().filter(|_| frames.start == 0),
+            window: frames.start.min(self.total)..frames.end.min(self.total),
+        }
     }
 
     /// Frames in all inputs.
@@ -177,17 +201,21 @@ impl FrameSource {
         }
     }
 
-    /// Calls `each` with every frame in order (the first one given); stops
-    /// when `each` returns false (Ok(false)).
+    /// Calls `each` with every frame of the window in order (the first one
+    /// given when the window starts at 0); stops when `each` returns false
+    /// (Ok(false)).
     fn for_each_frame(
         &mut self,
         group: usize,
         first: Option<Frame>,
         each: &mut dyn FnMut(Frame) -> bool,
     ) -> CliResult<bool> {
+        let window = self.window.clone();
         let mut first = first;
         let mut i = 0;
-        while i < self.inputs.len() {
+        // The series index of input i's first frame.
+        let mut g = 0;
+        while i < self.inputs.len() && g < window.end {
             let (path, kind) = &self.inputs[i];
             match kind {
                 Kind::Frame => {
@@ -200,63 +228,75 @@ impl FrameSource {
                     {
                         end += 1;
                     }
-                    let from = if i == 0 && first.is_some() { 1 } else { 0 };
-                    let paths: Vec<&Path> = self.inputs[i + from..end]
+                    // Input k is frame g + k - i; keep those in the window.
+                    let lo = i + window.start.saturating_sub(g).min(end - i);
+                    let hi = i + window.end.saturating_sub(g).min(end - i);
+                    let from = if lo == 0 && first.is_some() { 1 } else { 0 };
+                    let paths: Vec<&Path> = self.inputs[(lo + from).min(hi)..hi]
                         .iter()
                         .map(|(p, _)| p.as_path())
                         .collect();
                     let read = self.read_files(&paths);
-                    for f in first.take().map(Ok).into_iter().chain(read) {
+                    let head = if lo == 0 { first.take() } else { None };
+                    for f in head.map(Ok).into_iter().chain(read) {
                         if !each(f?) {
                             return Ok(false);
                         }
                     }
+                    g += end - i;
                     i = end;
                 }
                 Kind::Stack(nz) => {
-                    let mut reader = StackReader::open(path)?.ok_or_else(|| {
-                        Failure(format!("{}: no longer a stack of frames", name(path)))
-                    })?;
-                    let mut z = 0;
-                    if i == 0
-                        && let Some(f) = first.take()
-                    {
-                        if !each(f) {
-                            return Ok(false);
+                    let nz = *nz;
+                    let lo = window.start.saturating_sub(g).min(nz);
+                    let hi = window.end.saturating_sub(g).min(nz);
+                    if lo < hi {
+                        let mut reader = StackReader::open(path)?.ok_or_else(|| {
+                            Failure(format!("{}: no longer a stack of frames", name(path)))
+                        })?;
+                        let mut z = lo;
+                        if i == 0
+                            && z == 0
+                            && let Some(f) = first.take()
+                        {
+                            if !each(f) {
+                                return Ok(false);
+                            }
+                            z = 1;
                         }
-                        z = 1;
-                    }
-                    // Native-order u16/u32/i32 .npy: whole batches read
-                    // straight into the frames' memory (one copy, parallel
-                    // reads) instead of one decoded frame at a time.
-                    // (The first frame, already handed out, starts the first batch.)
-                    let mut count = if z == 1 {
-                        group.max(2) - 1
-                    } else {
-                        group.max(1)
-                    };
-                    while z < *nz
-                        && let Some(f) =
-                            read_raw_batch(&mut reader, z, count.min(*nz - z), self.shape)
-                                .map_err(|Failure(m)| at_frame(m, path, z))?
-                    {
-                        count = group.max(1);
-                        z += f.batch.len() / (self.shape[0] * self.shape[1]);
-                        if !each(f) {
-                            return Ok(false);
+                        // Native-order u16/u32/i32 .npy: whole batches read
+                        // straight into the frames' memory (one copy, parallel
+                        // reads) instead of one decoded frame at a time. (A
+                        // first frame already handed out starts the first batch.)
+                        let mut count = if z == 1 {
+                            group.max(2) - 1
+                        } else {
+                            group.max(1)
+                        };
+                        while z < hi
+                            && let Some(f) =
+                                read_raw_batch(&mut reader, z, count.min(hi - z), self.shape)
+                                    .map_err(|Failure(m)| at_frame(m, path, z))?
+                        {
+                            count = group.max(1);
+                            z += f.batch.len() / (self.shape[0] * self.shape[1]);
+                            if !each(f) {
+                                return Ok(false);
+                            }
+                        }
+                        while z < hi {
+                            let label = format!("{}: frame {z}", name(path));
+                            let frame = reader
+                                .read(z, 1)
+                                .map_err(|Failure(m)| at_frame(m, path, z))?;
+                            self.check_shape(&frame, &label)?;
+                            if !each(packed(frame, &label)?) {
+                                return Ok(false);
+                            }
+                            z += 1;
                         }
                     }
-                    while z < *nz {
-                        let label = format!("{}: frame {z}", name(path));
-                        let frame = reader
-                            .read(z, 1)
-                            .map_err(|Failure(m)| at_frame(m, path, z))?;
-                        self.check_shape(&frame, &label)?;
-                        if !each(packed(frame, &label)?) {
-                            return Ok(false);
-                        }
-                        z += 1;
-                    }
+                    g += nz;
                     i += 1;
                 }
             }

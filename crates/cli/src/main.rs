@@ -9,6 +9,7 @@ mod frames;
 mod segment;
 mod slic;
 mod spots;
+mod spread;
 mod stream;
 
 use std::path::{Path, PathBuf};
@@ -34,6 +35,17 @@ struct Cli {
     /// Pick the GPU adapter whose name contains NAME (see `gpuscope devices`).
     #[arg(long, global = true, value_name = "NAME")]
     adapter: Option<String>,
+    /// Spread stack filters and spot series over several adapters: `all`
+    /// (every GPU; software ones only when there is no other), or names
+    /// (substrings) and `#N` indices, comma-separated; a name repeated opens
+    /// several contexts on one adapter.
+    #[arg(
+        long,
+        global = true,
+        value_name = "LIST",
+        conflicts_with_all = ["adapter", "cpu"]
+    )]
+    adapters: Option<String>,
     /// Device memory the operations may use at once (bytes, or with K/M/G).
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
     memory_budget: Option<u64>,
@@ -200,8 +212,9 @@ fn devices(json: bool) -> CliResult {
         if adapters.is_empty() {
             println!("no GPU adapters (operations run on the CPU)");
         }
-        for a in &adapters {
-            println!("{a}");
+        // `#N` picks that one (--adapter, --adapters), also among twins.
+        for (i, a) in adapters.iter().enumerate() {
+            println!("#{i} {a}");
         }
         if let Some(d) = default {
             println!(

@@ -7,13 +7,14 @@ use std::time::Instant;
 
 use clap::Args;
 use gpuscope_core::spots::{
-    self, Algorithm, Counts, FrameDone, Gain, SeriesResult, Spot, SpotOptions, SpotSeries,
+    self, Algorithm, Counts, FrameBatch, FrameDone, Gain, SeriesResult, Spot, SpotOptions,
+    SpotSeries,
 };
 use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::{Value, json};
 
 use crate::Cli;
-use crate::common::{CliResult, Engine, Failure};
+use crate::common::{CliResult, Engine, Failure, open_contexts};
 use crate::frames::FrameSource;
 use crate::stream::{ProgressBar, StackWriter};
 use gpuscope_io::npy::NpyWriter;
@@ -151,12 +152,15 @@ pub fn stream_spots(
     on_frame: &mut dyn FnMut(FrameDone) -> CliResult,
 ) -> CliResult<SeriesResult> {
     let shape = source.shape();
+    let first = source.first_frame();
     std::thread::scope(|scope| {
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
         scope.spawn(move || source.send_batches(batch_frames, tx));
         // The receiver ends with this call, so an error here stops the reader.
         pollster::block_on(async move {
-            let mut series = SpotSeries::new(gpu, shape, mask, options, three_d, want_mask).await?;
+            let mut series = SpotSeries::new(gpu, shape, mask, options, three_d, want_mask)
+                .await?
+                .starting_at(first)?;
             for batch in rx {
                 for done in series.push(batch?).await? {
                     on_frame(done)?;
@@ -224,7 +228,21 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
             })?,
         )),
     };
-    let engine = Engine::open(cli)?;
+    let mut contexts = open_contexts(cli)?;
+    // Frames are independent in 2-D: one contiguous frame range per GPU.
+    // `--3d` joins spots across frames and `--signal` writes the masks in
+    // frame order: those run on the first adapter.
+    if contexts.len() >= 2 && !args.three_d && signal.is_none() && nz >= 2 {
+        contexts.truncate(nz);
+        let gpus: Vec<&gpuscope_core::Gpu> = contexts.iter().collect();
+        return spots_spread(&gpus, args, source, o, mask, out_json);
+    }
+    let spread = cli.adapters.is_some();
+    let engine = match contexts.is_empty() {
+        true => Engine::open(cli)?,
+        false => Engine::Gpu(Box::new(contexts.swap_remove(0))),
+    };
+    drop(contexts);
     let gpu = match &engine {
         Engine::Gpu(g) => Some(g.as_ref()),
         Engine::Cpu => None,
@@ -270,19 +288,7 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
         }
         Some(SignalOut::Stack(wr)) => wr.finish()?,
     }
-    if let (Some(path), Some(as_json)) = (&args.out, out_json) {
-        let text = if as_json {
-            json!({
-                "n_strong_pixels": found.n_strong,
-                "n_spots": found.spots.len(),
-                "spots": found.spots.iter().map(spot_json).collect::<Vec<_>>(),
-            })
-            .to_string()
-        } else {
-            spots_csv(&found.spots)
-        };
-        write_atomic(path, text.as_bytes())?;
-    }
+    write_table(args, out_json, &found)?;
     if args.json {
         let mut summary = json!({
             "n_strong_pixels": found.n_strong,
@@ -299,9 +305,152 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
         if let Some(b) = peak_rss_bytes() {
             summary["peak_rss_bytes"] = json!(b);
         }
+        if spread {
+            summary["adapters"] = json!([engine.name()]);
+            summary["n_adapters"] = json!(1);
+        }
         println!("{summary}");
     }
     Ok(())
+}
+
+/// The spot table (`--out`), .json or .csv.
+fn write_table(args: &SpotsCmd, out_json: Option<bool>, found: &SeriesResult) -> CliResult {
+    if let (Some(path), Some(as_json)) = (&args.out, out_json) {
+        let text = if as_json {
+            json!({
+                "n_strong_pixels": found.n_strong,
+                "n_spots": found.spots.len(),
+                "spots": found.spots.iter().map(spot_json).collect::<Vec<_>>(),
+            })
+            .to_string()
+        } else {
+            spots_csv(&found.spots)
+        };
+        write_atomic(path, text.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Spot finding on several GPUs: `spots_cmd` with one contiguous frame
+/// range per context, each streamed by its own threads; the tables are
+/// joined in frame order and numbered as one run numbers them.
+fn spots_spread(
+    gpus: &[&gpuscope_core::Gpu],
+    args: &SpotsCmd,
+    source: FrameSource,
+    o: SpotOptions,
+    mask: Option<Vec<bool>>,
+    out_json: Option<bool>,
+) -> CliResult {
+    let nz = source.total();
+    let [h, w] = source.shape();
+    // Each context holds its own batches: the budget is shared.
+    let budget = gpus[0].memory_budget() / gpus.len() as u64;
+    let batch_frames = args
+        .batch_frames
+        .unwrap_or_else(|| plan_batch(budget, source.frame_bytes()));
+    let ranges = crate::common::split_ranges(nz, gpus.len());
+    let (found, shares) = find_spread(gpus, &source, &ranges, &o, mask, batch_frames)?;
+    let seconds = found.1;
+    let found = found.0;
+    let names: Vec<String> = gpus.iter().map(|g| g.summary().name).collect();
+    eprintln!(
+        "spots: {nz} frame(s) of {h} x {w} in {seconds:.3} s ({:.1} frames/s) on {} adapters",
+        nz as f64 / seconds.max(1e-9),
+        gpus.len()
+    );
+    write_table(args, out_json, &found)?;
+    if args.json {
+        let kernel: Option<f64> = shares.iter().map(|s| s.kernel_ms).sum();
+        let mut summary = json!({
+            "n_strong_pixels": found.n_strong,
+            "n_spots": found.spots.len(),
+            "n_frames": nz,
+            "seconds": seconds,
+            "frames_per_second": nz as f64 / seconds.max(1e-9),
+            "device": names[0],
+            "batch_frames": batch_frames,
+            "adapters": names,
+            "n_adapters": gpus.len(),
+            "frames": shares.iter().map(crate::spread::Share::json).collect::<Vec<_>>(),
+            "kernel_ms": kernel,
+        });
+        if let Some(b) = peak_rss_bytes() {
+            summary["peak_rss_bytes"] = json!(b);
+        }
+        println!("{summary}");
+    }
+    Ok(())
+}
+
+/// The spots of `source`'s frames, `ranges[k]` found on `gpus[k]`, joined
+/// in frame order and numbered from 1 (as one run: ranges are contiguous
+/// and each numbers its spots in order of their first pixel); also the
+/// seconds it took, and each context's share.
+pub fn find_spread(
+    gpus: &[&gpuscope_core::Gpu],
+    source: &FrameSource,
+    ranges: &[std::ops::Range<usize>],
+    o: &SpotOptions,
+    mask: Option<Vec<bool>>,
+    batch_frames: usize,
+) -> CliResult<((SeriesResult, f64), Vec<crate::spread::Share>)> {
+    let nz = source.total();
+    let progress = std::sync::Mutex::new((
+        ProgressBar::counting(source.frame_bytes(), "frames"),
+        0usize,
+    ));
+    let start = Instant::now();
+    let parts: Vec<CliResult<SeriesResult>> = std::thread::scope(|s| {
+        let workers: Vec<_> = gpus
+            .iter()
+            .zip(ranges)
+            .map(|(gpu, range)| {
+                let gpu: &gpuscope_core::Gpu = gpu;
+                let part = source.window(range.clone());
+                let (o, mask, progress) = (o.clone(), mask.clone(), &progress);
+                s.spawn(move || {
+                    stream_spots(
+                        Some(gpu),
+                        part,
+                        o,
+                        mask,
+                        false,
+                        false,
+                        batch_frames,
+                        &mut |_| {
+                            if let Ok(mut p) = progress.lock() {
+                                p.1 += 1;
+                                let done = p.1;
+                                p.0.update(done, nz);
+                            }
+                            Ok(())
+                        },
+                    )
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
+            })
+            .collect()
+    });
+    let seconds = start.elapsed().as_secs_f64();
+    let all = merge_parts(parts)?;
+    let shares = gpus
+        .iter()
+        .zip(ranges)
+        .map(|(g, z)| crate::spread::Share {
+            adapter: g.summary().name,
+            z: z.clone(),
+            kernel_ms: g.kernel_ns_total().map(|ns| ns as f64 / 1e6),
+        })
+        .collect();
+    Ok(((all, seconds), shares))
 }
 
 pub fn spots_csv(spots: &[Spot]) -> String {
@@ -351,11 +500,14 @@ pub type TimeFn<'a> =
 /// memory in to spot table out; spots-series-disk, the same frames as a
 /// 3-D .npy on disk streamed in batches (disk in to spot table out).
 pub fn bench_spots(
-    gpu: &gpuscope_core::Gpu,
+    gpus: &[&gpuscope_core::Gpu],
+    spread: bool,
     args: &crate::bench::BenchArgs,
     want: &dyn Fn(&str) -> bool,
     time: &mut TimeFn<'_>,
 ) -> CliResult {
+    // `spread` (--adapters): the series workloads are split over `gpus`.
+    let gpu = gpus[0];
     let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
     let a = gpuscope_io::read(&path)?.array;
     let (h, w) = (a.shape[0], a.shape[1]);
@@ -402,15 +554,26 @@ pub fn bench_spots(
             2 * nz * n,
             &mut || {
                 let t = Instant::now();
-                let r = pollster::block_on(spots::find_spots_with(
-                    gpu,
-                    Counts::U16(&series),
-                    [nz, h, w],
-                    Some(&valid),
-                    &o,
-                    false,
-                    false,
-                ))?;
+                let r = if spread {
+                    let batch = plan_batch(gpu.memory_budget() / gpus.len() as u64, 2 * n);
+                    find_in_memory_spread(gpus, &series, [nz, h, w], Some(&valid), &o, batch)?
+                } else {
+                    let r = pollster::block_on(spots::find_spots_with(
+                        gpu,
+                        Counts::U16(&series),
+                        [nz, h, w],
+                        Some(&valid),
+                        &o,
+                        false,
+                        false,
+                    ))?;
+                    SeriesResult {
+                        n_frames: nz,
+                        n_strong: r.n_strong,
+                        n_regions: 0,
+                        spots: r.spots,
+                    }
+                };
                 eprintln!(
                     "spots-series: {nz} frames, {} spots, {:.1} frames/s",
                     r.spots.len(),
@@ -434,23 +597,30 @@ pub fn bench_spots(
                 wr.write_slab(&slab)?;
             }
             wr.finish()?;
-            let batch = plan_batch(gpu.memory_budget(), 2 * n);
+            let batch = plan_batch(gpu.memory_budget() / gpus.len() as u64, 2 * n);
             time(
                 &format!("spots-series-disk-{nz}"),
                 2 * nz * n,
                 &mut || {
                     let t = Instant::now();
                     let source = FrameSource::open(std::slice::from_ref(&path))?;
-                    let r = stream_spots(
-                        Some(gpu),
-                        source,
-                        o.clone(),
-                        Some(valid.clone()),
-                        false,
-                        false,
-                        batch,
-                        &mut |_| Ok(()),
-                    )?;
+                    let r = if spread {
+                        let ranges = crate::common::split_ranges(nz, gpus.len());
+                        let ((r, _), _) =
+                            find_spread(gpus, &source, &ranges, &o, Some(valid.clone()), batch)?;
+                        r
+                    } else {
+                        stream_spots(
+                            Some(gpu),
+                            source,
+                            o.clone(),
+                            Some(valid.clone()),
+                            false,
+                            false,
+                            batch,
+                            &mut |_| Ok(()),
+                        )?
+                    };
                     eprintln!(
                         "spots-series-disk: {nz} frames in batches of {batch}, {} spots, {:.1} frames/s, peak RSS {:.0} MB",
                         r.spots.len(),
@@ -466,4 +636,81 @@ pub fn bench_spots(
         timed?;
     }
     Ok(())
+}
+
+/// The results of contiguous frame ranges, in order, as one series: spots
+/// numbered from 1 in that order.
+fn merge_parts(parts: Vec<CliResult<SeriesResult>>) -> CliResult<SeriesResult> {
+    let mut all = SeriesResult {
+        spots: Vec::new(),
+        n_strong: 0,
+        n_regions: 0,
+        n_frames: 0,
+    };
+    for part in parts {
+        let part = part?;
+        all.spots.extend(part.spots);
+        all.n_strong += part.n_strong;
+        all.n_regions += part.n_regions;
+        all.n_frames += part.n_frames;
+    }
+    for (i, s) in all.spots.iter_mut().enumerate() {
+        s.id = i + 1;
+    }
+    Ok(all)
+}
+
+/// 2-D spot finding over a series in host memory on several GPUs (`gpuscope
+/// bench --adapters`): one contiguous frame range per context, fed to its
+/// own `SpotSeries` in batches of `batch` frames.
+pub fn find_in_memory_spread(
+    gpus: &[&gpuscope_core::Gpu],
+    frames: &[u16],
+    shape: [usize; 3],
+    valid: Option<&[bool]>,
+    o: &SpotOptions,
+    batch: usize,
+) -> CliResult<SeriesResult> {
+    let [nz, h, w] = shape;
+    let n = h * w;
+    if frames.len() != nz * n {
+        return Err(Failure(format!(
+            "{} values for {nz} frames of {h} x {w}",
+            frames.len()
+        )));
+    }
+    let ranges = crate::common::split_ranges(nz, gpus.len());
+    let parts: Vec<CliResult<SeriesResult>> = std::thread::scope(|s| {
+        let workers: Vec<_> = gpus
+            .iter()
+            .zip(&ranges)
+            .map(|(gpu, range)| {
+                let gpu: &gpuscope_core::Gpu = gpu;
+                let (o, mask) = (o.clone(), valid.map(<[bool]>::to_vec));
+                s.spawn(move || -> CliResult<SeriesResult> {
+                    pollster::block_on(async move {
+                        let mut series = SpotSeries::new(Some(gpu), [h, w], mask, o, false, false)
+                            .await?
+                            .starting_at(range.start)?;
+                        let mut z = range.start;
+                        while z < range.end {
+                            let end = (z + batch.max(1)).min(range.end);
+                            let b = FrameBatch::U16(frames[z * n..end * n].to_vec());
+                            series.push(b).await?;
+                            z = end;
+                        }
+                        Ok(series.finish().await?.1)
+                    })
+                })
+            })
+            .collect();
+        workers
+            .into_iter()
+            .map(|w| {
+                w.join()
+                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
+            })
+            .collect()
+    });
+    merge_parts(parts)
 }

@@ -23,8 +23,9 @@ pub(crate) const MAX_TIMED_PASSES: u32 = 64;
 /// How to open the GPU.
 #[derive(Clone, Debug, Default)]
 pub struct GpuOptions {
-    /// Case-insensitive substring of the adapter name to pick; `None` takes
-    /// the high-performance default.
+    /// Case-insensitive substring of the adapter name to pick, or `#N` for
+    /// the N-th adapter of [`adapters`]; `None` takes the high-performance
+    /// default.
     pub adapter: Option<String>,
     /// Device memory the operations may use at once, in bytes. `None`: half
     /// of the largest buffer the device allows, at most 4 GiB.
@@ -109,6 +110,38 @@ pub fn list_adapters() -> Vec<String> {
         .map(|a| {
             let i = a.get_info();
             format!("{} ({:?}, {:?})", i.name, i.backend, i.device_type)
+        })
+        .collect()
+}
+
+/// One adapter of [`adapters`]: its place in the enumeration (`#index`
+/// as [`GpuOptions::adapter`] opens exactly this one), name, backend and
+/// whether it is a CPU/software rasteriser (llvmpipe, SwiftShader, WARP).
+#[derive(Clone, Debug)]
+pub struct AdapterEntry {
+    pub index: usize,
+    pub name: String,
+    pub backend: String,
+    pub software: bool,
+}
+
+/// The adapters in enumeration order (the order `#index` refers to;
+/// native only).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn adapters() -> Vec<AdapterEntry> {
+    let instance =
+        wgpu::Instance::new(wgpu::InstanceDescriptor::new_without_display_handle_from_env());
+    pollster::block_on(instance.enumerate_adapters(wgpu::Backends::all()))
+        .iter()
+        .enumerate()
+        .map(|(index, a)| {
+            let i = a.get_info();
+            AdapterEntry {
+                index,
+                name: i.name,
+                backend: format!("{:?}", i.backend),
+                software: i.device_type == wgpu::DeviceType::Cpu,
+            }
         })
         .collect()
 }
@@ -1006,6 +1039,18 @@ async fn pick_adapter(instance: &wgpu::Instance, wanted: &str) -> Result<wgpu::A
     let adapters = instance.enumerate_adapters(wgpu::Backends::all()).await;
     let needle = wanted.to_lowercase();
     let names: Vec<String> = adapters.iter().map(|a| a.get_info().name).collect();
+    // `#N`: the N-th adapter of the enumeration (two GPUs of one name).
+    if let Some(index) = wanted
+        .strip_prefix('#')
+        .and_then(|n| n.parse::<usize>().ok())
+    {
+        let n = adapters.len();
+        return adapters.into_iter().nth(index).ok_or_else(|| {
+            Error::NoAdapter(format!(
+                "there is no adapter #{index}; this machine has {n} (see `gpuscope devices`)"
+            ))
+        });
+    }
     adapters
         .into_iter()
         .find(|a| a.get_info().name.to_lowercase().contains(&needle))

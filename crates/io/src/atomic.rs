@@ -68,12 +68,17 @@ impl TempFile {
     }
 
     /// Flush, sync and rename over the target.
-    pub(crate) fn commit(mut self, mut w: BufWriter<File>) -> Result<()> {
+    pub(crate) fn commit(self, mut w: BufWriter<File>) -> Result<()> {
         w.flush()
             .map_err(|e| IoError::io("cannot write the file", e))?;
         let file = w
             .into_inner()
             .map_err(|e| IoError::io("cannot write the file", e.into_error()))?;
+        self.commit_file(file)
+    }
+
+    /// Sync and rename over the target (a file written without a buffer).
+    pub(crate) fn commit_file(mut self, file: File) -> Result<()> {
         file.sync_all()
             .map_err(|e| IoError::io("cannot write the file", e))?;
         drop(file);

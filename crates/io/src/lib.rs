@@ -19,6 +19,7 @@ pub mod png;
 pub mod tiff;
 
 pub use array::{Array, ArrayData, DType, Stats, checked_product};
+#[cfg(not(target_arch = "wasm32"))]
 pub use atomic::{remove_unfinished_outputs, write_bytes_atomic};
 pub use error::{ErrorKind, IoError, Result};
 

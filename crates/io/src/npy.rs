@@ -549,7 +549,7 @@ pub fn write_to<W: Write + ?Sized>(w: &mut W, array: &Array) -> Result<()> {
 }
 
 #[cfg(not(target_arch = "wasm32"))]
-pub use stream::{NpyReader, NpyWriter};
+pub use stream::{NpyReader, NpySlabWriter, NpyWriter};
 
 #[cfg(not(target_arch = "wasm32"))]
 mod stream {
@@ -860,5 +860,122 @@ mod stream {
                 _ => Err(IoError::invalid("the writer is already finished", "").in_file(&name)),
             }
         }
+    }
+
+    /// A `.npy` file of a known shape whose slabs are written at their own
+    /// offsets, by several threads at once (one per GPU); like [`NpyWriter`]
+    /// the output appears only on `finish`, complete.
+    pub struct NpySlabWriter {
+        file: File,
+        tmp: TempFile,
+        name: String,
+        shape: Vec<usize>,
+        dtype: DType,
+        header: u64,
+        written: std::sync::atomic::AtomicUsize,
+    }
+
+    impl NpySlabWriter {
+        pub fn create(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpySlabWriter> {
+            let name = display_name(&path.to_string_lossy());
+            (|| -> Result<NpySlabWriter> {
+                if shape.is_empty() {
+                    return Err(IoError::invalid(
+                        "NpySlabWriter needs at least one axis to write along",
+                        "write 0-d arrays with gpuscope_io::write",
+                    ));
+                }
+                let data = checked_product(&shape)
+                    .and_then(|n| n.checked_mul(dtype.size_bytes()))
+                    .ok_or_else(|| IoError::too_large(format!("shape {shape:?} is too large")))?;
+                let (tmp, mut file) = TempFile::create(path)?;
+                let header = header_bytes(&shape, dtype);
+                file.write_all(&header)
+                    .and_then(|()| file.set_len((header.len() + data) as u64))
+                    .map_err(|e| IoError::io("cannot write the file", e))?;
+                Ok(NpySlabWriter {
+                    file,
+                    tmp,
+                    name: name.clone(),
+                    shape,
+                    dtype,
+                    header: header.len() as u64,
+                    written: std::sync::atomic::AtomicUsize::new(0),
+                })
+            })()
+            .map_err(|e| e.in_file(&name))
+        }
+
+        /// Writes `slab` as slices `z0..z0 + slab.shape[0]`; each slice must
+        /// be written exactly once.
+        pub fn write_at(&self, z0: usize, slab: &Array) -> Result<()> {
+            self.write_at_inner(z0, slab)
+                .map_err(|e| e.in_file(&self.name))
+        }
+
+        fn write_at_inner(&self, z0: usize, slab: &Array) -> Result<()> {
+            slab.validate()?;
+            if slab.dtype() != self.dtype
+                || slab.shape.len() != self.shape.len()
+                || slab.shape[1..] != self.shape[1..]
+                || z0 + slab.shape[0] > self.shape[0]
+            {
+                return Err(IoError::invalid(
+                    format!(
+                        "slab {:?} {} at slice {z0} does not fit file {:?} {}",
+                        slab.shape,
+                        slab.dtype().name(),
+                        self.shape,
+                        self.dtype.name()
+                    ),
+                    "write slabs of the file's dtype and trailing shape within its slices",
+                ));
+            }
+            let plane: usize = self.shape[1..].iter().product::<usize>() * self.dtype.size_bytes();
+            let mut bytes = Vec::with_capacity(slab.shape[0] * plane);
+            write_data(&mut bytes, &slab.data)
+                .map_err(|e| IoError::io("cannot write the file", e))?;
+            let offset = self.header + (z0 * plane) as u64;
+            write_all_at(&self.file, &bytes, offset)
+                .map_err(|e| IoError::io("cannot write the file", e))?;
+            self.written
+                .fetch_add(slab.shape[0], std::sync::atomic::Ordering::Relaxed);
+            Ok(())
+        }
+
+        /// Completes the file; errors (and leaves no output) unless every
+        /// slice was written.
+        pub fn finish(self) -> Result<()> {
+            let written = self.written.load(std::sync::atomic::Ordering::Relaxed);
+            if written != self.shape[0] {
+                return Err(IoError::invalid(
+                    format!("only {written} of {} slices were written", self.shape[0]),
+                    "write every slice before finish; no file was created",
+                )
+                .in_file(&self.name));
+            }
+            let name = self.name;
+            self.tmp
+                .commit_file(self.file)
+                .map_err(|e| e.in_file(&name))
+        }
+    }
+
+    #[cfg(unix)]
+    fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+        std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+    }
+
+    #[cfg(windows)]
+    fn write_all_at(file: &File, mut bytes: &[u8], mut offset: u64) -> std::io::Result<()> {
+        while !bytes.is_empty() {
+            let n = std::os::windows::fs::FileExt::seek_write(file, bytes, offset)?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::WriteZero.into());
+            }
+            bytes = &bytes[n..];
+            offset += n as u64;
+        }
+        Ok(())
     }
 }

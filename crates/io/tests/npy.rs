@@ -1,6 +1,6 @@
 mod common;
 use common::*;
-use gpuscope_io::npy::{NpyReader, NpyWriter};
+use gpuscope_io::npy::{NpyReader, NpySlabWriter, NpyWriter};
 use gpuscope_io::{Array, DType, ErrorKind, Format, decode, encode, read, write};
 
 const CODES: [(&str, DType); 11] = [
@@ -203,6 +203,44 @@ fn streaming_writer_writes_whole_file_or_nothing() {
     );
     drop(w);
     assert_eq!(dir.entries(), vec!["w.npy"]);
+}
+
+#[test]
+fn slab_writer_writes_slabs_at_their_offsets_from_threads() {
+    let dir = TempDir::new("npy-slab-writer");
+    let a = convention_array(vec![7, 2, 3], DType::I16);
+    let v = a.to_f64_vec();
+    let slab = |z0: usize, z1: usize| {
+        Array::from_f64(vec![z1 - z0, 2, 3], v[z0 * 6..z1 * 6].to_vec())
+            .unwrap()
+            .cast(DType::I16)
+    };
+    let w = NpySlabWriter::create(&dir.path("s.npy"), vec![7, 2, 3], DType::I16).unwrap();
+    // Out of order, from two threads at once.
+    std::thread::scope(|s| {
+        s.spawn(|| w.write_at(4, &slab(4, 7)).unwrap());
+        s.spawn(|| w.write_at(0, &slab(0, 4)).unwrap());
+    });
+    // Past the end, another dtype or trailing shape: refused.
+    assert!(w.write_at(6, &slab(0, 2)).is_err());
+    assert!(w.write_at(0, &slab(0, 1).cast(DType::U16)).is_err());
+    assert!(
+        w.write_at(
+            0,
+            &Array::from_f64(vec![1, 3, 2], vec![0.0; 6])
+                .unwrap()
+                .cast(DType::I16)
+        )
+        .is_err()
+    );
+    w.finish().unwrap();
+    assert_eq!(read(&dir.path("s.npy")).unwrap().array, a);
+    // Incomplete: finish errors and leaves no file.
+    let w = NpySlabWriter::create(&dir.path("part.npy"), vec![7, 2, 3], DType::I16).unwrap();
+    w.write_at(2, &slab(2, 5)).unwrap();
+    let e = w.finish().unwrap_err();
+    assert!(e.to_string().starts_with("part.npy: only 3 of 7"), "{e}");
+    assert_eq!(dir.entries(), vec!["s.npy"]);
 }
 
 fn npy_with_header(dict: &str, data: &[u8]) -> Vec<u8> {

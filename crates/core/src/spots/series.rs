@@ -94,6 +94,8 @@ pub struct SpotSeries<'g> {
     /// Batches (first frame, frames) still holding frames in flight.
     batches: VecDeque<(usize, FrameBatch)>,
     next_z: usize,
+    /// The first frame's index in the whole series (see `starting_at`).
+    first_z: usize,
     join: Join,
     /// (order key, spot): the first pixel's index in the series, or for
     /// spots measured on the GPU their running number.
@@ -137,6 +139,7 @@ impl<'g> SpotSeries<'g> {
             in_flight: VecDeque::new(),
             batches: VecDeque::new(),
             next_z: 0,
+            first_z: 0,
             join: Join {
                 w,
                 n: h * w,
@@ -152,7 +155,22 @@ impl<'g> SpotSeries<'g> {
 
     /// Frames pushed so far.
     pub fn frames(&self) -> usize {
-        self.next_z
+        self.next_z - self.first_z
+    }
+
+    /// Makes the first frame pushed frame `z0` of a longer series: frame
+    /// indices, spot z coordinates and order are those of the whole series,
+    /// so a series split into frame ranges (one per GPU) gives, range after
+    /// range, the spots of one run. Only before the first `push`.
+    pub fn starting_at(mut self, z0: usize) -> Result<Self> {
+        if self.next_z != self.first_z {
+            return Err(Error::InvalidInput(
+                "starting_at must come before the first batch".into(),
+            ));
+        }
+        self.next_z = z0;
+        self.first_z = z0;
+        Ok(self)
     }
 
     /// Adds the frames of `batch` (whole frames, row-major) and returns the
@@ -232,7 +250,7 @@ impl<'g> SpotSeries<'g> {
                 spots,
                 n_strong: self.n_strong,
                 n_regions: self.n_regions,
-                n_frames: self.next_z,
+                n_frames: self.next_z - self.first_z,
             },
         ))
     }
