@@ -156,6 +156,23 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         Ok(())
     };
     hot(1.0)?;
+    // Our own read-and-write-once of the 2048² f32 image (a one-tap
+    // correlation, timed like the others): the floor the memory-bound
+    // 2048² kernels are reported against (`bandwidth_fraction`).
+    let per_image = ["median-3", "median-7", "gauss-2", "conv-gauss15"];
+    let copy_ms = if per_image.iter().any(|w| want(w)) {
+        let one = Filter::convolve(2, &[1.0], &[1, 1])?;
+        pollster::block_on(filters::kernel_ms(
+            gpu,
+            &one,
+            &image,
+            &[2048, 2048],
+            reflect,
+            args.repeat.max(30),
+        ))?
+    } else {
+        None
+    };
     // One workload: `run` performs the whole host-to-host call once;
     // `resident` times the kernels alone on data already on the device.
     let mut time = |name: &str,
@@ -425,6 +442,23 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     }
     if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
         crate::spots::bench_spots(&gpus, spread, args, &want, &mut time)?;
+    }
+    if let Some(copy) = copy_ms {
+        for row in rows.iter_mut() {
+            let name = row["workload"].as_str().unwrap_or_default();
+            if let (true, Some(k)) = (
+                per_image.contains(&name),
+                row["resident_kernel_ms"].as_f64(),
+            ) {
+                row["copy_kernel_ms"] = json!(copy);
+                row["bandwidth_fraction"] = json!(copy / k);
+            }
+        }
+        rows.push(json!({
+            "workload": "copy-2048", "device": engine.name(),
+            "resident_kernel_ms": copy, "bytes": 8 * n2,
+            "gb_per_s": 8.0 * n2 as f64 / copy / 1e6,
+        }));
     }
     let mut all = json!({ "device": gpu.summary().name, "results": rows });
     if spread {
