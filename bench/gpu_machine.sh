@@ -40,3 +40,4 @@ for part in "$@"; do
   esac
 done
 ls $OUT
+python3 bench/report.py $OUT > $OUT/table.md   # the side-by-side table of this call

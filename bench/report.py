@@ -1,0 +1,158 @@
+"""The side-by-side table of one benchmark run: ours against the best peer.
+
+Reads the JSON files that `bench/gpu_machine.sh` leaves in one folder
+(ours_filters.json + peers_filters.json, segment_bench.json,
+ours_slic.json + slic_peers.json, spots_bench.json, label_stream_bench.json;
+any may be missing) and prints a Markdown table: per workload our figure,
+the best (fastest) peer measured in the same run, the ratio peer / ours and
+the issue's target. Several folders may be given (one per device call); a
+workload found in more than one is taken from the last.
+
+    python3 bench/report.py $OUT [$OUT2 ...] > table.md
+"""
+import json
+import os
+import sys
+
+# workload -> (our figure's kind, target ratio or None, target text)
+# (rate targets are checked from the note's rate: RATES)
+TARGETS = {
+    "median-3": ("kernel", 5, ">=5x, <=3x copy time"),
+    "median-7": ("kernel", 5, ">=5x"),
+    "gauss-2": ("kernel", 5, ">=5x"),
+    "conv-gauss15": ("kernel", 5, ">=5x"),
+    "median-stack": ("host to host", None, ">=1000 slices/s"),
+    "outliers-stack": ("host to host", None, "-"),
+    "kappa-sigma": ("kernel", 30, ">=30x"),
+    "label-sources": ("kernel", 5, ">=5x"),
+    "label-blobs-2d": ("kernel", 5, ">=5x"),
+    "label-blobs-3d": ("kernel", 4, ">=4x"),
+    "slic-3d-100": ("host to host", 30, ">=30x gpu-slic, >=500x skimage"),
+    "slic-3d-200": ("host to host", 30, ">=30x gpu-slic, >=500x skimage"),
+    "slic-3d-300": ("host to host", 30, ">=30x gpu-slic"),
+    "slic-3d-400": ("host to host", 30, ">=30x gpu-slic"),
+    "slic-3d-500": ("host to host", 30, ">=30x gpu-slic"),
+    "slic-2d-rgb": ("host to host", 100, ">=100x skimage"),
+    "spots-eiger": ("GPU time", 10, "<=0.5 ms and >=10x"),
+    "spots-series": ("host to host", None, ">=500 frames/s"),
+    "spots-series-disk": ("disk to table", None, "-"),
+    "label-stream": ("disk to disk", None, "-"),
+}
+
+
+# workload -> (units per call, the least units per second wanted)
+RATES = {"median-stack": (64, 1000), "spots-series": (200, 500)}
+
+
+def load(folder, name):
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def rows_of(folder):
+    """(workload, ours_ms, [(peer, ms)], note) from one run folder."""
+    out = []
+    ours = load(folder, "ours_filters.json")
+    peers = load(folder, "peers_filters.json") or []
+    if ours:
+        by_name = {r["workload"]: r for r in ours["results"]}
+        for w in ["median-3", "median-7", "gauss-2", "conv-gauss15"]:
+            r = by_name.get(w)
+            if not r:
+                continue
+            p = [(q["peer"], q["gpu_ms"]) for q in peers
+                 if q.get("workload") == w and "gpu_ms" in q]
+            note = ""
+            if r.get("bandwidth_fraction") is not None:
+                note = f"{100 * r['bandwidth_fraction']:.0f}% of our copy"
+            out.append((w, r["resident_kernel_ms"], p, note))
+        for w in ["median-stack", "outliers-stack"]:
+            r = by_name.get(w)
+            if not r:
+                continue
+            p = [(q["peer"], q["e2e_ms"]) for q in peers
+                 if q.get("workload") == w and "e2e_ms" in q]
+            slices = 64 * 1000 / r["e2e_ms"]
+            out.append((w, r["e2e_ms"], p, f"{slices:.0f} slices/s"))
+    seg = load(folder, "segment_bench.json")
+    if seg:
+        for r in seg["rows"]:
+            if r.get("peer_ms") is None:
+                continue
+            same = r.get("same_labels_as_scipy", r.get("same_answer"))
+            out.append((r["workload"], r["ours_kernel_ms"], [(r["peer"], r["peer_ms"])],
+                        "same answer" if same else "ANSWER DIFFERS"))
+    slic_ours = load(folder, "ours_slic.json")
+    slic_peers = load(folder, "slic_peers.json") or []
+    if slic_ours:
+        for r in slic_ours["results"]:
+            w = r["workload"]
+            p = [(q["peer"], q["e2e_ms"]) for q in slic_peers
+                 if q.get("workload") == w and "e2e_ms" in q]
+            out.append((w, r["e2e_ms"], p, ""))
+    spots = load(folder, "spots_bench.json")
+    if spots:
+        by_name = {r["workload"]: r for r in spots["gpuscope"]["results"]}
+        cupy = spots.get("cupy", {})
+        exact = all(m["pixels_differing"] == 0 for m in spots.get("exact_vs_reference_masks", []))
+        e = by_name.get("spots-eiger")
+        if e and "device_ms" in cupy:
+            out.append(("spots-eiger", e["kernel_ms_in_stream"],
+                        [("CuPy port", cupy["device_ms"])],
+                        "masks exact" if exact else "MASKS DIFFER"))
+        for w, key in [("spots-series", "series_frames_per_second"),
+                       ("spots-series-disk", "series_disk_frames_per_second")]:
+            r = next((v for k, v in by_name.items() if k.startswith(w + "-")), None)
+            if r and key in cupy:
+                frames = int(r["workload"].rsplit("-", 1)[1])
+                out.append((w, r["e2e_ms"], [("CuPy port", frames * 1000 / cupy[key])],
+                            f"{frames * 1000 / r['e2e_ms']:.0f} frames/s"))
+    ls = load(folder, "label_stream_bench.json")
+    if ls:
+        by = {r["workload"]: r for r in ls["rows"]}
+        g = by.get("gpuscope-streamed")
+        if g:
+            p = [(k, by[k]["wall_ms"]) for k in ["scipy", "cupy"] if k in by]
+            out.append(("label-stream", g["wall_ms"], p,
+                        f"peak RSS {g['peak_rss_bytes'] / 1e9:.2f} GB"))
+    return out
+
+
+def main():
+    folders = sys.argv[1:] or ["."]
+    table = {}
+    device = None
+    for folder in folders:
+        for name in ["ours_filters.json", "ours_slic.json", "segment_bench.json"]:
+            d = load(folder, name)
+            if d and d.get("device"):
+                device = d["device"]
+        for row in rows_of(folder):
+            table[row[0]] = row
+    print(f"Device: {device or 'unknown'}\n")
+    print("| workload | ours | best peer | peer | ratio | target | met? | note |")
+    print("|---|---|---|---|---|---|---|---|")
+    order = list(TARGETS) + sorted(set(table) - set(TARGETS))
+    for w in order:
+        if w not in table:
+            continue
+        _, ours, peers, note = table[w]
+        kind, target, text = TARGETS.get(w, ("", None, "-"))
+        if peers:
+            name, best = min(peers, key=lambda p: p[1])
+            ratio = best / ours
+            met = "-" if target is None else ("yes" if ratio >= target else "no")
+            if w in RATES:
+                units, least = RATES[w]
+                met = "yes" if units * 1000 / ours >= least else "no"
+            print(f"| {w} | {ours:.4g} ms ({kind}) | {name} | {best:.4g} ms | "
+                  f"{ratio:.2f}x | {text} | {met} | {note} |")
+        else:
+            print(f"| {w} | {ours:.4g} ms ({kind}) | - | - | - | {text} | - | {note} |")
+
+
+if __name__ == "__main__":
+    main()
