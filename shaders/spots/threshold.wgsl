@@ -239,8 +239,7 @@ fn first(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // Records that some pixel is background (for the erosion's distance).
-// Callers mark once per workgroup where they can: 18 M loads of one word
-// queue up at one memory slice.
+// The tiled kernel marks once per workgroup, not once per pixel.
 fn mark_background() {
     if (atomicLoad(&list[1]) == 0u) {
         atomicStore(&list[1], 1u);
@@ -284,7 +283,7 @@ fn erode(@builtin(global_invocation_id) gid: vec3<u32>,
          @builtin(num_workgroups) groups: vec3<u32>,
          @builtin(local_invocation_index) li: u32) {
     keep();
-    // One read of the background flag per workgroup (see mark_background).
+    // One read of the background flag per workgroup, not one per pixel.
     if (li == 0u) {
         tile_flag = select(0u, atomicLoad(&list[1]), p.no_background == 2u);
     }
@@ -452,9 +451,8 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(local_invocation_index) li: u32) {
     keep();
     let o = tile_origin(wid, groups);
-    // Flags set by the few threads that see a large value (then by the
-    // first background pixels): same-address atomics from every thread
-    // would queue up.
+    // A flag, set only by the threads that see a large value (later: by
+    // the first background pixels), not an atomic from every thread.
     if (li == 0u) {
         atomicStore(&tile_any, 0u);
     }
