@@ -230,8 +230,8 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     if (labels[i] != best) {
         labels[i] = best;
-        // Set once: every pixel of a first pass changes, and same-address
-        // atomics from all of them would queue up.
+        // Set once, not an atomic from every changed pixel (all of them
+        // change in the first pass).
         if (atomicLoad(&changed[0]) == 0u) {
             atomicOr(&changed[0], 1u);
         }
