@@ -708,7 +708,7 @@ impl Gpu {
                 let view = staging
                     .get_mapped_range(..(part.len() as u64).div_ceil(4) * 4)
                     .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
-                copy_parallel(part, &view[..part.len()]);
+                crate::stream::parallel_copy(part, &view[..part.len()]);
                 Ok(())
             }
             .await;
@@ -969,24 +969,6 @@ impl Recorder<'_> {
 
 /// Bytes per part of a large read or write (see `Gpu::read_into`, `Gpu::upload`).
 const READ_CHUNK: u64 = 64 << 20;
-
-/// `to.copy_from_slice(from)`, over several threads for large copies.
-fn copy_parallel(to: &mut [u8], from: &[u8]) {
-    #[cfg(not(target_arch = "wasm32"))]
-    if to.len() >= 8 << 20 {
-        let part = to
-            .len()
-            .div_ceil(crate::stream::copy_threads())
-            .max(1 << 20);
-        std::thread::scope(|s| {
-            for (t, f) in to.chunks_mut(part).zip(from.chunks(part)) {
-                s.spawn(move || t.copy_from_slice(f));
-            }
-        });
-        return;
-    }
-    to.copy_from_slice(from)
-}
 
 /// Splits `threads` invocations into an (x, y) workgroup grid within the
 /// per-dimension limit; shaders rebuild the linear index from both.
