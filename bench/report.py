@@ -65,9 +65,17 @@ def rows_of(folder):
                 continue
             p = [(q["peer"], q["gpu_ms"]) for q in peers
                  if q.get("workload") == w and "gpu_ms" in q]
-            note = ""
+            # Bandwidth reached: the image read and written once in the
+            # kernel's time, against CuPy's device-to-device copy of the
+            # same call (and our own one-tap pass, `copy-2048`).
+            notes = []
+            copy = next((q["GBps"] for q in peers if q.get("workload") == "d2d_copy_1GiB"), None)
+            if copy:
+                gbps = r["bytes"] / (r["resident_kernel_ms"] * 1e6)
+                notes.append(f"{100 * gbps / copy:.0f}% of the copy bandwidth")
             if r.get("bandwidth_fraction") is not None:
-                note = f"{100 * r['bandwidth_fraction']:.0f}% of our copy"
+                notes.append(f"{100 * r['bandwidth_fraction']:.0f}% of our one-tap pass")
+            note = "; ".join(notes)
             out.append((w, r["resident_kernel_ms"], p, note))
         for w in ["median-stack", "outliers-stack"]:
             r = by_name.get(w)
