@@ -1,6 +1,6 @@
 //! Segmentation and statistics commands: threshold, clip, label, sources.
 
-use std::io::{IsTerminal, Write};
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -490,7 +490,7 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
         let l = Array::from_i32(a.shape.clone(), found.labels.labels.clone())?;
         gpuscope_io::write(path, &l)?;
     }
-    write_atomic(&args.catalogue, text.as_bytes())?;
+    gpuscope_io::write_bytes_atomic(&args.catalogue, text.as_bytes())?;
     if args.json {
         println!(
             "{}",
@@ -582,7 +582,7 @@ fn sources_streamed(
     } else {
         catalogue_csv(&found.regions, shape.len())
     };
-    write_atomic(&args.catalogue, text.as_bytes())?;
+    gpuscope_io::write_bytes_atomic(&args.catalogue, text.as_bytes())?;
     if args.json {
         println!(
             "{}",
@@ -651,17 +651,4 @@ fn region_json(r: &Region) -> Value {
         "intensity_mean": r.intensity_mean, "intensity_min": r.intensity_min,
         "intensity_max": r.intensity_max,
     })
-}
-
-/// Writes through a temporary file and renames it: never a partial file.
-fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
-    let tmp = path.with_extension("partial");
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Failure(format!("{}: {e}", path.display())));
-    }
-    Ok(())
 }

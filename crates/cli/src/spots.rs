@@ -1,7 +1,6 @@
 //! `gpuscope spots`: DIALS' spot finding on one frame or a series (many
 //! files, a multi-page TIFF, an npy stack).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -16,6 +15,7 @@ use serde_json::{Value, json};
 use crate::Cli;
 use crate::common::{CliResult, Engine, Failure, open_contexts};
 use crate::frames::FrameSource;
+use crate::spread::join_workers;
 use crate::stream::{ProgressBar, StackWriter};
 use gpuscope_io::npy::NpyWriter;
 
@@ -327,7 +327,7 @@ fn write_table(args: &SpotsCmd, out_json: Option<bool>, found: &SeriesResult) ->
         } else {
             spots_csv(&found.spots)
         };
-        write_atomic(path, text.as_bytes())?;
+        gpuscope_io::write_bytes_atomic(path, text.as_bytes())?;
     }
     Ok(())
 }
@@ -431,13 +431,7 @@ pub fn find_spread(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
-            })
-            .collect()
+        join_workers(workers)
     });
     let seconds = start.elapsed().as_secs_f64();
     let all = merge_parts(parts)?;
@@ -474,19 +468,6 @@ pub fn spot_json(s: &Spot) -> Value {
         "id": s.id, "bbox": s.bbox, "n_pixels": s.n_pixels, "intensity": s.intensity,
         "xyzobs_px": s.centroid, "xyzobs_px_variance": s.variance,
     })
-}
-
-/// Writes through a temporary file and renames it: never a partial file.
-fn write_atomic(path: &Path, bytes: &[u8]) -> CliResult {
-    let tmp = path.with_extension("partial");
-    let result = std::fs::File::create(&tmp)
-        .and_then(|mut f| f.write_all(bytes).and_then(|()| f.sync_all()))
-        .and_then(|()| std::fs::rename(&tmp, path));
-    if let Err(e) = result {
-        let _ = std::fs::remove_file(&tmp);
-        return Err(Failure(format!("{}: {e}", path.display())));
-    }
-    Ok(())
 }
 
 /// bench.rs' timing closure: (workload, bytes, run, resident kernel ms).
@@ -704,13 +685,7 @@ pub fn find_in_memory_spread(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
-            })
-            .collect()
+        join_workers(workers)
     });
     merge_parts(parts)
 }

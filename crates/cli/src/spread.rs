@@ -54,6 +54,20 @@ pub type RunStream<'a, W> = dyn Fn(
 /// least as long as the halo (shorter ones would mostly recompute halo),
 /// and only for .npy output (TIFF pages are written in order: one
 /// context), and never with `wrap` across z.
+/// Waits for every worker thread of one spread run; a thread that panicked
+/// becomes a failure, not a crash.
+pub fn join_workers<T>(
+    workers: Vec<std::thread::ScopedJoinHandle<'_, CliResult<T>>>,
+) -> Vec<CliResult<T>> {
+    workers
+        .into_iter()
+        .map(|w| {
+            w.join()
+                .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
+        })
+        .collect()
+}
+
 pub fn parts(contexts: usize, nz: usize, halo: usize, output: &Path, wrap: bool) -> usize {
     let npy = output
         .extension()
@@ -134,13 +148,7 @@ pub fn spread_stack<W: Send>(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
-            })
-            .collect()
+        join_workers(workers)
     });
     // The first real error, not a "stopped" of the others.
     if let Some(e) = results
@@ -266,13 +274,7 @@ pub fn spread_in_memory<T: Copy + Default + Send + Sync>(
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .map(|w| {
-                w.join()
-                    .unwrap_or_else(|_| Err(Failure("a GPU worker thread failed".into())))
-            })
-            .collect()
+        join_workers(workers)
     });
     for r in results {
         r?;

@@ -109,10 +109,12 @@ pub(crate) fn write_atomic(
     tmp.commit(w)
 }
 
-/// Writes `bytes` to `path` through a temporary file (see [`write_atomic`]).
+/// Writes `bytes` to `path` through a temporary file (see [`write_atomic`]):
+/// text outputs such as catalogues and spot tables.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic(path, |w| {
         w.write_all(bytes)
             .map_err(|e| IoError::io("cannot write the file", e))
     })
+    .map_err(|e| e.in_file(&path.to_string_lossy()))
 }
