@@ -13,7 +13,7 @@ use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::{Value, json};
 
 use crate::Cli;
-use crate::common::{CliResult, Engine, Failure, open_contexts};
+use crate::common::{CliResult, Engine, Failure, open_contexts, peak_rss_bytes};
 use crate::frames::FrameSource;
 use crate::spread::join_workers;
 use crate::stream::{ProgressBar, StackWriter};
@@ -181,14 +181,6 @@ enum SignalOut {
     Frame(PathBuf, Vec<u8>),
     /// A series: .npy or TIFF written frame by frame.
     Stack(StackWriter),
-}
-
-/// Peak resident memory of this process (Linux), in bytes.
-pub fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }
 
 pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {

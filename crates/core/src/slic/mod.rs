@@ -925,18 +925,24 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
             break;
         }
     }
+    Ok(host_segments(&host, prep, iterations))
+}
+
+/// The final segments from k-means labels on the host: the connectivity
+/// step of the CPU twin when enforced.
+fn host_segments(raw: &[u32], prep: &Prepared, iterations: usize) -> Segments {
     let labels = if prep.enforce {
-        cpu::connect(&host, prep.dims, prep.min_size, prep.start_label)
+        cpu::connect(raw, prep.dims, prep.min_size, prep.start_label)
     } else {
-        plain_labels(&host, prep.start_label)
+        plain_labels(raw, prep.start_label)
     };
     let n_segments = count_segments(&labels, prep.start_label);
-    Ok(Segments {
+    Segments {
         labels,
         shape: prep.out_shape.clone(),
         n_segments,
         iterations,
-    })
+    }
 }
 
 /// Buffers of one run, recycled together whatever happens.
@@ -1215,18 +1221,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     for s in &slabs {
         raw.extend(gpu.read_vec::<u32>(&s.labels, s.n).await?);
     }
-    let labels = if prep.enforce {
-        cpu::connect(&raw, prep.dims, prep.min_size, prep.start_label)
-    } else {
-        plain_labels(&raw, prep.start_label)
-    };
-    let n_segments = count_segments(&labels, prep.start_label);
-    Ok(Segments {
-        labels,
-        shape: prep.out_shape.clone(),
-        n_segments,
-        iterations,
-    })
+    Ok(host_segments(&raw, prep, iterations))
 }
 
 /// Search rounds recorded per submission of the connectivity step.
