@@ -22,7 +22,11 @@ for part in "$@"; do
         --repeat 7 --json $OUT/ours_filters.json >/dev/null
       OUT=$OUT python3 bench/peers_filters.py >/dev/null ;;
     segment)
-      python3 bench/segment_peers.py --gpuscope $G --repeat 5 --out $OUT >/dev/null ;;
+      python3 bench/segment_peers.py --gpuscope $G --repeat 5 --out $OUT >/dev/null
+      # The same label inputs timed inside `gpuscope bench` (kernel + host to host).
+      python3 bench/segment_peers.py --write-inputs /tmp/seg
+      $G bench --only label-sources,label-blobs-2d,label-blobs-3d --repeat 5 --inputs /tmp/seg \
+        --json $OUT/ours_segment.json >/dev/null ;;
     slic)
       mkdir -p /tmp/slic
       PYTHONPATH=.device/py OUT=/tmp/slic REPEAT=2 ASTRONAUT=.device/data/images/astronaut.png \

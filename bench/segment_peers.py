@@ -77,16 +77,39 @@ def ours(exe, args, repeat):
     }
 
 
+def label_inputs(img):
+    """The label workloads' masks (benchmarks.md), by name."""
+    from skimage.data import binary_blobs
+    return {
+        "label-sources": img > 5 * 0.0133,
+        "label-blobs-2d": binary_blobs(2048, blob_size_fraction=0.02, volume_fraction=0.5, rng=2),
+        "label-blobs-3d": binary_blobs(512, n_dim=3, volume_fraction=0.3, rng=2),
+    }
+
+
+def write_inputs(folder):
+    os.makedirs(folder, exist_ok=True)
+    img = radio_image()
+    np.save(os.path.join(folder, "radio.npy"), img)
+    for name, b in label_inputs(img).items():
+        np.save(os.path.join(folder, name + ".npy"), b.astype(np.uint8))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--gpuscope", default="target/release/gpuscope")
     ap.add_argument("--repeat", type=int, default=7)
     ap.add_argument("--out", default=os.environ.get("OUT", tempfile.gettempdir()))
+    ap.add_argument("--write-inputs", metavar="DIR",
+                    help="only write the inputs (radio.npy and the label masks) to DIR "
+                         "for `gpuscope bench --inputs DIR`, then stop")
     a = ap.parse_args()
+    if a.write_inputs:
+        write_inputs(a.write_inputs)
+        return
     import cupy as cp
     import cupyx.scipy.ndimage as cn
     import scipy.ndimage as ndi
-    from skimage.data import binary_blobs
 
     tmp = tempfile.mkdtemp()
     rows = []
@@ -110,11 +133,7 @@ def main():
                  "ours_total_ms": r["total_ms"], "n_kept": r["last"]["n_kept"]})
 
     # Labelling: 2-D sources, 2-D blobs, 3-D blobs (scipy's default structure).
-    cases = {
-        "label-sources": img > 5 * 0.0133,
-        "label-blobs-2d": binary_blobs(2048, blob_size_fraction=0.02, volume_fraction=0.5, rng=2),
-        "label-blobs-3d": binary_blobs(512, n_dim=3, volume_fraction=0.3, rng=2),
-    }
+    cases = label_inputs(img)
     for name, b in cases.items():
         path = os.path.join(tmp, name + ".npy")
         np.save(path, b.astype(np.uint8))

@@ -64,7 +64,14 @@ fn both_agree(v: &[i32], shape: [usize; 2], mask: Option<&[bool]>, o: &SpotOptio
 #[test]
 fn synthetic_frames_match_the_cpu_reference() {
     for algorithm in [Algorithm::DispersionExtended, Algorithm::Dispersion] {
-        for (h, w, bg, seed) in [(64, 80, 2.0, 1), (50, 47, 0.3, 2), (40, 40, 30.0, 3)] {
+        // 45 x 530: several strips of 256 columns and a last strip of 13
+        // rows (the strip kernel's edges).
+        for (h, w, bg, seed) in [
+            (64, 80, 2.0, 1),
+            (50, 47, 0.3, 2),
+            (40, 40, 30.0, 3),
+            (45, 530, 2.0, 4),
+        ] {
             let v = frame(h, w, bg, seed);
             let strong = both_agree(&v, [h, w], None, &opts(algorithm));
             assert!(
@@ -122,6 +129,11 @@ fn parameters_and_gain_match_the_cpu_reference() {
         for o in [
             SpotOptions {
                 kernel_size: [2, 4],
+                ..opts(algorithm)
+            },
+            // The strip kernel's largest half-widths.
+            SpotOptions {
+                kernel_size: [5, 7],
                 ..opts(algorithm)
             },
             // Half-widths beyond the tiled kernels' halo: the per-pixel loops.
