@@ -382,9 +382,9 @@ fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
     }
 }
 
-// ---- Tiled versions of `first` and `final_test` for half-widths up to
-// TH (the common case): a workgroup loads a 32 x 8 tile of output pixels
-// plus its halo into workgroup memory once, sums each input row over the
+// ---- Tiled versions of `first` and (further down) `erode` + `final_test`
+// for half-widths up to TH (the common case): a workgroup loads a 16 x 16
+// tile of output pixels plus its halo into workgroup memory once, sums each input row over the
 // window's width, then each thread sums its column of row sums: separable
 // and exact (the same integers as the loops above, in another order).
 // (16 x 16 measured faster than 32 x 8 on an H100: fewer halo rows.)
@@ -392,6 +392,9 @@ fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
 // squares in single 32-bit words: 15 x 15 squares of 2^12 stay below 2^32.
 // The final test skips tiles without a candidate above the global
 // threshold (most of them) after one read of the tile's own pixels.
+// (Measured and not kept, H200, Eiger frame: `first` by 256-column strips
+// walking down 32 rows with sliding sums, 0.92 ms, and by 64 x 16 tiles of
+// 4 outputs per thread with sliding sums, 1.12 ms, against 0.535 ms here.)
 
 const TW: u32 = 16u;           // tile width
 const TR: u32 = 16u;           // tile rows
@@ -414,9 +417,10 @@ fn tile_origin(wid: vec3<u32>, groups: vec3<u32>) -> vec2<u32> {
 }
 
 // Loads the tile's input (half-widths ky, kx) at row stride IW; `second`:
-// the final test's background pixels instead of the first test's valid
-// ones. Returns the largest value loaded (0 when none).
-fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, second: bool) -> u32 {
+// the final test's background pixels (valid, below 2^24, not candidates;
+// `none` as in is_candidate) instead of the first test's valid ones.
+// Returns the largest value loaded (0 when none).
+fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, second: bool, none: bool) -> u32 {
     let iw = TW + 2u * kx;
     let ih = TR + 2u * ky;
     var top = 0u;
@@ -428,11 +432,7 @@ fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, second: bool) -> u32 {
             if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
                 let q = u32(rr) * p.w + u32(cc);
                 let v = pixel(q);
-                if (second) {
-                    if ((cls[q] & 2u) != 0u) {
-                        s = v.x;
-                    }
-                } else if (v.y == 1u && v.x < BIG) {
+                if (v.y == 1u && v.x < BIG && !(second && is_candidate(q, true, none))) {
                     s = v.x;
                 }
             }
@@ -457,7 +457,7 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
         atomicStore(&tile_any, 0u);
     }
     workgroupBarrier();
-    if (load_tile(o, li, p.ky, p.kx, false) >= SMALL) {
+    if (load_tile(o, li, p.ky, p.kx, false, false) >= SMALL) {
         atomicStore(&tile_any, 1u);
     }
     workgroupBarrier();
@@ -530,29 +530,70 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
     }
 }
 
+// ---- `erode` and `final_test` in one pass over 16 x 16 tiles (both
+// paths use it when the widened window fits the tiles' halo). A pixel's
+// candidacy is decided where it is needed instead of being stored: for the
+// tile's own pixels (one read of the first test's state; the erosion
+// window only for the few non-background ones) and, in the rare tiles
+// holding a candidate above the global threshold, for the halo of the
+// final test's window. Per pixel that reads the image and the state and
+// writes the answer: half the traffic of the two passes.
+
+// erode's rule: valid, not background in the first test, and no
+// background pixel within Chebyshev distance ed - 1 (`none`: nothing in
+// the frame is background).
+fn is_candidate(q: u32, valid: bool, none: bool) -> bool {
+    if (!valid || state[q] != YES) {
+        return false;
+    }
+    if (none) {
+        return p.far_if_none != 0u;
+    }
+    let r = q / p.w;
+    let c = q % p.w;
+    let d = p.ed - 1u;
+    let r0 = select(0u, r - d, r >= d);
+    let r1 = min(r + d, p.h - 1u);
+    let c0 = select(0u, c - d, c >= d);
+    let c1 = min(c + d, p.w - 1u);
+    for (var rr = r0; rr <= r1; rr++) {
+        for (var cc = c0; cc <= c1; cc++) {
+            if (state[rr * p.w + cc] == NO) {
+                return false;
+            }
+        }
+    }
+    return true;
+}
+
 @compute @workgroup_size(256)
-fn final_tiled(@builtin(workgroup_id) wid: vec3<u32>,
+fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) groups: vec3<u32>,
                @builtin(local_invocation_index) li: u32) {
     keep();
+    if (li == 0u) {
+        tile_flag = select(0u, atomicLoad(&list[1]), p.no_background == 2u);
+        atomicStore(&tile_any, 0u);
+    }
+    let seen = workgroupUniformLoad(&tile_flag);
+    var none = p.no_background == 1u;
+    if (p.no_background == 2u) {
+        none = seen == 0u;
+    }
     let o = tile_origin(wid, groups);
     let r = o.x + li / TW;
     let c = o.y + li % TW;
-    let inside = r < p.h && c < p.w;
     let k = r * p.w + c;
     var wanted = false;
     var v = 0u;
-    if (inside) {
-        v = pixel(k).x;
-        wanted = (cls[k] & 1u) != 0u && global_test(v);
+    if (r < p.h && c < p.w) {
+        let me = pixel(k);
+        v = me.x;
+        wanted = global_test(v) && is_candidate(k, me.y == 1u, none);
         if (!wanted) {
             strong[k] = NO;
         }
     }
-    if (li == 0u) {
-        atomicStore(&tile_any, 0u);
-    }
-    workgroupBarrier();
     if (wanted) {
         atomicStore(&tile_any, 1u); // candidates are few
     }
@@ -563,9 +604,10 @@ fn final_tiled(@builtin(workgroup_id) wid: vec3<u32>,
     if (workgroupUniformLoad(&tile_flag) == 0u) {
         return; // no candidate in the tile
     }
+    // The final test's background over the widened window.
     let ky = p.ky + 2u;
     let kx = p.kx + 2u;
-    load_tile(o, li, ky, kx, true);
+    _ = load_tile(o, li, ky, kx, true, none);
     workgroupBarrier();
     let col = li % TW;
     for (var row = li / TW; row < TR + 2u * ky; row += 256u / TW) {

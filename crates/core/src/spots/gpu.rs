@@ -402,10 +402,10 @@ fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
     ]
 }
 
-/// Records one threshold kernel. "first" and "final_test" run as their
-/// workgroup-tiled versions (16 x 16 pixels per workgroup) when the
-/// half-widths fit the tiles' halo (kernel_size up to 5: the final test
-/// widens it by 2, the tiles hold 7).
+/// Records one threshold kernel. "first" and "erode_final" (erode and
+/// final_test) run as their workgroup-tiled versions (16 x 16 pixels per
+/// workgroup) when the half-widths fit the tiles' halo (kernel_size up to
+/// 5: the final test widens it by 2, the tiles hold 7).
 fn dispatch_threshold(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
@@ -417,17 +417,23 @@ fn dispatch_threshold(
     let set = threshold_set(params, b);
     let refs: Vec<&wgpu::Buffer> = set.iter().collect();
     let [ky, kx] = s.options.kernel_size;
-    let tiled = ky.max(kx) + 2 <= TILE_HALO && matches!(entry, "first" | "final_test");
-    let (entry, threads) = if tiled {
-        let tiles = s.h.div_ceil(TILE_ROWS) * s.w.div_ceil(TILE_WIDTH);
-        let name = if entry == "first" {
-            "first_tiled"
-        } else {
-            "final_tiled"
-        };
-        (name, (tiles * 256) as u64)
-    } else {
-        (entry, (s.h * s.w) as u64)
+    let tiled = ky.max(kx) + 2 <= TILE_HALO;
+    let (entry, threads) = match entry {
+        "first" | "erode_final" if tiled => {
+            let tiles = s.h.div_ceil(TILE_ROWS) * s.w.div_ceil(TILE_WIDTH);
+            let name = if entry == "first" {
+                "first_tiled"
+            } else {
+                "erode_final"
+            };
+            (name, (tiles * 256) as u64)
+        }
+        // The per-pixel kernels: erode, then final_test.
+        "erode_final" => {
+            dispatch_threshold(rec, gpu, "erode", params, b, s)?;
+            ("final_test", (s.h * s.w) as u64)
+        }
+        _ => (entry, (s.h * s.w) as u64),
     };
     rec.dispatch(
         &gpu.pipeline(shaders::SPOTS_THRESHOLD, entry)?,
@@ -479,8 +485,7 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     p.slot = 1;
     let params = gpu.uniform(&p);
     let mut rec = gpu.recorder();
-    dispatch_threshold(&mut rec, gpu, "erode", &params, b, s)?;
-    dispatch_threshold(&mut rec, gpu, "final_test", &params, b, s)?;
+    dispatch_threshold(&mut rec, gpu, "erode_final", &params, b, s)?;
     rec.submit().await?;
     let (Some(list), _) = read_list(gpu, b, 1).await? else {
         return Ok(false);
@@ -555,8 +560,7 @@ fn dispatch_frame(
         p.no_background = 2; // counted on the GPU by the first test
         let second = gpu.uniform(&p);
         dispatch_threshold(rec, gpu, "first", &first, b, s)?;
-        dispatch_threshold(rec, gpu, "erode", &second, b, s)?;
-        dispatch_threshold(rec, gpu, "final_test", &second, b, s)?;
+        dispatch_threshold(rec, gpu, "erode_final", &second, b, s)?;
     } else {
         let first = gpu.uniform(&p);
         dispatch_threshold(rec, gpu, "first", &first, b, s)?;
