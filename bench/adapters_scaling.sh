@@ -5,12 +5,14 @@
 #   bash bench/adapters_scaling.sh            # nvidia-h200-x2 (or -x4, -x8)
 #   ONE=nvidia ALL=nvidia,nvidia bash bench/adapters_scaling.sh
 #                                             # one GPU, two contexts on it
-# Runs the same workloads through the same split code path on one context
-# (ONE, default: the first adapter named nvidia) and on all (ALL, default:
-# `all`): the bench workloads median-stack, outliers-stack (host memory in
-# and out), spots-series (host memory) and spots-series-disk (a .npy on
-# disk), and the command `gpuscope median` of a 3-D .npy stack disk to
-# disk. Writes $OUT/adapters_{one,all}.json (bench rows) and
+# Runs the same workloads without --adapters (the plain path), on one
+# context (ONE, default: the first adapter named nvidia; since session 5
+# one context runs the plain path itself, so these two should agree) and on
+# all (ALL, default: `all`; each context runs the plain code on its range):
+# the bench workloads median-stack, outliers-stack, stack-roundtrip (host
+# memory in and out), spots-series (host memory) and spots-series-disk (a
+# .npy on disk), and the command `gpuscope median` of a 3-D .npy stack disk
+# to disk. Writes $OUT/adapters_{plain,one,all}.json (bench rows) and
 # $OUT/adapters_cli.json (the disk-to-disk runs), and prints the speed-ups.
 set -uo pipefail
 OUT=${OUT:?set OUT}
@@ -21,7 +23,9 @@ ALL=${ALL:-all}
 export NODEVICE_SELECT=1
 $G devices
 $G bench --only gauss-2 --repeat 3 >/dev/null 2>&1   # cold clocks
-W=median-stack,outliers-stack,spots-series,spots-series-disk
+W=median-stack,outliers-stack,stack-roundtrip,spots-series,spots-series-disk
+$G bench --only $W --slices 64 --frames 200 --repeat 5 --data $DATA \
+  --json $OUT/adapters_plain.json >/dev/null
 $G --adapters="$ONE" bench --only $W --slices 64 --frames 200 --repeat 5 --data $DATA \
   --json $OUT/adapters_one.json >/dev/null
 $G --adapters="$ALL" bench --only $W --slices 64 --frames 200 --repeat 5 --data $DATA \
@@ -43,14 +47,16 @@ python3 - "$OUT" <<'PY'
 import json, sys
 out = sys.argv[1]
 one = {r["workload"]: r for r in json.load(open(f"{out}/adapters_one.json"))["results"]}
+plain = {r["workload"]: r for r in json.load(open(f"{out}/adapters_plain.json"))["results"]}
 all_ = json.load(open(f"{out}/adapters_all.json"))
 n = len(all_.get("adapters", [])) or 1
 print(f"adapters: {all_.get('adapters')}")
 for r in all_["results"]:
     o = one.get(r["workload"])
-    if o:
-        print(f"{r['workload']:24s} 1 context {o['e2e_ms']:9.1f} ms   {n} contexts {r['e2e_ms']:9.1f} ms"
-              f"   speed-up {o['e2e_ms'] / r['e2e_ms']:.2f}x")
+    p = plain.get(r["workload"])
+    if o and p:
+        print(f"{r['workload']:24s} plain {p['e2e_ms']:9.1f} ms   1 context {o['e2e_ms']:9.1f} ms"
+              f"   {n} contexts {r['e2e_ms']:9.1f} ms   speed-up over plain {p['e2e_ms'] / r['e2e_ms']:.2f}x")
 runs = [json.loads(l) for l in open(f"{out}/adapters_cli.json") if l.strip()]
 if len(runs) == 4:
     a, b = runs[2], runs[3]  # the warm pair

@@ -15,7 +15,7 @@ use gpuscope_core::{Gpu, Samples};
 use serde_json::{Value, json};
 
 use crate::common::{CliResult, Engine, Failure, open_contexts_from};
-use crate::spread::SubFilter;
+use crate::spread::RunStream;
 
 #[derive(Args)]
 pub struct BenchArgs {
@@ -251,35 +251,54 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         let nz = args.slices;
         let stack = uniform(nz * n2, 1);
         let shape = [nz, 2048, 2048];
-        // With --adapters, one z-range (and the footprint's halo) per context.
-        let split = |halo: usize, f: &SubFilter<'_, f32, SampleVec>| -> CliResult {
-            if spread {
-                crate::spread::spread_in_memory(&gpus, &stack, &shape, halo, &|g, d, sh| match f(
-                    g, d, sh,
-                )? {
-                    SampleVec::F32(v) => Ok(v),
-                    _ => Err(Failure("float32 in, another dtype out".into())),
-                })?;
+        // Several contexts (--adapters): one z-range (and the footprint's
+        // halo) per context, each streamed as the plain call streams the
+        // whole stack, straight into one output. One context: the plain
+        // call itself.
+        let split = |halo: usize,
+                     plain: &dyn Fn(&Gpu) -> gpuscope_core::Result<SampleVec>,
+                     stream: &RunStream<'_, u32>|
+         -> CliResult {
+            if gpus.len() >= 2 {
+                let mut out = vec![0f32; stack.len()];
+                crate::spread::spread_in_memory(
+                    &gpus,
+                    bytemuck::cast_slice(&stack),
+                    &shape,
+                    halo,
+                    bytemuck::cast_slice_mut(&mut out),
+                    stream,
+                )?;
             } else {
-                f(gpu, &stack, &shape)?;
+                plain(gpu)?;
             }
             Ok(())
         };
+        // f32 samples travel as their raw bits (u32 words).
+        let f32_tag = Samples::F32(&[]);
         if want("median-stack") {
             let fp = Footprint::size(3, &[1, 3, 3])?;
             time(
                 "median-stack",
                 8 * nz * n2,
                 &mut || {
-                    split(fp.reach()[0], &|g, d, sh| {
-                        Ok(pollster::block_on(median::median_filter(
-                            g,
-                            Samples::F32(d),
-                            sh,
-                            &fp,
-                            reflect,
-                        ))?)
-                    })
+                    split(
+                        fp.reach()[0],
+                        &|g| {
+                            pollster::block_on(median::median_filter(
+                                g,
+                                Samples::F32(&stack),
+                                &shape,
+                                &fp,
+                                reflect,
+                            ))
+                        },
+                        &|g, sh, source, sink, progress| {
+                            pollster::block_on(median::median_filter_stream(
+                                g, f32_tag, sh, &fp, reflect, source, sink, progress,
+                            ))
+                        },
+                    )
                 },
                 None,
             )?;
@@ -293,15 +312,23 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                 "stack-roundtrip",
                 8 * nz * n2,
                 &mut || {
-                    split(0, &|g, d, sh| {
-                        Ok(pollster::block_on(median::median_filter(
-                            g,
-                            Samples::F32(d),
-                            sh,
-                            &fp,
-                            reflect,
-                        ))?)
-                    })
+                    split(
+                        0,
+                        &|g| {
+                            pollster::block_on(median::median_filter(
+                                g,
+                                Samples::F32(&stack),
+                                &shape,
+                                &fp,
+                                reflect,
+                            ))
+                        },
+                        &|g, sh, source, sink, progress| {
+                            pollster::block_on(median::median_filter_stream(
+                                g, f32_tag, sh, &fp, reflect, source, sink, progress,
+                            ))
+                        },
+                    )
                 },
                 None,
             )?;
@@ -312,14 +339,22 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                 "outliers-stack",
                 8 * nz * n2,
                 &mut || {
-                    split(0, &|g, d, sh| {
-                        Ok(pollster::block_on(median::remove_outliers(
-                            g,
-                            Samples::F32(d),
-                            sh,
-                            &r,
-                        ))?)
-                    })
+                    split(
+                        0,
+                        &|g| {
+                            pollster::block_on(median::remove_outliers(
+                                g,
+                                Samples::F32(&stack),
+                                &shape,
+                                &r,
+                            ))
+                        },
+                        &|g, sh, source, sink, progress| {
+                            pollster::block_on(median::remove_outliers_stream(
+                                g, f32_tag, sh, &r, source, sink, progress,
+                            ))
+                        },
+                    )
                 },
                 None,
             )?;
@@ -453,7 +488,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         label_stream_workload(gpu, args, &mut time)?;
     }
     if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
-        crate::spots::bench_spots(&gpus, spread, args, &want, &mut time)?;
+        crate::spots::bench_spots(&gpus, args, &want, &mut time)?;
     }
     if let Some(copy) = copy_ms {
         for row in rows.iter_mut() {

@@ -6,8 +6,7 @@ use std::time::Instant;
 
 use clap::Args;
 use gpuscope_core::spots::{
-    self, Algorithm, Counts, FrameBatch, FrameDone, Gain, SeriesResult, Spot, SpotOptions,
-    SpotSeries,
+    self, Algorithm, Counts, FrameDone, Gain, SeriesResult, Spot, SpotOptions, SpotSeries,
 };
 use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::{Value, json};
@@ -474,13 +473,14 @@ pub type TimeFn<'a> =
 /// 3-D .npy on disk streamed in batches (disk in to spot table out).
 pub fn bench_spots(
     gpus: &[&gpuscope_core::Gpu],
-    spread: bool,
     args: &crate::bench::BenchArgs,
     want: &dyn Fn(&str) -> bool,
     time: &mut TimeFn<'_>,
 ) -> CliResult {
-    // `spread` (--adapters): the series workloads are split over `gpus`.
+    // Several contexts (--adapters): the series workloads are split over
+    // `gpus`; one context runs the plain path.
     let gpu = gpus[0];
+    let spread = gpus.len() >= 2;
     let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
     let a = gpuscope_io::read(&path)?.array;
     let (h, w) = (a.shape[0], a.shape[1]);
@@ -528,8 +528,7 @@ pub fn bench_spots(
             &mut || {
                 let t = Instant::now();
                 let r = if spread {
-                    let batch = plan_batch(gpu.memory_budget() / gpus.len() as u64, 2 * n);
-                    find_in_memory_spread(gpus, &series, [nz, h, w], Some(&valid), &o, batch)?
+                    find_in_memory_spread(gpus, &series, [nz, h, w], Some(&valid), &o)?
                 } else {
                     let r = pollster::block_on(spots::find_spots_with(
                         gpu,
@@ -543,7 +542,7 @@ pub fn bench_spots(
                     SeriesResult {
                         n_frames: nz,
                         n_strong: r.n_strong,
-                        n_regions: 0,
+                        n_regions: r.n_regions,
                         spots: r.spots,
                     }
                 };
@@ -634,15 +633,17 @@ fn merge_parts(parts: Vec<CliResult<SeriesResult>>) -> CliResult<SeriesResult> {
 }
 
 /// 2-D spot finding over a series in host memory on several GPUs (`gpuscope
-/// bench --adapters`): one contiguous frame range per context, fed to its
-/// own `SpotSeries` in batches of `batch` frames.
+/// bench --adapters`): one contiguous frame range per context, each found
+/// as the one-GPU path finds the whole series (`find_spots_with`, here
+/// `find_spots_from` for the range's frame numbers) on its borrowed part of
+/// `frames`, no copy; the tables are joined in frame order and numbered as
+/// one run numbers them.
 pub fn find_in_memory_spread(
     gpus: &[&gpuscope_core::Gpu],
     frames: &[u16],
     shape: [usize; 3],
     valid: Option<&[bool]>,
     o: &SpotOptions,
-    batch: usize,
 ) -> CliResult<SeriesResult> {
     let [nz, h, w] = shape;
     let n = h * w;
@@ -659,20 +660,22 @@ pub fn find_in_memory_spread(
             .zip(&ranges)
             .map(|(gpu, range)| {
                 let gpu: &gpuscope_core::Gpu = gpu;
-                let (o, mask) = (o.clone(), valid.map(<[bool]>::to_vec));
                 s.spawn(move || -> CliResult<SeriesResult> {
-                    pollster::block_on(async move {
-                        let mut series = SpotSeries::new(Some(gpu), [h, w], mask, o, false, false)
-                            .await?
-                            .starting_at(range.start)?;
-                        let mut z = range.start;
-                        while z < range.end {
-                            let end = (z + batch.max(1)).min(range.end);
-                            let b = FrameBatch::U16(frames[z * n..end * n].to_vec());
-                            series.push(b).await?;
-                            z = end;
-                        }
-                        Ok(series.finish().await?.1)
+                    let part = &frames[range.start * n..range.end * n];
+                    let r = pollster::block_on(spots::find_spots_from(
+                        gpu,
+                        Counts::U16(part),
+                        [range.len(), h, w],
+                        range.start,
+                        valid,
+                        o,
+                        false,
+                    ))?;
+                    Ok(SeriesResult {
+                        n_frames: range.len(),
+                        n_strong: r.n_strong,
+                        n_regions: r.n_regions,
+                        spots: r.spots,
                     })
                 })
             })
@@ -680,4 +683,61 @@ pub fn find_in_memory_spread(
         join_workers(workers)
     });
     merge_parts(parts)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `gpuscope bench --adapters`' series path: the ranges' spot tables,
+    /// joined, are bit for bit (ids, frame numbers, sums) those of the plain
+    /// call on the whole series, over two and three contexts.
+    #[test]
+    fn in_memory_split_equals_the_plain_call() {
+        let [g0, g1, g2] = crate::spread::test_gpus();
+        let (nz, h, w) = (7usize, 48usize, 56usize);
+        let n = h * w;
+        let mut s = 0x2545_F491_4F6C_DD1Du64;
+        let mut frames: Vec<u16> = (0..nz * n)
+            .map(|_| {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                (s >> 60) as u16
+            })
+            .collect();
+        // Two bright blobs a frame, one moving, one of changing brightness.
+        for z in 0..nz {
+            for (r0, c0, v) in [(5 + 3 * z, 7 + 5 * z, 400u16), (30, 40, 90 + 20 * z as u16)] {
+                for (dr, dc) in [(0, 0), (0, 1), (1, 0), (1, 1), (2, 1)] {
+                    frames[z * n + (r0 + dr) * w + c0 + dc] += v;
+                }
+            }
+        }
+        let valid: Vec<bool> = (0..n).map(|i| i % 97 != 5).collect();
+        let o = SpotOptions::default();
+        let plain = pollster::block_on(spots::find_spots_with(
+            g0,
+            Counts::U16(&frames),
+            [nz, h, w],
+            Some(&valid),
+            &o,
+            false,
+            false,
+        ))
+        .unwrap();
+        assert!(plain.spots.len() >= 2 * nz, "{} spots", plain.spots.len());
+        assert!(plain.spots.iter().any(|s| s.bbox[4] == nz as u64 - 1));
+        for gpus in [vec![g1, g2], vec![g2, g1, g0]] {
+            let r = find_in_memory_spread(&gpus, &frames, [nz, h, w], Some(&valid), &o)
+                .unwrap_or_else(|Failure(m)| panic!("{m}"));
+            assert!(r.spots == plain.spots, "{} contexts", gpus.len());
+            assert_eq!(r.n_strong, plain.n_strong);
+            assert_eq!(r.n_regions, plain.n_regions);
+            assert_eq!(r.n_frames, nz);
+        }
+        // Frames that do not fill the shape are refused.
+        let e = find_in_memory_spread(&[g0, g1], &frames[1..], [nz, h, w], None, &o);
+        assert!(e.is_err());
+    }
 }

@@ -151,6 +151,22 @@ fn stack_filters_on_two_contexts_equal_one() {
         }
         assert!(bytes(&one) == bytes(&two), "{name}: outputs differ");
     }
+    // One context named through --adapters is the plain path: the same
+    // bytes, one adapter in the JSON.
+    let single = dir.join("single.npy");
+    let j = run(&[
+        "--adapters",
+        "llvmpipe",
+        "median",
+        &s(&u16_npy),
+        &s(&single),
+        "--size",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(j["n_adapters"], 1, "{j}");
+    assert!(j.get("slices").is_none(), "{j}");
+    assert!(bytes(&single) == bytes(&dir.join("one0.npy")));
     // Three contexts (ranges 4, 4, 3) against one, 3-D median of uint16.
     let three = dir.join("three.npy");
     let j = run(&[
@@ -261,6 +277,22 @@ fn spot_series_on_two_contexts_equals_one() {
             );
         }
     }
+    // One context named through --adapters: the plain path, the same table.
+    let single = dir.join("single.csv");
+    let j = run(&[
+        "--adapters",
+        "llvmpipe",
+        "spots",
+        &s(&npy),
+        "--min-spot-size",
+        "2",
+        "--out",
+        &s(&single),
+        "--json",
+    ]);
+    assert_eq!(j["n_adapters"], 1, "{j}");
+    assert!(j.get("frames").is_none(), "{j}");
+    assert!(bytes(&single) == bytes(&dir.join("npy1_one.csv")));
     // --3d joins across frames: one context, the same table.
     let one = dir.join("3d_one.csv");
     let two = dir.join("3d_two.csv");

@@ -779,6 +779,47 @@ pub async fn find_spots_with(
     three_d: bool,
     want_mask: bool,
 ) -> Result<SpotResult> {
+    spots_of(gpu, counts, shape, 0, mask, options, three_d, want_mask).await
+}
+
+/// [`find_spots_with`] (2-D) on frames `first_frame..` of a longer series:
+/// spot z coordinates are those of the whole series, summed as the whole
+/// series sums them, so the spots of contiguous frame ranges, joined range
+/// after range, are bit for bit those of one call on the whole series (the
+/// CLI's `--adapters` runs one range per GPU).
+pub async fn find_spots_from(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    first_frame: usize,
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    want_mask: bool,
+) -> Result<SpotResult> {
+    spots_of(
+        gpu,
+        counts,
+        shape,
+        first_frame,
+        mask,
+        options,
+        false,
+        want_mask,
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn spots_of(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    z0: usize,
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+    want_mask: bool,
+) -> Result<SpotResult> {
     let [nz, h, w] = shape;
     let n = h * w;
     if nz == 0 || counts.len() != nz * n {
@@ -793,7 +834,7 @@ pub async fn find_spots_with(
     let want_mask = want_mask || three_d;
     let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
     let mut slots = Slots::open(gpu, &s, nz.min(2), frame_len as u64).await?;
-    let result = run_series(gpu, &mut slots, &s, counts, nz, want_mask).await;
+    let result = run_series(gpu, &mut slots, &s, counts, nz, z0, want_mask).await;
     slots.close(gpu);
     let (strong, mut sums) = result?;
     if three_d {
@@ -801,7 +842,7 @@ pub async fn find_spots_with(
         sums = vec![SpotSums::default(); l.count];
         for (i, &lab) in l.labels.iter().enumerate() {
             if lab > 0 {
-                let (z, r, c) = (i / n, (i / w) % h, i % w);
+                let (z, r, c) = (z0 + i / n, (i / w) % h, i % w);
                 let v = counts.get(i).max(0) as u64;
                 sums[lab as usize - 1].add([z as u64, r as u64, c as u64], v);
             }
@@ -933,6 +974,7 @@ async fn run_series(
     s: &Setup<'_>,
     counts: Counts<'_>,
     nz: usize,
+    z0: usize,
     want_mask: bool,
 ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
     let n = s.h * s.w;
@@ -948,7 +990,7 @@ async fn run_series(
             };
             let frame = counts.slice(zf * n..(zf + 1) * n);
             let (mask, frame_sums) = slots
-                .collect(gpu, zf % slots.len(), s, frame, zf, pending, want_mask)
+                .collect(gpu, zf % slots.len(), s, frame, z0 + zf, pending, want_mask)
                 .await?;
             sums.extend(frame_sums);
             strong.extend(mask);

@@ -17,7 +17,7 @@ pub mod cpu;
 mod gpu;
 mod series;
 
-pub use gpu::{find_spots, find_spots_with, strong_pixels};
+pub use gpu::{find_spots, find_spots_from, find_spots_with, strong_pixels};
 pub use series::{FrameBatch, FrameDone, SeriesResult, SpotSeries};
 
 use crate::error::{Error, Result};
