@@ -660,7 +660,7 @@ impl Gpu {
         count: usize,
     ) -> Result<Vec<T>> {
         // Zeroed memory comes fresh from the system: the copy touches it once.
-        let mut out: Vec<T> = bytemuck::zeroed_vec(count);
+        let mut out: Vec<T> = crate::stream::zeroed_output(count);
         self.read_into(buffer, 0, bytemuck::cast_slice_mut(&mut out))
             .await?;
         Ok(out)

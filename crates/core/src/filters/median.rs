@@ -377,7 +377,7 @@ async fn run(
     let mut none = |_: usize, _: usize| {};
     if let Samples::F32(v) = input {
         // f32 travels as raw bits, converted to keys in the kernel.
-        let mut out = vec![0f32; v.len()];
+        let mut out: Vec<f32> = crate::stream::zeroed_output(v.len());
         let mut source = MemorySource::new(bytemuck::cast_slice::<f32, u32>(v), s);
         let mut sink = MemorySink::new(bytemuck::cast_slice_mut::<f32, u32>(&mut out));
         stream_keys(
