@@ -190,14 +190,18 @@ fn flush_whist(lid: u32, at: u32) {
     }
 }
 
-// A parallel scan of hist[base .. base + BINS): each thread owns 8
-// contiguous bins; `own` their count, `incl` the count up to its last bin,
-// `total` all bins (uniform).
+// A scan of hist[base .. base + BINS) with few barriers (each one is
+// costly on software adapters): each thread owns 8 contiguous bins, 16
+// threads sum the counts of 16 threads each, then every thread adds up to
+// 15 group sums and 15 thread counts before its own. `own`: its bins' count,
+// `incl`: the count up to its last bin, `total`: all bins (uniform).
 struct Scan {
     own: u32,
     incl: u32,
     total: u32,
 }
+
+var<workgroup> wgroup: array<u32, 16>;
 
 fn scan_hist(lid: u32, base: u32) -> Scan {
     var c = 0u;
@@ -207,21 +211,31 @@ fn scan_hist(lid: u32, base: u32) -> Scan {
     workgroupBarrier();
     wscan[lid] = c;
     workgroupBarrier();
-    // Hillis-Steele inclusive prefix sum over the 256 partial counts.
-    for (var s = 1u; s < 256u; s <<= 1u) {
-        var v = wscan[lid];
-        if (lid >= s) {
-            v += wscan[lid - s];
+    if (lid < 16u) {
+        var g = 0u;
+        for (var j = 0u; j < 16u; j++) {
+            g += wscan[lid * 16u + j];
         }
-        workgroupBarrier();
-        wscan[lid] = v;
-        workgroupBarrier();
+        wgroup[lid] = g;
     }
-    let incl = wscan[lid];
-    if (lid == 255u) {
-        wtotal = incl;
+    workgroupBarrier();
+    let group = lid / 16u;
+    var below = 0u;
+    var total = 0u;
+    for (var t = 0u; t < 16u; t++) {
+        let g = wgroup[t];
+        total += g;
+        if (t < group) {
+            below += g;
+        }
     }
-    return Scan(c, incl, workgroupUniformLoad(&wtotal));
+    for (var j = group * 16u; j < lid; j++) {
+        below += wscan[j];
+    }
+    if (lid == 0u) {
+        wtotal = total;
+    }
+    return Scan(c, below + c, workgroupUniformLoad(&wtotal));
 }
 
 // The bin of the scanned histogram holding rank `rank` (0-based, counted
