@@ -1,22 +1,29 @@
 // Kappa-sigma clipping (astropy.stats.sigma_clip semantics) that stays on
-// the GPU: one round is
-//   sum_hist0 + reduce1  count, sums of (x - shift) and (x - shift)^2 of the
-//                        kept values (float-float; shift = the previous
-//                        centre, so no cancellation), and the histogram of
-//                        the first radix pass; decides whether this round
-//                        is the last one
-//   3 x select (+ hist1, hist2)  exact median by radix select on ordered
-//                        keys (11, 11, 10 bits), + min_above for even counts
-//   finalize             centre, std, next bounds as ordered keys
+// the GPU. One round is four passes, three of them over the data:
+//   sum_hist0  count, sums of (x - shift) and (x - shift)^2 of the kept
+//              values (float-float; shift = the previous centre, so no
+//              cancellation) into per-workgroup partials, and the
+//              histogram of the top 11 key bits (level 0)
+//   hist1      every workgroup finds the level-0 bin holding the lower
+//              median's rank (parallel scan of the 2048 bins; the count n
+//              is their total, so it also decides whether this round is
+//              the last), then histograms the next 11 key bits inside it
+//   hist2      same for the level-1 bin, histograms the last 10 bits, and
+//              keeps the smallest kept key above that bucket (the upper
+//              median of an even count when it lies outside the bucket)
+//   finalize   one workgroup: the exact median keys from the level-2
+//              histogram, the partials reduced in a fixed order, centre,
+//              std, the next bounds as ordered keys; clears the histograms
 // A value is kept iff lo_key <= key(x) <= hi_key; NaN, +-inf and masked
 // values (uploaded as NaN) have keys outside every bound. The host records
 // several rounds per submission: once `frozen` is set, every kernel returns
-// at once, so extra rounds are harmless.
+// at once, so extra rounds are harmless. Only integer atomics (counts, a
+// minimum): the results do not depend on the order workgroups run in.
 
 struct Params {
     count: u32,      // values in this chunk
     base: u32,       // this chunk's first partial slot
-    pass_: u32,      // radix pass 0..2
+    pass_: u32,      // unused (kept for the layout)
     n_partials: u32, // partial slots of all chunks
     sigma_lower: f32,
     sigma_upper: f32,
@@ -35,11 +42,11 @@ const NPREV: u32 = 2u;     // count before the last clipping
 const ITER: u32 = 3u;      // clippings done
 const DONE: u32 = 4u;      // this round's statistics are the final ones
 const N: u32 = 5u;         // kept count
-const PREFIX: u32 = 6u;    // radix select: key bits found so far
-const RANK: u32 = 7u;      // radix select: rank left inside the prefix
+const PREFIX0: u32 = 6u;   // level-0 bin of the lower median (key >> 21)
+const RANK0: u32 = 7u;     // its rank inside that bin
 const KEY1: u32 = 8u;      // key of the lower median
 const KEY2: u32 = 9u;      // key of the upper median
-const BELOW: u32 = 10u;    // kept values below the current prefix bin
+const PREFIX1: u32 = 10u;  // level-1 bucket of the lower median (key >> 10)
 const MEAN32: u32 = 11u;   // f32 mean of this round
 const S1: u32 = 12u;       // float-float sum of x - shift (2 words)
 const S2: u32 = 14u;       // float-float sum of (x - shift)^2 (2 words)
@@ -48,14 +55,24 @@ const CEN: u32 = 17u;      // f32 centre of the last bounds
 const STD: u32 = 18u;      // f32 std of the last bounds
 const MEDIAN: u32 = 19u;   // f32 median of this round
 const SHIFT: u32 = 20u;    // f32 centre the sums are taken around
+const RANK1: u32 = 21u;    // rank of the lower median inside PREFIX1
+
+// Histogram words: three levels of BINS, then the minimum above.
+const BINS: u32 = 2048u;
+const HIST0: u32 = 0u;
+const HIST1: u32 = 2048u;
+const HIST2: u32 = 4096u;
+const MIN_ABOVE: u32 = 6144u;
 
 const PER_WG: u32 = 8192u; // values per workgroup in the per-value kernels
-const BINS: u32 = 2048u;
+// Values each thread loads before using any: independent loads in flight
+// hide the memory latency (one at a time ran at ~1 TB/s on an H100).
+const BATCH: u32 = 8u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> data: array<f32>;
 @group(0) @binding(2) var<storage, read_write> st: array<u32>;
-@group(0) @binding(3) var<storage, read_write> hist: array<atomic<u32>>; // BINS + 1 (min_above)
+@group(0) @binding(3) var<storage, read_write> hist: array<atomic<u32>>; // 3 * BINS + 1
 // Two per workgroup: (s1 hi, s1 lo, count bits, 0), (s2 hi, s2 lo, 0, 0).
 @group(0) @binding(4) var<storage, read_write> partials: array<vec4<f32>>;
 
@@ -63,6 +80,10 @@ var<workgroup> whist: array<atomic<u32>, 2048>;
 var<workgroup> wsum: array<vec2<f32>, 256>;
 var<workgroup> wsum2: array<vec2<f32>, 256>;
 var<workgroup> wcount: array<u32, 256>;
+var<workgroup> wscan: array<u32, 256>;
+var<workgroup> wtotal: u32;
+var<workgroup> wfound: vec4<u32>;
+var<workgroup> wmin: atomic<u32>;
 
 fn key_of(x: f32) -> u32 {
     var b = bitcast<u32>(x);
@@ -80,10 +101,6 @@ fn value_of(k: u32) -> f32 {
         return bitcast<f32>(k & 0x7fffffffu);
     }
     return bitcast<f32>(~k);
-}
-
-fn kept(k: u32) -> bool {
-    return k >= st[LO] && k <= st[HI];
 }
 
 // WGSL float operations may be rewritten algebraically by shader compilers
@@ -126,6 +143,7 @@ var<workgroup> wflag: u32;
 // (Tint rejects such a shader; naga accepts it): decisions taken on the
 // state words before a barrier go through here.
 fn workgroup_decision(lid: u32, v: u32) -> u32 {
+    workgroupBarrier();
     if (lid == 0u) {
         wflag = v;
     }
@@ -143,7 +161,106 @@ fn touch_all() {
     }
 }
 
-// Workgroup sum of (wsum, wcount) into slot 0.
+// Value `j` of this thread's batch `k` (clamped into the chunk: the loads
+// never branch, `valid` says which ones count).
+fn load(b: u32, k: u32, j: u32, lid: u32) -> f32 {
+    let i = b * PER_WG + (k + j) * 256u + lid;
+    return data[min(i, max(p.count, 1u) - 1u)];
+}
+
+fn valid(b: u32, k: u32, j: u32, lid: u32) -> bool {
+    return b * PER_WG + (k + j) * 256u + lid < p.count;
+}
+
+fn clear_whist(lid: u32) {
+    for (var j = lid; j < BINS; j += 256u) {
+        atomicStore(&whist[j], 0u);
+    }
+    workgroupBarrier();
+}
+
+// Adds the workgroup histogram's non-empty bins to hist[at ..].
+fn flush_whist(lid: u32, at: u32) {
+    workgroupBarrier();
+    for (var j = lid; j < BINS; j += 256u) {
+        let c = atomicLoad(&whist[j]);
+        if (c != 0u) {
+            atomicAdd(&hist[at + j], c);
+        }
+    }
+}
+
+// A scan of hist[base .. base + BINS) with few barriers (each one is
+// costly on software adapters): each thread owns 8 contiguous bins, 16
+// threads sum the counts of 16 threads each, then every thread adds up to
+// 15 group sums and 15 thread counts before its own. `own`: its bins' count,
+// `incl`: the count up to its last bin, `total`: all bins (uniform).
+struct Scan {
+    own: u32,
+    incl: u32,
+    total: u32,
+}
+
+var<workgroup> wgroup: array<u32, 16>;
+
+fn scan_hist(lid: u32, base: u32) -> Scan {
+    var c = 0u;
+    for (var j = 0u; j < 8u; j++) {
+        c += atomicLoad(&hist[base + lid * 8u + j]);
+    }
+    workgroupBarrier();
+    wscan[lid] = c;
+    workgroupBarrier();
+    if (lid < 16u) {
+        var g = 0u;
+        for (var j = 0u; j < 16u; j++) {
+            g += wscan[lid * 16u + j];
+        }
+        wgroup[lid] = g;
+    }
+    workgroupBarrier();
+    let group = lid / 16u;
+    var below = 0u;
+    var total = 0u;
+    for (var t = 0u; t < 16u; t++) {
+        let g = wgroup[t];
+        total += g;
+        if (t < group) {
+            below += g;
+        }
+    }
+    for (var j = group * 16u; j < lid; j++) {
+        below += wscan[j];
+    }
+    if (lid == 0u) {
+        wtotal = total;
+    }
+    return Scan(c, below + c, workgroupUniformLoad(&wtotal));
+}
+
+// The bin of the scanned histogram holding rank `rank` (0-based, counted
+// from its first bin): (bin, rank left inside it, total, count of the bin),
+// uniform. A rank beyond the total gives bin BINS. Only the thread whose
+// range holds the rank walks its 8 bins.
+fn search(lid: u32, base: u32, s: Scan, rank: u32) -> vec4<u32> {
+    workgroupBarrier();
+    if (rank < s.incl && rank >= s.incl - s.own) {
+        var r = rank - (s.incl - s.own);
+        var bin = lid * 8u;
+        var h = atomicLoad(&hist[base + bin]);
+        while (r >= h && bin < lid * 8u + 7u) {
+            r -= h;
+            bin++;
+            h = atomicLoad(&hist[base + bin]);
+        }
+        wfound = vec4<u32>(bin, r, s.total, h);
+    } else if (lid == 255u && rank >= s.incl) {
+        wfound = vec4<u32>(BINS, rank - s.incl, s.total, 0u);
+    }
+    return workgroupUniformLoad(&wfound);
+}
+
+// Workgroup sum of (wsum, wsum2, wcount) into slot 0.
 fn reduce_workgroup(lid: u32) {
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
@@ -163,21 +280,23 @@ fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     if (workgroup_decision(lid, u32(frozen())) != 0u) {
         return;
     }
-    for (var j = lid; j < BINS; j += 256u) {
-        atomicStore(&whist[j], 0u);
-    }
-    workgroupBarrier();
+    clear_whist(lid);
     let b = block(wid, groups);
     let shift = bitcast<f32>(st[SHIFT]);
+    let lo = st[LO];
+    let hi = st[HI];
     var acc = vec2<f32>(0.0, 0.0);
     var acc2 = vec2<f32>(0.0, 0.0);
     var c = 0u;
-    for (var k = 0u; k < PER_WG / 256u; k++) {
-        let i = b * PER_WG + k * 256u + lid;
-        if (i < p.count) {
-            let x = data[i];
+    for (var k = 0u; k < PER_WG / 256u; k += BATCH) {
+        var xs: array<f32, BATCH>;
+        for (var j = 0u; j < BATCH; j++) {
+            xs[j] = load(b, k, j, lid);
+        }
+        for (var j = 0u; j < BATCH; j++) {
+            let x = xs[j];
             let key = key_of(x);
-            if (kept(key)) {
+            if (valid(b, k, j, lid) && key >= lo && key <= hi) {
                 // Exact deviation as float-float, then its square.
                 let d = two_sum(x, -shift);
                 acc = ff_add(acc, d);
@@ -198,15 +317,110 @@ fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         partials[slot] = vec4<f32>(wsum[0].x, wsum[0].y, bitcast<f32>(wcount[0]), 0.0);
         partials[slot + 1u] = vec4<f32>(wsum2[0].x, wsum2[0].y, 0.0, 0.0);
     }
-    for (var j = lid; j < BINS; j += 256u) {
-        let h = atomicLoad(&whist[j]);
-        if (h != 0u) {
-            atomicAdd(&hist[j], h);
+    flush_whist(lid, HIST0);
+}
+
+// Level 1. Also decides (from n, the total of level 0) whether this round
+// is the last one, for hist2 and finalize.
+@compute @workgroup_size(256)
+fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+    touch_all();
+    if (workgroup_decision(lid, u32(frozen())) != 0u) {
+        return;
+    }
+    let b = block(wid, groups);
+    let sc = scan_hist(lid, HIST0);
+    let n = sc.total;
+    // Radix select of the lower median, rank (n - 1) / 2.
+    let f = search(lid, HIST0, sc, (max(n, 1u) - 1u) / 2u);
+    // astropy stops when a clipping removed nothing or after maxiters.
+    let iter = st[ITER];
+    let done = (iter > 0u && n == st[NPREV]) || iter >= p.maxiters || n == 0u;
+    if (lid == 0u && b == 0u && p.base == 0u) {
+        st[N] = n;
+        st[DONE] = u32(done);
+        st[PREFIX0] = f.x;
+        st[RANK0] = f.y;
+    }
+    if (workgroup_decision(lid, u32(!(done || (p.flags & 1u) != 0u))) != 0u) {
+        return;
+    }
+    clear_whist(lid);
+    let lo = st[LO];
+    let hi = st[HI];
+    for (var k = 0u; k < PER_WG / 256u; k += BATCH) {
+        var xs: array<f32, BATCH>;
+        for (var j = 0u; j < BATCH; j++) {
+            xs[j] = load(b, k, j, lid);
+        }
+        for (var j = 0u; j < BATCH; j++) {
+            let key = key_of(xs[j]);
+            if (valid(b, k, j, lid) && (key >> 21u) == f.x && key >= lo && key <= hi) {
+                atomicAdd(&whist[(key >> 10u) & 2047u], 1u);
+            }
+        }
+    }
+    flush_whist(lid, HIST1);
+}
+
+// Level 2, and the smallest kept key above the level-1 bucket.
+@compute @workgroup_size(256)
+fn hist2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
+         @builtin(num_workgroups) groups: vec3<u32>) {
+    touch_all();
+    if (workgroup_decision(lid, u32(frozen() || !median_wanted())) != 0u) {
+        return;
+    }
+    let b = block(wid, groups);
+    let sc = scan_hist(lid, HIST1);
+    let f = search(lid, HIST1, sc, st[RANK0]);
+    // 22 bits: key >> 10 of the lower median (no key has it when the
+    // level-0 search found nothing, i.e. n = 0).
+    let prefix = (st[PREFIX0] << 11u) | f.x;
+    if (lid == 0u && b == 0u && p.base == 0u) {
+        st[PREFIX1] = prefix;
+        st[RANK1] = f.y;
+    }
+    clear_whist(lid);
+    if (lid == 0u) {
+        atomicStore(&wmin, 0xffffffffu);
+    }
+    let lo = st[LO];
+    let hi = st[HI];
+    let bucket_end = (prefix << 10u) | 0x3ffu;
+    var best = 0xffffffffu;
+    for (var k = 0u; k < PER_WG / 256u; k += BATCH) {
+        var xs: array<f32, BATCH>;
+        for (var j = 0u; j < BATCH; j++) {
+            xs[j] = load(b, k, j, lid);
+        }
+        for (var j = 0u; j < BATCH; j++) {
+            let key = key_of(xs[j]);
+            if (valid(b, k, j, lid) && key >= lo && key <= hi) {
+                if ((key >> 10u) == prefix) {
+                    atomicAdd(&whist[key & 1023u], 1u);
+                } else if (key > bucket_end) {
+                    best = min(best, key);
+                }
+            }
+        }
+    }
+    workgroupBarrier();
+    if (best != 0xffffffffu) {
+        atomicMin(&wmin, best);
+    }
+    flush_whist(lid, HIST2);
+    if (lid == 0u) {
+        let m = atomicLoad(&wmin);
+        if (m != 0xffffffffu) {
+            atomicMin(&hist[MIN_ABOVE], m);
         }
     }
 }
 
-// One workgroup: sums every partial slot into wsum[0], wsum2[0], wcount[0].
+// One workgroup: sums every partial slot (fixed order) into wsum[0],
+// wsum2[0], wcount[0].
 fn reduce_partials(lid: u32) {
     var acc = vec2<f32>(0.0, 0.0);
     var acc2 = vec2<f32>(0.0, 0.0);
@@ -217,181 +431,11 @@ fn reduce_partials(lid: u32) {
         acc2 = ff_add(acc2, partials[2u * i + 1u].xy);
         c += bitcast<u32>(q.z);
     }
+    workgroupBarrier();
     wsum[lid] = acc;
     wsum2[lid] = acc2;
     wcount[lid] = c;
     reduce_workgroup(lid);
-}
-
-@compute @workgroup_size(256)
-fn reduce1(@builtin(local_invocation_index) lid: u32) {
-    touch_all();
-    if (workgroup_decision(lid, u32(frozen())) != 0u) {
-        return;
-    }
-    reduce_partials(lid);
-    if (lid == 0u) {
-        let n = wcount[0];
-        let s = wsum[0];
-        st[N] = n;
-        st[S1] = bitcast<u32>(s.x);
-        st[S1 + 1u] = bitcast<u32>(s.y);
-        st[S2] = bitcast<u32>(wsum2[0].x);
-        st[S2 + 1u] = bitcast<u32>(wsum2[0].y);
-        st[MEAN32] = bitcast<u32>(bitcast<f32>(st[SHIFT]) + (s.x / f32(n) + s.y / f32(n)));
-        // astropy stops when a clipping removed nothing or after maxiters.
-        let converged = st[ITER] > 0u && n == st[NPREV];
-        st[DONE] = u32(converged || st[ITER] >= p.maxiters || n == 0u);
-        // Radix select of the lower median, rank (n - 1) / 2.
-        st[PREFIX] = 0u;
-        st[RANK] = (max(n, 1u) - 1u) / 2u;
-        st[BELOW] = 0u;
-        atomicStore(&hist[BINS], 0xffffffffu);
-    }
-}
-
-fn pass_shift() -> u32 {
-    return select(select(0u, 10u, p.pass_ == 1u), 21u, p.pass_ == 0u);
-}
-
-fn pass_bits() -> u32 {
-    return select(11u, 10u, p.pass_ == 2u);
-}
-
-@compute @workgroup_size(256)
-fn hist_pass(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-             @builtin(num_workgroups) groups: vec3<u32>) {
-    touch_all();
-    if (workgroup_decision(lid, u32(frozen() || !median_wanted())) != 0u) {
-        return;
-    }
-    for (var j = lid; j < BINS; j += 256u) {
-        atomicStore(&whist[j], 0u);
-    }
-    workgroupBarrier();
-    let shift = pass_shift();
-    let top = shift + pass_bits(); // bits above this pass must equal the prefix
-    let prefix = st[PREFIX];
-    let b = block(wid, groups);
-    for (var k = 0u; k < PER_WG / 256u; k++) {
-        let i = b * PER_WG + k * 256u + lid;
-        if (i < p.count) {
-            let key = key_of(data[i]);
-            let same = top >= 32u || (key >> top) == (prefix >> top);
-            if (same && kept(key)) {
-                atomicAdd(&whist[(key >> shift) & ((1u << pass_bits()) - 1u)], 1u);
-            }
-        }
-    }
-    workgroupBarrier();
-    for (var j = lid; j < BINS; j += 256u) {
-        let c = atomicLoad(&whist[j]);
-        if (c != 0u) {
-            atomicAdd(&hist[j], c);
-        }
-    }
-}
-
-// One workgroup: the bin holding the wanted rank; clears the bins.
-@compute @workgroup_size(256)
-fn select_bin(@builtin(local_invocation_index) lid: u32) {
-    touch_all();
-    // 1: nothing to do; 2: no median this round.
-    let decision = workgroup_decision(lid, select(select(0u, 2u, !median_wanted()), 1u, frozen()));
-    if (decision == 1u) {
-        return;
-    }
-    if (decision == 2u) {
-        // sum_hist0 filled the first pass's bins anyway: clear them.
-        for (var j = lid; j < BINS; j += 256u) {
-            atomicStore(&hist[j], 0u);
-        }
-        return;
-    }
-    var c = 0u;
-    for (var j = 0u; j < 8u; j++) {
-        c += atomicLoad(&hist[lid * 8u + j]);
-    }
-    wcount[lid] = c;
-    workgroupBarrier();
-    if (lid == 0u) {
-        var r = st[RANK];
-        var t = 0u;
-        while (t < 255u && r >= wcount[t]) {
-            r -= wcount[t];
-            t++;
-        }
-        var bin = t * 8u;
-        loop {
-            let h = atomicLoad(&hist[bin]);
-            if (r < h || bin == t * 8u + 7u) {
-                break;
-            }
-            r -= h;
-            bin++;
-        }
-        let prefix = st[PREFIX] | (bin << pass_shift());
-        st[PREFIX] = prefix;
-        st[RANK] = r;
-        if (p.pass_ == 2u) {
-            // The lower median; the upper one is the same key unless the
-            // count is even and this key holds the last value below n/2.
-            let n = st[N];
-            let lower_rank = (max(n, 1u) - 1u) / 2u;
-            let count_le = lower_rank - r + atomicLoad(&hist[bin]);
-            st[KEY1] = prefix;
-            var key2 = prefix;
-            if (n % 2u == 0u && count_le <= n / 2u) {
-                // The next kept key: the next non-empty bin of this pass,
-                // else (0) min_above searches the keys above this bucket.
-                key2 = 0u;
-                for (var j = bin + 1u; j < 1024u; j++) {
-                    if (atomicLoad(&hist[j]) != 0u) {
-                        key2 = (prefix & ~0x3ffu) | j;
-                        break;
-                    }
-                }
-            }
-            st[KEY2] = key2;
-        }
-    }
-    workgroupBarrier();
-    for (var j = lid; j < BINS; j += 256u) {
-        atomicStore(&hist[j], 0u);
-    }
-}
-
-// Smallest kept key above KEY1, needed only for even counts (KEY2 == 0).
-@compute @workgroup_size(256)
-fn min_above(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
-             @builtin(num_workgroups) groups: vec3<u32>) {
-    touch_all();
-    if (workgroup_decision(lid, u32(frozen() || !median_wanted() || st[KEY2] != 0u)) != 0u) {
-        return;
-    }
-    let k1 = st[KEY1];
-    let b = block(wid, groups);
-    var best = 0xffffffffu;
-    for (var k = 0u; k < PER_WG / 256u; k++) {
-        let i = b * PER_WG + k * 256u + lid;
-        if (i < p.count) {
-            let key = key_of(data[i]);
-            if (key > k1 && kept(key)) {
-                best = min(best, key);
-            }
-        }
-    }
-    wcount[lid] = best;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            wcount[lid] = min(wcount[lid], wcount[lid + s]);
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u && wcount[0] != 0xffffffffu) {
-        atomicMin(&hist[BINS], wcount[0]);
-    }
 }
 
 // x >= v  <=>  key(x) >= key(v) for finite x and v (with -0 as +0).
@@ -403,45 +447,74 @@ fn upper_key(v: f32, strict: bool) -> u32 {
     return key_of(v) - u32(strict);
 }
 
-// One thread: centre and std of this round, then the next bounds, computed
-// in f32 as astropy does for float32 data (cen - std * sigma).
-@compute @workgroup_size(1)
-fn finalize() {
+// One workgroup: the median keys, centre and std of this round, then the
+// next bounds, computed in f32 as astropy does for float32 data
+// (cen - std * sigma); clears the histograms for the next round.
+@compute @workgroup_size(256)
+fn finalize(@builtin(local_invocation_index) lid: u32) {
     touch_all();
-    if (frozen()) {
+    if (workgroup_decision(lid, u32(frozen())) != 0u) {
         return;
     }
-    let n = f32(st[N]);
-    let m32 = bitcast<f32>(st[MEAN32]);
-    if (median_wanted()) {
-        var k2 = st[KEY2];
-        if (k2 == 0u) {
-            k2 = atomicLoad(&hist[BINS]);
+    reduce_partials(lid);
+    // Both middle ranks inside the level-1 bucket (uniform control flow:
+    // computed even when unused).
+    let sc = scan_hist(lid, HIST2);
+    let r = st[RANK1];
+    let f1 = search(lid, HIST2, sc, r);
+    let f2 = search(lid, HIST2, sc, r + 1u);
+    if (lid == 0u) {
+        let nn = wcount[0];
+        let n = f32(nn);
+        let s = wsum[0];
+        st[S1] = bitcast<u32>(s.x);
+        st[S1 + 1u] = bitcast<u32>(s.y);
+        st[S2] = bitcast<u32>(wsum2[0].x);
+        st[S2 + 1u] = bitcast<u32>(wsum2[0].y);
+        let m32 = bitcast<f32>(st[SHIFT]) + (s.x / n + s.y / n);
+        st[MEAN32] = bitcast<u32>(m32);
+        if (median_wanted()) {
+            let prefix = st[PREFIX1] << 10u;
+            let k1 = prefix | f1.x;
+            var k2 = k1;
+            if (nn % 2u == 0u) {
+                // The upper middle value: in this bucket, else the
+                // smallest kept key above it.
+                k2 = select(atomicLoad(&hist[MIN_ABOVE]), prefix | f2.x, f2.x < BINS);
+            }
+            st[KEY1] = k1;
             st[KEY2] = k2;
+            st[MEDIAN] = bitcast<u32>((value_of(k1) + value_of(k2)) / 2.0);
         }
-        st[MEDIAN] = bitcast<u32>((value_of(st[KEY1]) + value_of(k2)) / 2.0);
+        // ddof=0 variance from the sums around the shift.
+        let d = s.x / n + s.y / n;
+        let s2 = wsum2[0].x + wsum2[0].y;
+        let sd = sqrt(max(s2 / n - d * d, 0.0));
+        if (st[DONE] != 0u) {
+            st[FROZEN] = 1u;
+        } else {
+            var cen = m32;
+            if ((p.flags & 1u) != 0u) {
+                cen = bitcast<f32>(st[MEDIAN]);
+            }
+            st[CEN] = bitcast<u32>(cen);
+            st[STD] = bitcast<u32>(sd);
+            let strict = (p.flags & 2u) != 0u;
+            let lo = cen - sd * p.sigma_lower;
+            let hi = cen + sd * p.sigma_upper;
+            // Finite values only: keys strictly between those of -inf and +inf.
+            st[LO] = max(lower_key(lo, strict), key_of(-0x1.fffffep+127f));
+            st[HI] = min(upper_key(hi, strict), key_of(0x1.fffffep+127f));
+            st[NPREV] = nn;
+            st[ITER] += 1u;
+            st[SHIFT] = bitcast<u32>(cen);
+        }
     }
-    // ddof=0 variance from the sums around the shift.
-    let d = bitcast<f32>(st[S1]) / n + bitcast<f32>(st[S1 + 1u]) / n;
-    let s2 = bitcast<f32>(st[S2]) + bitcast<f32>(st[S2 + 1u]);
-    let sd = sqrt(max(s2 / n - d * d, 0.0));
-    if (st[DONE] != 0u) {
-        st[FROZEN] = 1u;
-        return;
+    workgroupBarrier();
+    for (var j = lid; j < 3u * BINS; j += 256u) {
+        atomicStore(&hist[j], 0u);
     }
-    var cen = m32;
-    if ((p.flags & 1u) != 0u) {
-        cen = bitcast<f32>(st[MEDIAN]);
+    if (lid == 0u) {
+        atomicStore(&hist[MIN_ABOVE], 0xffffffffu);
     }
-    st[CEN] = bitcast<u32>(cen);
-    st[STD] = bitcast<u32>(sd);
-    let strict = (p.flags & 2u) != 0u;
-    let lo = cen - sd * p.sigma_lower;
-    let hi = cen + sd * p.sigma_upper;
-    // Finite values only: keys strictly between those of -inf and +inf.
-    st[LO] = max(lower_key(lo, strict), key_of(-0x1.fffffep+127f));
-    st[HI] = min(upper_key(hi, strict), key_of(0x1.fffffep+127f));
-    st[NPREV] = st[N];
-    st[ITER] += 1u;
-    st[SHIFT] = bitcast<u32>(cen);
 }

@@ -11,6 +11,7 @@ use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
 use gpuscope_core::filters::{self, Boundary, Filter, Output};
 use gpuscope_core::keys::SampleVec;
 use gpuscope_core::slic::{self, SlicParams};
+use gpuscope_core::stats::clip::{self, ClipOptions, ClipStats};
 use gpuscope_core::{Gpu, Samples};
 use serde_json::{Value, json};
 
@@ -21,7 +22,7 @@ use crate::spread::RunStream;
 pub struct BenchArgs {
     /// Workloads to run (default: all; with the global --adapters the
     /// stack and spots-series workloads use every adapter): median-3, median-7, median-stack,
-    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, slic-3d-L
+    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, kappa-sigma, slic-3d-L
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
     /// spots-series-disk, label-stream, label-sources, label-blobs-2d,
     /// label-blobs-3d (these three with --inputs).
@@ -73,6 +74,11 @@ pub struct BenchArgs {
     /// the label workloads are skipped (an error when named in --only).
     #[arg(long, value_name = "DIR")]
     pub inputs: Option<PathBuf>,
+    /// kappa-sigma: a 2-D float32 .npy image to clip (bench/segment_peers.py
+    /// writes the benchmark's radio image with numpy); without it
+    /// --inputs DIR/radio.npy, or else a synthetic image of the same recipe.
+    #[arg(long, value_name = "NPY")]
+    pub radio: Option<PathBuf>,
 }
 
 /// A blob volume like binary_blobs(L, n_dim=3): sums of waves with random
@@ -428,6 +434,12 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             resident,
         )?;
     }
+    let clipped = if want("kappa-sigma") {
+        hot(0.5)?;
+        Some(kappa_sigma_workload(gpu, args, &mut time)?)
+    } else {
+        None
+    };
     for &l in &args.slic_sizes {
         let name = format!("slic-3d-{l}");
         if !(want(&name) || want("slic-3d-L")) {
@@ -489,6 +501,14 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     }
     if want("spots-eiger") || want("spots-series") || want("spots-series-disk") {
         crate::spots::bench_spots(&gpus, args, &want, &mut time)?;
+    }
+    if let Some(c) = clipped {
+        for row in rows.iter_mut().filter(|r| r["workload"] == "kappa-sigma") {
+            row["n_kept"] = json!(c.n_kept);
+            row["iterations"] = json!(c.iterations);
+            row["median"] = json!(c.median);
+            row["std"] = json!(c.std);
+        }
     }
     if let Some(copy) = copy_ms {
         for row in rows.iter_mut() {
@@ -569,6 +589,78 @@ fn label_workload(
     )?;
     eprintln!("{name}: {count} labels");
     Ok(())
+}
+
+/// kappa-sigma (benchmarks.md, issue 4): sigma-clipped statistics of a
+/// 2048² float32 radio image until convergence with the workshop's strict
+/// comparisons (`ClipOptions::workshop(3.0)`, the CuPy loop of
+/// bench/segment_peers.py), host array in, statistics out. Kernel time:
+/// the timestamps of every clipping pass of the call (the upload is a copy,
+/// not a pass). `bytes`: the image read once per round.
+fn kappa_sigma_workload(gpu: &Gpu, args: &BenchArgs, time: &mut Timer<'_>) -> CliResult<ClipStats> {
+    let radio = args.radio.clone().or_else(|| {
+        let p = args.inputs.as_ref()?.join("radio.npy");
+        p.exists().then_some(p)
+    });
+    let image = match &radio {
+        Some(path) => {
+            let a = gpuscope_io::read(path)?.array;
+            if a.shape.len() != 2 {
+                return Err(Failure(format!(
+                    "{}: kappa-sigma needs a 2-D image, this one has shape {:?}",
+                    path.display(),
+                    a.shape
+                )));
+            }
+            a.to_f32_vec()
+        }
+        None => radio_image(),
+    };
+    let o = ClipOptions::workshop(3.0);
+    let mut stats = None;
+    let mut rounds = 0;
+    time(
+        "kappa-sigma",
+        4 * image.len(),
+        &mut || {
+            let s = pollster::block_on(clip::sigma_clipped_stats(gpu, &image, None, &o))?;
+            rounds = s.iterations as usize + 1;
+            stats = Some(s);
+            Ok(())
+        },
+        None,
+    )?;
+    eprintln!("kappa-sigma: {rounds} rounds of the clipping kernels per call");
+    stats.ok_or_else(|| Failure("kappa-sigma did not run".into()))
+}
+
+/// The radio image of benchmarks.md rebuilt without numpy: N(0, 0.0133)
+/// noise (Box-Muller on xorshift) plus 185 Gaussian sources (sigma 1.5 px,
+/// 13×13, amplitudes 0.1-2). Same statistics, not the same pixels.
+fn radio_image() -> Vec<f32> {
+    let n = 2048;
+    let u = uniform(2 * n * n + 3 * 185, 41);
+    let mut img: Vec<f32> = (0..n * n)
+        .map(|i| {
+            let (a, b) = (f64::from(u[2 * i]).max(1e-7), f64::from(u[2 * i + 1]));
+            let g = (-2.0 * a.ln()).sqrt() * (std::f64::consts::TAU * b).cos();
+            (0.0133 * g) as f32
+        })
+        .collect();
+    let s = &u[2 * n * n..];
+    for k in 0..185 {
+        let y = 20 + (s[3 * k] * 2008.0) as usize;
+        let x = 20 + (s[3 * k + 1] * 2008.0) as usize;
+        let amp = 0.1 + 1.9 * s[3 * k + 2];
+        for dy in -6i32..=6 {
+            for dx in -6i32..=6 {
+                let psf = (-((dx * dx + dy * dy) as f32) / (2.0 * 1.5 * 1.5)).exp();
+                let p = (y as i32 + dy) as usize * n + (x as i32 + dx) as usize;
+                img[p] += amp * psf;
+            }
+        }
+    }
+    img
 }
 
 /// label-stream: a blob stack of `--label-planes` × 2048² uint8 labelled

@@ -197,3 +197,96 @@ fn bad_input_is_refused_with_a_reason() {
     let s = both(&[4.0], None, &o);
     assert_eq!((s.n_kept, s.median, s.std), (1, 4.0, 0.0));
 }
+
+/// The GPU's radix levels: key bits 31..21, 20..10, 9..0 of the ordered key.
+fn key(x: f32) -> u32 {
+    let b = if x == 0.0 { 0 } else { x.to_bits() };
+    if b >> 31 == 1 { !b } else { b | 0x8000_0000 }
+}
+
+#[test]
+fn even_counts_with_the_middle_values_in_different_radix_bins() {
+    let o = ClipOptions::default();
+    let ulp = |x: f32, k: u32| f32::from_bits(x.to_bits() + k);
+    // Upper middle value in another level-0 bin, another level-1 bucket of
+    // the same level-0 bin, another level-2 bin of the same bucket.
+    for (k, want_level) in [(1u32 << 22, 0), (1 << 12, 1), (1 << 10, 1), (3, 2), (1, 2)] {
+        let (a, b) = (1.0f32, ulp(1.0, k));
+        // The first radix level at which a and b part.
+        let level = if key(a) >> 21 != key(b) >> 21 {
+            0
+        } else if key(a) >> 10 != key(b) >> 10 {
+            1
+        } else {
+            2
+        };
+        assert_eq!(level, want_level);
+        let s = both(&[b, a], None, &o);
+        assert_eq!(s.median, (f64::from(a) + f64::from(b)) / 2.0);
+        // Many copies, with a cluster below and one above, in this order:
+        // with small bindings they sit in different chunks, and the last
+        // workgroups see a larger smallest value above a's bucket than
+        // the middle ones (all must combine to b).
+        let (below, above) = (f32::from_bits(a.to_bits() - k), ulp(b, k));
+        let mut d = vec![below; 10_000];
+        d.extend(vec![a; 15_000]);
+        d.extend(vec![b; 15_000]);
+        d.extend(vec![above; 10_000]);
+        let s = both(&d, None, &o);
+        assert_eq!(s.median, (f64::from(a) + f64::from(b)) / 2.0);
+        assert_eq!(s.n_kept, d.len());
+        let s = both(&d, None, &ClipOptions::workshop(3.0));
+        assert!(s.n_kept > 0);
+    }
+}
+
+#[test]
+fn values_concentrated_in_one_radix_bin() {
+    // Every value in one level-0 bin, spread over its level-1 buckets.
+    let d = sky(60_001, 1000.0, 2.0e-3, 21);
+    let top: std::collections::BTreeSet<u32> = d.iter().map(|&x| key(x) >> 21).collect();
+    assert_eq!(top.len(), 1, "the data must sit in one level-0 bin");
+    both(&d, None, &ClipOptions::default());
+    both(&d, None, &ClipOptions::workshop(3.0));
+    // Every value in one level-2 bucket (1024 consecutive keys), even and
+    // odd counts.
+    let base = 7.0f32.to_bits() & !0x3ff;
+    for n in [40_000, 40_001] {
+        let d: Vec<f32> = noise(n, 22)
+            .iter()
+            .map(|&u| f32::from_bits(base + (u * u * 1000.0) as u32))
+            .collect();
+        both(&d, None, &ClipOptions::default());
+        both(&d, None, &ClipOptions::workshop(2.0));
+    }
+}
+
+#[test]
+fn slow_convergence_runs_past_the_first_batch_of_rounds() {
+    // Heavy tails (Cauchy-like): every round removes a few more values.
+    let d: Vec<f32> = noise(30_000, 23)
+        .iter()
+        .map(|&u| (std::f64::consts::PI * (u - 0.5)).tan() as f32)
+        .collect();
+    let s = both(&d, None, &ClipOptions::workshop(3.0));
+    assert!(s.iterations > 12, "{s:?}");
+    let s = both(
+        &d,
+        None,
+        &ClipOptions {
+            maxiters: Some(10),
+            ..ClipOptions::default()
+        },
+    );
+    assert_eq!(s.iterations, 10);
+    // maxiters 0: the statistics of every finite value.
+    let s = both(
+        &d,
+        None,
+        &ClipOptions {
+            maxiters: Some(0),
+            ..ClipOptions::default()
+        },
+    );
+    assert_eq!((s.iterations, s.n_kept), (0, d.len()));
+}

@@ -8,8 +8,10 @@
 //! so the kept set is the same; other dtypes use float64 bounds.
 //!
 //! GPU (float32 data): shaders/stats/clip.wgsl. The exact median is a radix
-//! select on ordered keys (three histogram passes, no sort); the sums are
-//! float-float (about 44 bits), reduced in f64 on the host.
+//! select on ordered keys (three histogram levels, no sort); the sums are
+//! float-float (about 44 bits), reduced in f64 on the host. One round is
+//! four passes (three over the data), all on the GPU; the host reads the
+//! state back once per batch of rounds.
 
 pub mod stream;
 
@@ -141,12 +143,17 @@ struct Params {
 }
 
 const PER_WG: usize = 8192;
-const BINS: usize = 2048;
-const STATE_WORDS: usize = 21;
-/// Passes of one round: sum_hist0, reduce1, select, 2 x (hist, select),
-/// min_above, finalize for one chunk; rounds per submission keep a
-/// recording within the engine's 64 timed passes.
-const PASSES_PER_ROUND: usize = 9;
+/// Histogram words: three levels of 2048 bins and the minimum above.
+const HIST_WORDS: usize = 3 * 2048 + 1;
+const STATE_WORDS: usize = 22;
+/// Timed passes one recording may hold (the engine's timestamp slots).
+const MAX_PASSES: usize = 64;
+/// Rounds recorded before the first look at the state: clipping until
+/// convergence typically takes 5-10 rounds (the workshop's 2048² image 8);
+/// rounds recorded after convergence still cost a few microseconds each
+/// (their kernels return at once), later batches are shorter.
+const FIRST_BATCH: usize = 8;
+const LATER_BATCH: usize = 4;
 
 /// Sigma-clipped statistics of float32 data on the GPU. `mask`: true =
 /// excluded, as in numpy masked arrays.
@@ -222,7 +229,7 @@ pub(crate) async fn clip_buffers(
     let outcome = async {
         let state = gpu.storage(4 * STATE_WORDS as u64, "clip state").await?;
         held.push(state.clone());
-        let hist = gpu.storage(4 * (BINS as u64 + 1), "clip histogram").await?;
+        let hist = gpu.storage(4 * HIST_WORDS as u64, "clip histogram").await?;
         held.push(hist.clone());
         let partials = gpu.storage(32 * n_partials as u64, "clip partials").await?;
         held.push(partials.clone());
@@ -231,14 +238,16 @@ pub(crate) async fn clip_buffers(
         init[1] = key_f32(f32::MAX);
         init[20] = shift.to_bits();
         gpu.upload(&state, bytemuck::cast_slice(&init));
-        gpu.upload(&hist, &vec![0u8; 4 * (BINS + 1)]);
+        let mut zero_hist = vec![0u32; HIST_WORDS];
+        zero_hist[HIST_WORDS - 1] = u32::MAX; // the minimum above: none yet
+        gpu.upload(&hist, bytemuck::cast_slice(&zero_hist));
         let flags =
             u32::from(options.cenfunc == CenFunc::Median) | (u32::from(options.strict) << 1);
-        let params = |count: usize, base: usize, pass: u32| {
+        let params = |count: usize, base: usize| {
             gpu.uniform(&Params {
                 count: count as u32,
                 base: base as u32,
-                pass,
+                pass: 0,
                 n_partials: n_partials as u32,
                 sigma_lower: sl as f32,
                 sigma_upper: su as f32,
@@ -248,77 +257,62 @@ pub(crate) async fn clip_buffers(
                 _pad: [0; 3],
             })
         };
-        // One uniform per (chunk, pass) and the global ones, made once.
-        let mut bases = Vec::new();
+        // One uniform per chunk and the global one, made once.
+        let mut chunk_params = Vec::new();
         let mut base = 0;
-        for c in lens {
-            bases.push(base);
+        for &c in lens {
+            chunk_params.push(params(c, base));
             base += c.div_ceil(PER_WG);
         }
-        let chunk_params: Vec<[wgpu::Buffer; 3]> = lens
-            .iter()
-            .zip(&bases)
-            .map(|(&c, &b)| [0, 1, 2].map(|pass| params(c, b, pass)))
-            .collect();
-        let global: [wgpu::Buffer; 3] = [0, 1, 2].map(|pass| params(0, 0, pass));
+        let global = params(0, 0);
         let pipe = |e: &str| gpu.pipeline(shaders::CLIP, e);
-        let (sum_hist0, reduce1) = (pipe("sum_hist0")?, pipe("reduce1")?);
-        let (hist_pass, select_bin, min_above, finalize) = (
-            pipe("hist_pass")?,
-            pipe("select_bin")?,
-            pipe("min_above")?,
-            pipe("finalize")?,
-        );
-        let rounds_per_submit = (64 / (PASSES_PER_ROUND + 4 * (lens.len() - 1))).max(1);
+        let per_value = [pipe("sum_hist0")?, pipe("hist1")?, pipe("hist2")?];
+        let finalize = pipe("finalize")?;
+        // A round: three passes per chunk and finalize, within the timed
+        // passes of one recording.
+        let passes_per_round = 3 * lens.len() + 1;
+        let fit = (MAX_PASSES / passes_per_round).max(1);
+        // At most maxiters + 1 rounds (the last one only measures).
+        let needed = options
+            .maxiters
+            .map_or(usize::MAX, |m| (m as usize).saturating_add(1));
         // Each round that does not stop removes at least one value: more
         // rounds than values means the kernels are not doing their work.
         let total: usize = lens.iter().sum();
         let mut rounds = 0usize;
         loop {
-            if rounds > total + rounds_per_submit + 1 {
+            let batch = if rounds == 0 {
+                FIRST_BATCH
+            } else {
+                LATER_BATCH
+            }
+            .min(fit)
+            .min(needed.saturating_sub(rounds).max(1));
+            if rounds > total + 2 {
                 return Err(Error::Device(format!(
                     "the clipping kernels did not converge after {rounds} rounds; please report this with the input"
                 )));
             }
-            rounds += rounds_per_submit;
+            rounds += batch;
             // A kernel the device rejects must fail the call, not loop on
             // stale state.
             let scope = gpu.device.push_error_scope(wgpu::ErrorFilter::Validation);
             let mut rec = gpu.recorder();
-            for _ in 0..rounds_per_submit {
-                let per_chunk = |rec: &mut crate::engine::Recorder<'_>,
-                                 pipeline: &wgpu::ComputePipeline,
-                                 pass: usize|
-                 -> Result<()> {
+            for _ in 0..batch {
+                for pipeline in &per_value {
                     for (k, c) in lens.iter().enumerate() {
                         rec.dispatch(
                             pipeline,
-                            &[&chunk_params[k][pass], &bufs[k], &state, &hist, &partials],
+                            &[&chunk_params[k], &bufs[k], &state, &hist, &partials],
                             (c.div_ceil(PER_WG) * 256) as u64,
                         )?;
                     }
-                    Ok(())
-                };
-                let one = |rec: &mut crate::engine::Recorder<'_>,
-                           pipeline: &wgpu::ComputePipeline,
-                           pass: usize,
-                           threads: u64|
-                 -> Result<()> {
-                    rec.dispatch(
-                        pipeline,
-                        &[&global[pass], &bufs[0], &state, &hist, &partials],
-                        threads,
-                    )
-                };
-                per_chunk(&mut rec, &sum_hist0, 0)?;
-                one(&mut rec, &reduce1, 0, 256)?;
-                one(&mut rec, &select_bin, 0, 256)?;
-                for pass in 1..3 {
-                    per_chunk(&mut rec, &hist_pass, pass)?;
-                    one(&mut rec, &select_bin, pass, 256)?;
                 }
-                per_chunk(&mut rec, &min_above, 0)?;
-                one(&mut rec, &finalize, 0, 1)?;
+                rec.dispatch(
+                    &finalize,
+                    &[&global, &bufs[0], &state, &hist, &partials],
+                    256,
+                )?;
             }
             let submitted = rec.submit().await;
             if let Some(e) = scope.pop().await {
