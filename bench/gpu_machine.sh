@@ -25,7 +25,7 @@ for part in "$@"; do
       python3 bench/segment_peers.py --gpuscope $G --repeat 5 --out $OUT >/dev/null
       # The same label inputs timed inside `gpuscope bench` (kernel + host to host).
       python3 bench/segment_peers.py --write-inputs /tmp/seg
-      $G bench --only label-sources,label-blobs-2d,label-blobs-3d --repeat 5 --inputs /tmp/seg \
+      $G bench --only kappa-sigma,label-sources,label-blobs-2d,label-blobs-3d --repeat 5 --inputs /tmp/seg \
         --json $OUT/ours_segment.json >/dev/null ;;
     slic)
       mkdir -p /tmp/slic
