@@ -266,7 +266,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                      stream: &RunStream<'_, u32>|
          -> CliResult {
             if gpus.len() >= 2 {
-                let mut out = vec![0f32; stack.len()];
+                let mut out: Vec<f32> = gpuscope_core::stream::zeroed_output(stack.len());
                 crate::spread::spread_in_memory(
                     &gpus,
                     bytemuck::cast_slice(&stack),

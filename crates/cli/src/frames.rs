@@ -409,10 +409,10 @@ fn read_raw_batch(
         return Ok(None);
     }
     let len = count * shape[0] * shape[1];
-    // vec! of zeros is fresh memory the read fills once.
+    // Fresh memory the read fills once (huge pages where the OS gives them).
     let frame = match r.dtype() {
         gpuscope_io::DType::U16 => {
-            let mut v = vec![0u16; len];
+            let mut v: Vec<u16> = gpuscope_core::stream::zeroed_output(len);
             r.read_slab_raw(z, count, bytemuck::cast_slice_mut(&mut v))?;
             Frame {
                 batch: FrameBatch::U16(v),
@@ -420,7 +420,7 @@ fn read_raw_batch(
             }
         }
         gpuscope_io::DType::U32 => {
-            let mut v = vec![0u32; len];
+            let mut v: Vec<u32> = gpuscope_core::stream::zeroed_output(len);
             r.read_slab_raw(z, count, bytemuck::cast_slice_mut(&mut v))?;
             Frame {
                 batch: FrameBatch::U32(v),
@@ -428,7 +428,7 @@ fn read_raw_batch(
             }
         }
         gpuscope_io::DType::I32 => {
-            let mut v = vec![0i32; len];
+            let mut v: Vec<i32> = gpuscope_core::stream::zeroed_output(len);
             r.read_slab_raw(z, count, bytemuck::cast_slice_mut(&mut v))?;
             Frame {
                 batch: FrameBatch::I32(v),
