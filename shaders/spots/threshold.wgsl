@@ -293,32 +293,7 @@ fn erode(@builtin(global_invocation_id) gid: vec3<u32>,
         return;
     }
     let me = pixel(k);
-    var candidate = false;
-    var none = p.no_background == 1u;
-    if (p.no_background == 2u) {
-        none = seen == 0u;
-    }
-    if (me.y == 1u && state[k] == YES) {
-        if (none) {
-            candidate = p.far_if_none != 0u;
-        } else {
-            let r = k / p.w;
-            let c = k % p.w;
-            let d = p.ed - 1u;
-            let r0 = select(0u, r - d, r >= d);
-            let r1 = min(r + d, p.h - 1u);
-            let c0 = select(0u, c - d, c >= d);
-            let c1 = min(c + d, p.w - 1u);
-            candidate = true;
-            for (var rr = r0; rr <= r1; rr++) {
-                for (var cc = c0; cc <= c1; cc++) {
-                    if (state[rr * p.w + cc] == NO) {
-                        candidate = false;
-                    }
-                }
-            }
-        }
-    }
+    let candidate = is_candidate(k, me.y == 1u, no_background(seen));
     let background = me.y == 1u && !candidate && me.x < BIG;
     cls[k] = select(0u, 1u, candidate) | select(0u, 2u, background);
 }
@@ -539,6 +514,16 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
 // final test's window. Per pixel that reads the image and the state and
 // writes the answer: half the traffic of the two passes.
 
+// Whether nothing in the frame is background after the first test:
+// known on the host (no_background 0 or 1), or counted on the GPU (2:
+// `seen` = list[1] as read once per workgroup).
+fn no_background(seen: u32) -> bool {
+    if (p.no_background == 2u) {
+        return seen == 0u;
+    }
+    return p.no_background == 1u;
+}
+
 // erode's rule: valid, not background in the first test, and no
 // background pixel within Chebyshev distance ed - 1 (`none`: nothing in
 // the frame is background).
@@ -575,11 +560,7 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
         tile_flag = select(0u, atomicLoad(&list[1]), p.no_background == 2u);
         atomicStore(&tile_any, 0u);
     }
-    let seen = workgroupUniformLoad(&tile_flag);
-    var none = p.no_background == 1u;
-    if (p.no_background == 2u) {
-        none = seen == 0u;
-    }
+    let none = no_background(workgroupUniformLoad(&tile_flag));
     let o = tile_origin(wid, groups);
     let r = o.x + li / TW;
     let c = o.y + li % TW;

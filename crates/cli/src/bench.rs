@@ -282,44 +282,23 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         };
         // f32 samples travel as their raw bits (u32 words).
         let f32_tag = Samples::F32(&[]);
-        if want("median-stack") {
-            let fp = Footprint::size(3, &[1, 3, 3])?;
+        // median-stack, and stack-roundtrip: a one-element footprint, i.e.
+        // the stack up and down through the same streaming path with a
+        // trivial kernel (the bus limit of this path).
+        for (name, size) in [
+            ("median-stack", &[1usize, 3, 3][..]),
+            ("stack-roundtrip", &[1]),
+        ] {
+            if !want(name) {
+                continue;
+            }
+            let fp = Footprint::size(3, size)?;
             time(
-                "median-stack",
+                name,
                 8 * nz * n2,
                 &mut || {
                     split(
                         fp.reach()[0],
-                        &|g| {
-                            pollster::block_on(median::median_filter(
-                                g,
-                                Samples::F32(&stack),
-                                &shape,
-                                &fp,
-                                reflect,
-                            ))
-                        },
-                        &|g, sh, source, sink, progress| {
-                            pollster::block_on(median::median_filter_stream(
-                                g, f32_tag, sh, &fp, reflect, source, sink, progress,
-                            ))
-                        },
-                    )
-                },
-                None,
-            )?;
-        }
-        if want("stack-roundtrip") {
-            // A one-element footprint: the stack up and down through the
-            // same streaming path with a trivial kernel, i.e. the bus limit
-            // of this path.
-            let fp = Footprint::size(3, &[1])?;
-            time(
-                "stack-roundtrip",
-                8 * nz * n2,
-                &mut || {
-                    split(
-                        0,
                         &|g| {
                             pollster::block_on(median::median_filter(
                                 g,

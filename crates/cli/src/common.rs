@@ -48,6 +48,15 @@ impl Engine {
         }
     }
 
+    /// The engine of a command that opened its `--adapters` contexts and
+    /// runs on one of them: the first, or the usual adapter when none.
+    pub fn first_of(cli: &Cli, mut contexts: Vec<Gpu>) -> CliResult<Engine> {
+        if contexts.is_empty() {
+            return Engine::open(cli);
+        }
+        Ok(Engine::Gpu(Box::new(contexts.swap_remove(0))))
+    }
+
     pub fn name(&self) -> String {
         match self {
             Engine::Gpu(g) => g.summary().name,

@@ -103,11 +103,7 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
         }
     }
     let spread = cli.adapters.is_some();
-    let engine = match contexts.is_empty() {
-        true => Engine::open(cli)?,
-        false => Engine::Gpu(Box::new(contexts.swap_remove(0))),
-    };
-    drop(contexts);
+    let engine = Engine::first_of(cli, contexts)?;
     let reader = match &engine {
         Engine::Gpu(_) if stream_output(&args.output) => StackReader::open(&args.input)?,
         _ => None,
@@ -343,11 +339,7 @@ fn rank_filter(
         }
     }
     let spread = cli.adapters.is_some();
-    let engine = match contexts.is_empty() {
-        true => Engine::open(cli)?,
-        false => Engine::Gpu(Box::new(contexts.swap_remove(0))),
-    };
-    drop(contexts);
+    let engine = Engine::first_of(cli, contexts)?;
     let reader = match &engine {
         Engine::Gpu(_) if stream_output(output) => StackReader::open(input)?,
         _ => None,

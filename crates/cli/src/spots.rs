@@ -229,11 +229,7 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
         return spots_spread(&gpus, args, source, o, mask, out_json);
     }
     let spread = cli.adapters.is_some();
-    let engine = match contexts.is_empty() {
-        true => Engine::open(cli)?,
-        false => Engine::Gpu(Box::new(contexts.swap_remove(0))),
-    };
-    drop(contexts);
+    let engine = Engine::first_of(cli, contexts)?;
     let gpu = match &engine {
         Engine::Gpu(g) => Some(g.as_ref()),
         Engine::Cpu => None,
