@@ -3,7 +3,10 @@
 
 use gpuscope_core::filters::Output;
 use gpuscope_core::{Gpu, GpuOptions, Samples};
-use gpuscope_io::{Array, ArrayData, DType};
+use gpuscope_io::raw::RawLayout;
+use gpuscope_io::{Array, ArrayData, DType, Format, Image};
+use std::path::Path;
+use std::sync::OnceLock;
 
 use crate::Cli;
 
@@ -244,4 +247,62 @@ pub fn peak_rss_bytes() -> Option<u64> {
     let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
     let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kb * 1024)
+}
+
+/// The layout `--raw-shape`/`--raw-dtype` give every .raw input, if given.
+static RAW_FLAGS: OnceLock<Option<RawLayout>> = OnceLock::new();
+
+pub fn set_raw_layout(cli: &Cli) {
+    let layout = match (&cli.raw_shape, cli.raw_dtype) {
+        (Some(shape), Some(dtype)) => Some(RawLayout {
+            shape: shape.clone(),
+            dtype,
+            offset: cli.raw_offset.unwrap_or(0),
+            big_endian: cli.raw_byte_order.as_deref() == Some("big"),
+        }),
+        _ => None,
+    };
+    let _ = RAW_FLAGS.set(layout);
+}
+
+pub fn is_raw(path: &Path) -> bool {
+    gpuscope_io::format_from_name(&path.to_string_lossy()).is_ok_and(|f| f == Format::Raw)
+}
+
+/// The layout of the .raw file `path`: the flags, else its sidecar. Both
+/// present and different is an error rather than a guess.
+pub fn raw_layout(path: &Path) -> CliResult<RawLayout> {
+    let flags = RAW_FLAGS.get().cloned().flatten();
+    let sidecar = gpuscope_io::raw::read_sidecar(path)?;
+    match (flags, sidecar) {
+        (Some(f), Some(s)) if f != s => Err(Failure(format!(
+            "{}: --raw-shape/--raw-dtype say {:?} {} but its sidecar {} says {:?} {} \
+             (drop the flags, or fix or remove the sidecar)",
+            path.display(),
+            f.shape,
+            f.dtype.name(),
+            gpuscope_io::raw::sidecar_path(path).display(),
+            s.shape,
+            s.dtype.name()
+        ))),
+        (Some(layout), _) | (None, Some(layout)) => Ok(layout),
+        (None, None) if !path.exists() => Err(Failure(format!(
+            "{}: cannot open the file: it does not exist (check the path)",
+            path.display()
+        ))),
+        (None, None) => Err(Failure(format!(
+            "{}: a .raw file has no header, so its shape and dtype must be given \
+             (add --raw-shape Z,Y,X --raw-dtype uint16, or a sidecar {})",
+            path.display(),
+            gpuscope_io::raw::sidecar_path(path).display()
+        ))),
+    }
+}
+
+/// Reads an input file whole; .raw files with [`raw_layout`].
+pub fn read_image(path: &Path) -> CliResult<Image> {
+    if is_raw(path) {
+        return Ok(gpuscope_io::read_raw(path, &raw_layout(path)?)?);
+    }
+    Ok(gpuscope_io::read(path)?)
 }

@@ -145,7 +145,7 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             (shape, out_dtype, true)
         }
         _ => {
-            let image = gpuscope_io::read(&args.input)?;
+            let image = crate::common::read_image(&args.input)?;
             let input = image.array;
             if input.dtype() == DType::Bool && args.dtype.is_none() {
                 return Err(Failure(format!(
@@ -205,7 +205,7 @@ fn make_filter(args: &ConvolveArgs, ndim: usize) -> CliResult<Filter> {
     Ok(match (&args.gaussian, &args.kernel) {
         (Some(sigma), _) => Filter::gaussian(ndim, sigma, args.truncate)?,
         (None, Some(k)) => {
-            let kernel = gpuscope_io::read(k)?.array;
+            let kernel = crate::common::read_image(k)?.array;
             let w = kernel.to_f64_vec();
             if args.correlate {
                 Filter::correlate(ndim, &w, &kernel.shape)?
@@ -274,7 +274,7 @@ pub fn median(cli: &Cli, args: &MedianArgs) -> CliResult {
         Ok(match (&args.size, &args.footprint) {
             (Some(size), _) => Footprint::size(ndim, size)?,
             (None, Some(path)) => {
-                let f = gpuscope_io::read(path)?.array;
+                let f = crate::common::read_image(path)?.array;
                 let mask: Vec<bool> = f.to_f64_vec().iter().map(|&v| v != 0.0).collect();
                 Footprint::from_mask(ndim, &mask, &f.shape)?
             }
@@ -359,7 +359,7 @@ fn rank_filter(
             (shape, dtype, true)
         }
         _ => {
-            let image = gpuscope_io::read(input)?;
+            let image = crate::common::read_image(input)?;
             let op = op(image.array.ndim())?;
             let (shape, dtype) = (image.array.shape.clone(), image.array.dtype());
             rank_in_memory(&engine, &image.array, output, &op)?;
@@ -463,11 +463,11 @@ pub(crate) fn stream_output(path: &Path) -> bool {
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    matches!(ext.as_str(), "npy" | "tif" | "tiff")
+    matches!(ext.as_str(), "npy" | "raw" | "tif" | "tiff")
 }
 
 fn run_in_memory(engine: &Engine, input: &Path, output: &Path, op: &RankOp) -> CliResult {
-    let image = gpuscope_io::read(input)?;
+    let image = crate::common::read_image(input)?;
     rank_in_memory(engine, &image.array, output, op)
 }
 

@@ -97,7 +97,7 @@ impl FrameSource {
                     .ok_or_else(|| Failure(format!("{}: not a stack any more", name(path))))?;
                 (r.read(0, 1)?, format!("{}: frame 0", name(path)))
             }
-            Kind::Frame => (gpuscope_io::read(path)?.array, name(path)),
+            Kind::Frame => (crate::common::read_image(path)?.array, name(path)),
         };
         let shape = frame_shape(&array, &label)?;
         let first = packed(array, &label)?;
@@ -307,7 +307,7 @@ impl FrameSource {
     /// One 2-D file's frame.
     fn read_file(&self, path: &Path) -> CliResult<Frame> {
         let label = name(path);
-        let a = gpuscope_io::read(path)?.array;
+        let a = crate::common::read_image(path)?.array;
         self.check_shape(&a, &label)?;
         packed(a, &label)
     }

@@ -49,6 +49,32 @@ struct Cli {
     /// Device memory the operations may use at once (bytes, or with K/M/G).
     #[arg(long, global = true, value_name = "SIZE", value_parser = parse_size)]
     memory_budget: Option<u64>,
+    /// Shape of headerless .raw inputs, C order (e.g. 64,2048,2048); with
+    /// --raw-dtype. Without them a .raw input needs its sidecar
+    /// NAME.raw.json, which gpuscope writes beside every .raw output.
+    #[arg(
+        long,
+        global = true,
+        value_name = "N,N,..",
+        value_delimiter = ',',
+        requires = "raw_dtype"
+    )]
+    raw_shape: Option<Vec<usize>>,
+    /// Sample type of .raw inputs (numpy name: uint16, float32, ...).
+    #[arg(long, global = true, value_name = "DTYPE", value_parser = parse_dtype, requires = "raw_shape")]
+    raw_dtype: Option<DType>,
+    /// Bytes to skip at the start of .raw inputs (a foreign header).
+    #[arg(long, global = true, value_name = "BYTES", requires = "raw_shape")]
+    raw_offset: Option<u64>,
+    /// Byte order of .raw inputs.
+    #[arg(
+        long,
+        global = true,
+        value_name = "ORDER",
+        value_parser = ["little", "big"],
+        requires = "raw_shape"
+    )]
+    raw_byte_order: Option<String>,
     #[command(subcommand)]
     command: Command,
 }
@@ -144,6 +170,7 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> CliResult {
+    common::set_raw_layout(&cli);
     match &cli.command {
         Command::Info { file, json } => info(file, *json),
         Command::Devices { json } => devices(*json),
@@ -161,7 +188,7 @@ fn run(cli: Cli) -> CliResult {
 }
 
 fn info(file: &Path, json: bool) -> CliResult {
-    let image = gpuscope_io::read(file)?;
+    let image = common::read_image(file)?;
     let a = &image.array;
     let s = a.stats();
     let finite = |v: f64| {

@@ -145,7 +145,7 @@ pub struct SourcesCmd {
 /// luminance 0.2125 R + 0.7154 G + 0.0721 B (scikit-image's rgb2gray
 /// weights, on the stored values, alpha dropped); grey + alpha keeps grey.
 fn read_one_channel(path: &Path) -> CliResult<Array> {
-    let image = gpuscope_io::read(path)?;
+    let image = crate::common::read_image(path)?;
     let a = image.array;
     let colour = matches!(image.format, Format::Png | Format::Jpeg)
         && a.ndim() == 3
@@ -223,7 +223,7 @@ pub fn clip_cmd(cli: &Cli, args: &ClipCmd) -> CliResult {
     let a = read_one_channel(&args.input)?;
     let mask = match &args.mask {
         Some(p) => {
-            let m = gpuscope_io::read(p)?.array;
+            let m = crate::common::read_image(p)?.array;
             if m.shape != a.shape {
                 return Err(Failure(format!(
                     "the mask has shape {:?} but the image {:?}; give a mask of the image's shape",

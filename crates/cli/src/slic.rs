@@ -130,11 +130,11 @@ pub fn run_slic(engine: &Engine, a: &Array, p: &SlicParams) -> CliResult<Segment
 }
 
 pub fn slic_cmd(cli: &Cli, args: &SlicCmd) -> CliResult {
-    let a = gpuscope_io::read(&args.input)?.array;
+    let a = crate::common::read_image(&args.input)?.array;
     let mask = match &args.mask {
         None => None,
         Some(path) => {
-            let m = gpuscope_io::read(path)?.array;
+            let m = crate::common::read_image(path)?.array;
             let v: Vec<bool> = match &m.data {
                 ArrayData::Bool(v) => v.clone(),
                 _ => m.to_f64_vec().iter().map(|&x| x != 0.0).collect(),

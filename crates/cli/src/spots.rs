@@ -83,7 +83,7 @@ pub fn parse_kernel(s: &str) -> CliResult<[usize; 2]> {
 }
 
 fn read_mask(path: &Path, n: usize) -> CliResult<Vec<bool>> {
-    let a = gpuscope_io::read(path)?.array;
+    let a = crate::common::read_image(path)?.array;
     if a.len() != n {
         return Err(Failure(format!(
             "{}: the mask has {} values, a frame has {n}",
@@ -98,7 +98,7 @@ fn parse_gain(s: &str, n: usize) -> CliResult<Gain> {
     if let Ok(g) = s.trim().parse::<f64>() {
         return Ok(Gain::Scalar(g));
     }
-    let a = gpuscope_io::read(Path::new(s))?.array;
+    let a = crate::common::read_image(Path::new(s))?.array;
     if a.len() != n {
         return Err(Failure(format!(
             "{s}: the gain map has {} values, a frame has {n}",
@@ -478,7 +478,7 @@ pub fn bench_spots(
     let gpu = gpus[0];
     let spread = gpus.len() >= 2;
     let path = args.data.join("diffraction/dlsnxs2cbf_therm_0001.cbf.gz");
-    let a = gpuscope_io::read(&path)?.array;
+    let a = crate::common::read_image(&path)?.array;
     let (h, w) = (a.shape[0], a.shape[1]);
     let ArrayData::I32(frame) = a.data else {
         return Err(Failure(format!(

@@ -52,7 +52,7 @@ pub type RunStream<'a, W> = dyn Fn(
 
 /// How many of `contexts` a stack of `nz` slices is split over: ranges at
 /// least as long as the halo (shorter ones would mostly recompute halo),
-/// and only for .npy output (TIFF pages are written in order: one
+/// and only for .npy or .raw output (TIFF pages are written in order: one
 /// context), and never with `wrap` across z.
 /// Waits for every worker thread of one spread run; a thread that panicked
 /// becomes a failure, not a crash.
@@ -69,16 +69,16 @@ pub fn join_workers<T>(
 }
 
 pub fn parts(contexts: usize, nz: usize, halo: usize, output: &Path, wrap: bool) -> usize {
-    let npy = output
+    let at_offsets = output
         .extension()
-        .is_some_and(|e| e.to_string_lossy().eq_ignore_ascii_case("npy"));
-    if !npy || (wrap && halo > 0) {
+        .is_some_and(|e| e.eq_ignore_ascii_case("npy") || e.eq_ignore_ascii_case("raw"));
+    if !at_offsets || (wrap && halo > 0) {
         return 1;
     }
     contexts.min(nz / halo.max(1)).max(1)
 }
 
-/// Filters the stack at `input` into `output` (.npy of `out_dtype`) on
+/// Filters the stack at `input` into `output` (.npy or .raw of `out_dtype`) on
 /// every GPU of `gpus`, one z-range each.
 #[allow(clippy::too_many_arguments)]
 pub fn spread_stack<W: Send>(
@@ -94,7 +94,11 @@ pub fn spread_stack<W: Send>(
 ) -> CliResult<Vec<Share>> {
     let nz = shape[0];
     let ranges = split_ranges(nz, gpus.len());
-    let writer = NpySlabWriter::create(output, shape.to_vec(), out_dtype)?;
+    let writer = if crate::common::is_raw(output) {
+        NpySlabWriter::create_raw(output, shape.to_vec(), out_dtype)?
+    } else {
+        NpySlabWriter::create(output, shape.to_vec(), out_dtype)?
+    };
     let plane: usize = shape[1..].iter().product();
     let progress = Mutex::new((
         ProgressBar::new(plane * out_dtype.size_bytes()),

@@ -1,5 +1,5 @@
-//! Disk-to-disk streaming of stacks: .npy and multi-page TIFF read slice by
-//! slice and written slice by slice, so a stack larger than memory never
+//! Disk-to-disk streaming of stacks: .npy, headerless .raw and multi-page
+//! TIFF read slice by slice and written slice by slice, so a stack larger than memory never
 //! sits in RAM. The core sees them as slice sources and sinks.
 
 use std::fs::File;
@@ -14,7 +14,7 @@ use gpuscope_io::npy::{NpyReader, NpyWriter};
 use gpuscope_io::tiff::{TiffStackReader, TiffStackWriter};
 use gpuscope_io::{Array, ArrayData, DType};
 
-use crate::common::{CliResult, Failure, samples};
+use crate::common::{CliResult, Failure, raw_layout, samples};
 
 /// A stack on disk read slice by slice.
 pub enum StackReader {
@@ -29,7 +29,7 @@ fn extension(path: &Path) -> String {
 }
 
 impl StackReader {
-    /// A reader when `path` is a 3-D .npy or a multi-page TIFF of 2-D pages;
+    /// A reader when `path` is a 3-D .npy or .raw or a multi-page TIFF of 2-D pages;
     /// `None` for anything better loaded whole.
     pub fn open(path: &Path) -> CliResult<Option<StackReader>> {
         Ok(Self::open_stack(path)?.filter(|r| r.dtype() != DType::Bool))
@@ -39,6 +39,8 @@ impl StackReader {
     pub fn open_stack(path: &Path) -> CliResult<Option<StackReader>> {
         let reader = match extension(path).as_str() {
             "npy" => StackReader::Npy(NpyReader::open(path)?),
+            // A headerless file is an npy file whose header is the layout.
+            "raw" => StackReader::Npy(NpyReader::open_raw(path, &raw_layout(path)?)?),
             "tif" | "tiff" => StackReader::Tiff(Box::new(TiffStackReader::open(path)?)),
             _ => return Ok(None),
         };
@@ -79,10 +81,12 @@ pub enum StackWriter {
 }
 
 impl StackWriter {
-    /// A writer when `path` is .npy or .tif; `None` for other formats.
+    /// A writer when `path` is .npy, .raw (with its sidecar) or .tif; `None`
+    /// for other formats.
     pub fn create(path: &Path, shape: &[usize], dtype: DType) -> CliResult<Option<StackWriter>> {
         Ok(Some(match extension(path).as_str() {
             "npy" => StackWriter::Npy(NpyWriter::create(path, shape.to_vec(), dtype)?),
+            "raw" => StackWriter::Npy(NpyWriter::create_raw(path, shape.to_vec(), dtype)?),
             "tif" | "tiff" => {
                 let bytes = shape.iter().product::<usize>() as u64 * dtype.size_bytes() as u64;
                 // Classic TIFF stops at 4 GiB.

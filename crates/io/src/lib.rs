@@ -1,5 +1,6 @@
 //! Pure-Rust readers and writers for scientific arrays: npy, TIFF (stacks),
-//! PNG/JPEG, CBF (diffraction) and FITS (primary HDU).
+//! PNG/JPEG, CBF (diffraction), FITS (primary HDU) and headerless raw
+//! arrays (shape and dtype from a sidecar or the caller).
 //!
 //! Everything that parses input is written for hostile files: declared sizes
 //! are checked against the bytes actually present before anything is
@@ -16,6 +17,7 @@ mod error;
 pub mod fits;
 pub mod npy;
 pub mod png;
+pub mod raw;
 pub mod tiff;
 
 pub use array::{Array, ArrayData, DType, Stats, checked_product};
@@ -34,6 +36,7 @@ pub enum Format {
     Jpeg,
     Cbf,
     Fits,
+    Raw,
 }
 
 impl Format {
@@ -45,6 +48,7 @@ impl Format {
             Format::Jpeg => "jpeg",
             Format::Cbf => "cbf",
             Format::Fits => "fits",
+            Format::Raw => "raw",
         }
     }
 }
@@ -68,12 +72,12 @@ impl Image {
     }
 }
 
-const EXTENSIONS: &str = ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts";
+const EXTENSIONS: &str = ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts .raw";
 
 /// The format named by a file name's extension (case-insensitive).
 pub fn format_from_name(name: &str) -> Result<Format> {
     let lower = name.to_ascii_lowercase();
-    let table: [(&str, Format); 11] = [
+    let table: [(&str, Format); 12] = [
         (".npy", Format::Npy),
         (".tif", Format::Tiff),
         (".tiff", Format::Tiff),
@@ -85,6 +89,7 @@ pub fn format_from_name(name: &str) -> Result<Format> {
         (".fits", Format::Fits),
         (".fit", Format::Fits),
         (".fts", Format::Fits),
+        (".raw", Format::Raw),
     ];
     table
         .iter()
@@ -114,11 +119,21 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Image> {
         Format::Jpeg => png::decode_jpeg(bytes),
         Format::Cbf => cbf::decode(bytes),
         Format::Fits => fits::decode(bytes),
+        Format::Raw => Err(raw_needs_layout()),
     };
     result.map_err(|e| e.in_file(name))
 }
 
-/// Encode an array as a complete file. Only npy, TIFF and PNG can be written.
+fn raw_needs_layout() -> IoError {
+    IoError::unsupported(
+        "a .raw file has no header, so its shape and dtype must be given",
+        "write them beside it in NAME.raw.json as {\"shape\": [64, 2048, 2048], \"dtype\": \"uint16\"}, \
+         or give gpuscope --raw-shape and --raw-dtype",
+    )
+}
+
+/// Encode an array as a complete file. Only npy, TIFF, PNG and raw (the
+/// samples alone; the layout is the caller's to keep) can be written.
 pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
     let name = format!("({} output)", format.name());
     if let Err(e) = array.validate() {
@@ -128,6 +143,12 @@ pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
         Format::Npy => Ok(npy::encode(array)),
         Format::Tiff => tiff::encode(array),
         Format::Png => png::encode_png(array),
+        Format::Raw => {
+            let mut bytes = Vec::with_capacity(array.len() * array.dtype().size_bytes());
+            npy::write_data(&mut bytes, &array.data)
+                .map_err(|e| IoError::io("cannot encode the samples", e))?;
+            Ok(bytes)
+        }
         Format::Jpeg | Format::Cbf | Format::Fits => Err(IoError::unsupported(
             format!("writing {} is not supported", format.name()),
             "write .npy, .tif or .png instead",
@@ -136,18 +157,32 @@ pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
     result.map_err(|e| e.in_file(&name))
 }
 
-/// Read a file; the format comes from the extension.
+/// Read a file; the format comes from the extension. A `.raw` file takes
+/// its layout from its sidecar (see [`raw`]).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read(path: &Path) -> Result<Image> {
     let name = path.to_string_lossy();
     // Check the name first so an unknown extension is reported without reading.
-    format_from_name(&name)?;
+    if format_from_name(&name)? == Format::Raw {
+        let layout = raw::read_sidecar(path)?.ok_or_else(|| raw_needs_layout().in_file(&name))?;
+        return read_raw(path, &layout);
+    }
     let bytes =
         std::fs::read(path).map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
     decode(&name, &bytes)
 }
 
-/// Write a file, format by extension. The data go to a temporary file in the
+/// Read a headerless file whole with the layout given.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read_raw(path: &Path, layout: &raw::RawLayout) -> Result<Image> {
+    Ok(Image {
+        array: raw::read(path, layout)?,
+        format: Format::Raw,
+        header: Vec::new(),
+    })
+}
+
+/// Write a file, format by extension (`.raw`: the samples and a sidecar). The data go to a temporary file in the
 /// same directory which is renamed over `path` only once complete, so a
 /// failure never leaves a partial output file.
 #[cfg(not(target_arch = "wasm32"))]
@@ -158,6 +193,7 @@ pub fn write(path: &Path, array: &Array) -> Result<()> {
     match format {
         // npy streams straight to disk: no second copy of a large array.
         Format::Npy => atomic::write_atomic(path, |w| npy::write_to(w, array)),
+        Format::Raw => raw::write(path, array),
         _ => {
             let bytes = encode(format, array).map_err(|mut e| {
                 e.file = error::display_name(&name);

@@ -556,6 +556,7 @@ mod stream {
     use super::*;
     use crate::atomic::TempFile;
     use crate::error::display_name;
+    use crate::raw::{RawLayout, write_sidecar};
     use std::fs::File;
     use std::io::{BufWriter, Read, Seek, SeekFrom};
     use std::path::Path;
@@ -571,6 +572,27 @@ mod stream {
         pub fn open(path: &Path) -> Result<NpyReader> {
             let name = display_name(&path.to_string_lossy());
             Self::open_inner(path).map_err(|e| e.in_file(&name))
+        }
+
+        /// Opens a headerless file described by `layout` (see [`crate::raw`]);
+        /// its size must match the layout exactly.
+        pub fn open_raw(path: &Path, layout: &RawLayout) -> Result<NpyReader> {
+            let name = display_name(&path.to_string_lossy());
+            (|| -> Result<NpyReader> {
+                let header = layout.header()?;
+                let file = File::open(path).map_err(|e| IoError::io("cannot open the file", e))?;
+                let file_len = file
+                    .metadata()
+                    .map_err(|e| IoError::io("cannot stat the file", e))?
+                    .len();
+                layout.check_file_len(file_len)?;
+                Ok(NpyReader {
+                    file,
+                    name: name.clone(),
+                    header,
+                })
+            })()
+            .map_err(|e| e.in_file(&name))
         }
 
         fn open_inner(path: &Path) -> Result<NpyReader> {
@@ -762,6 +784,8 @@ mod stream {
     pub struct NpyWriter {
         w: Option<BufWriter<File>>,
         tmp: Option<TempFile>,
+        /// Headerless output: the path whose sidecar `finish` writes.
+        raw: Option<std::path::PathBuf>,
         name: String,
         shape: Vec<usize>,
         dtype: DType,
@@ -770,6 +794,21 @@ mod stream {
 
     impl NpyWriter {
         pub fn create(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpyWriter> {
+            Self::create_with(path, shape, dtype, false)
+        }
+
+        /// A headerless (raw) file, its layout written to a sidecar on
+        /// `finish` (see [`crate::raw`]).
+        pub fn create_raw(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpyWriter> {
+            Self::create_with(path, shape, dtype, true)
+        }
+
+        fn create_with(
+            path: &Path,
+            shape: Vec<usize>,
+            dtype: DType,
+            raw: bool,
+        ) -> Result<NpyWriter> {
             let name = display_name(&path.to_string_lossy());
             (|| -> Result<NpyWriter> {
                 if shape.is_empty() {
@@ -783,11 +822,14 @@ mod stream {
                     .ok_or_else(|| IoError::too_large(format!("shape {shape:?} is too large")))?;
                 let (tmp, file) = TempFile::create(path)?;
                 let mut w = BufWriter::new(file);
-                w.write_all(&header_bytes(&shape, dtype))
-                    .map_err(|e| IoError::io("cannot write the file", e))?;
+                if !raw {
+                    w.write_all(&header_bytes(&shape, dtype))
+                        .map_err(|e| IoError::io("cannot write the file", e))?;
+                }
                 Ok(NpyWriter {
                     w: Some(w),
                     tmp: Some(tmp),
+                    raw: raw.then(|| path.to_path_buf()),
                     name: name.clone(),
                     shape,
                     dtype,
@@ -856,8 +898,16 @@ mod stream {
                 .in_file(&name));
             }
             match (self.tmp.take(), self.w.take()) {
-                (Some(tmp), Some(w)) => tmp.commit(w).map_err(|e| e.in_file(&name)),
-                _ => Err(IoError::invalid("the writer is already finished", "").in_file(&name)),
+                (Some(tmp), Some(w)) => tmp.commit(w).map_err(|e| e.in_file(&name))?,
+                _ => {
+                    return Err(
+                        IoError::invalid("the writer is already finished", "").in_file(&name)
+                    );
+                }
+            }
+            match &self.raw {
+                Some(path) => write_sidecar(path, &RawLayout::new(self.shape.clone(), self.dtype)),
+                None => Ok(()),
             }
         }
     }
@@ -872,11 +922,28 @@ mod stream {
         shape: Vec<usize>,
         dtype: DType,
         header: u64,
+        /// Headerless output: the path whose sidecar `finish` writes.
+        raw: Option<std::path::PathBuf>,
         written: std::sync::atomic::AtomicUsize,
     }
 
     impl NpySlabWriter {
         pub fn create(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpySlabWriter> {
+            Self::create_with(path, shape, dtype, false)
+        }
+
+        /// A headerless (raw) file, its layout written to a sidecar on
+        /// `finish` (see [`crate::raw`]).
+        pub fn create_raw(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpySlabWriter> {
+            Self::create_with(path, shape, dtype, true)
+        }
+
+        fn create_with(
+            path: &Path,
+            shape: Vec<usize>,
+            dtype: DType,
+            raw: bool,
+        ) -> Result<NpySlabWriter> {
             let name = display_name(&path.to_string_lossy());
             (|| -> Result<NpySlabWriter> {
                 if shape.is_empty() {
@@ -889,7 +956,11 @@ mod stream {
                     .and_then(|n| n.checked_mul(dtype.size_bytes()))
                     .ok_or_else(|| IoError::too_large(format!("shape {shape:?} is too large")))?;
                 let (tmp, mut file) = TempFile::create(path)?;
-                let header = header_bytes(&shape, dtype);
+                let header = if raw {
+                    Vec::new()
+                } else {
+                    header_bytes(&shape, dtype)
+                };
                 file.write_all(&header)
                     .and_then(|()| file.set_len((header.len() + data) as u64))
                     .map_err(|e| IoError::io("cannot write the file", e))?;
@@ -900,6 +971,7 @@ mod stream {
                     shape,
                     dtype,
                     header: header.len() as u64,
+                    raw: raw.then(|| path.to_path_buf()),
                     written: std::sync::atomic::AtomicUsize::new(0),
                 })
             })()
@@ -957,7 +1029,11 @@ mod stream {
             let name = self.name;
             self.tmp
                 .commit_file(self.file)
-                .map_err(|e| e.in_file(&name))
+                .map_err(|e| e.in_file(&name))?;
+            match &self.raw {
+                Some(path) => write_sidecar(path, &RawLayout::new(self.shape, self.dtype)),
+                None => Ok(()),
+            }
         }
     }
 
