@@ -120,10 +120,7 @@ fn parse_mode(s: &str) -> Result<Mode, String> {
 }
 
 fn parse_dtype(s: &str) -> Result<DType, String> {
-    use DType::*;
-    [Bool, U8, U16, U32, U64, I8, I16, I32, I64, F32, F64]
-        .into_iter()
-        .find(|d| d.name() == s)
+    DType::from_name(s)
         .ok_or_else(|| format!("unknown dtype '{s}' (use a numpy name such as uint8 or float32)"))
 }
 

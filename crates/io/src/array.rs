@@ -32,6 +32,11 @@ impl DType {
         DType::F64,
     ];
 
+    /// The dtype of a numpy name (`uint16`, `float32`, ...).
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
     /// numpy's name for the dtype.
     pub fn name(&self) -> &'static str {
         match self {

@@ -24,20 +24,6 @@ pub struct RawLayout {
     pub big_endian: bool,
 }
 
-const DTYPES: [DType; 11] = [
-    DType::Bool,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-    DType::U64,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::F32,
-    DType::F64,
-];
-
 impl RawLayout {
     /// Little-endian samples from the first byte: what gpuscope writes.
     pub fn new(shape: Vec<usize>, dtype: DType) -> RawLayout {
@@ -141,7 +127,7 @@ impl RawLayout {
             .ok_or_else(|| bad("\"shape\" must hold non-negative integers".into()))?;
         let dtype = v["dtype"]
             .as_str()
-            .and_then(parse_dtype)
+            .and_then(DType::from_name)
             .ok_or_else(|| bad(format!("unknown \"dtype\" {}", v["dtype"])))?;
         if v.get("order").is_some_and(|o| o != "C") {
             return Err(bad("only C order (\"order\": \"C\") is supported".into()));
@@ -166,11 +152,6 @@ impl RawLayout {
         layout.data_bytes()?;
         Ok(layout)
     }
-}
-
-/// A numpy dtype name (`uint16`, `float32`, ...).
-pub fn parse_dtype(name: &str) -> Option<DType> {
-    DTYPES.into_iter().find(|d| d.name() == name)
 }
 
 /// Decodes a whole raw file held in memory.
