@@ -179,7 +179,8 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         ),
         (4 * (window_max(setup.options) as u64 + 1), "spots factors"),
         (px, "spots state"),
-        (px, "spots classes"),
+        // Only the per-pixel erode and final test keep classes.
+        (if tiled(setup.options) { 4 } else { px }, "spots classes"),
         (px, "spots strong"),
         (
             4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY + STRONG_CAP) as u64,
@@ -416,8 +417,7 @@ fn dispatch_threshold(
 ) -> Result<()> {
     let set = threshold_set(params, b);
     let refs: Vec<&wgpu::Buffer> = set.iter().collect();
-    let [ky, kx] = s.options.kernel_size;
-    let tiled = ky.max(kx) + 2 <= TILE_HALO;
+    let tiled = tiled(s.options);
     let (entry, threads) = match entry {
         "first" | "erode_final" if tiled => {
             let tiles = s.h.div_ceil(TILE_ROWS) * s.w.div_ceil(TILE_WIDTH);
@@ -446,6 +446,13 @@ fn dispatch_threshold(
 const TILE_WIDTH: usize = 16;
 const TILE_ROWS: usize = 16;
 const TILE_HALO: usize = 7;
+
+/// Whether the tiled kernels serve these options (their halo holds the
+/// window plus the final test's 2).
+fn tiled(options: &SpotOptions) -> bool {
+    let [ky, kx] = options.kernel_size;
+    ky.max(kx) + 2 <= TILE_HALO
+}
 
 /// The slow, exact path of one frame whose image is already on the GPU:
 /// each test, then the host's f64 decisions for the undecided pixels.
