@@ -6,7 +6,9 @@
 //
 // median_network: the footprint is compiled into the shader as a pruned
 // sorting network; crates/core/src/filters/median.rs writes the body of
-// `network_select` between the GENERATED markers (small footprints). Larger
+// `network_select` between the GENERATED markers (small footprints), and
+// for footprints of 10 or more elements a `median_network_tile` entry that
+// reads the windows of its 32 x 8 outputs from one workgroup tile. Larger
 // footprints use median_search.wgsl, appended to this file.
 
 struct Params {

@@ -79,6 +79,48 @@ fn median_equals_reference_for_every_dtype_and_mode() {
 }
 
 #[test]
+fn workgroup_tiles_equal_the_reference_at_every_edge() {
+    // At least 32 x 8 outputs per slice: the grid entries run, from the
+    // workgroup tile for footprints of 10 elements or more where it fits
+    // (x and y not multiples of 32 and 8, so the last tiles are partial);
+    // the 49-tall column fills a 64-bit tile to 14 KiB; 3x3 and 49 along z
+    // (too large a tile) take the plain grid entry.
+    let shape = [3, 45, 70];
+    let n = 3 * 45 * 70;
+    let mut cross = Footprint::from_mask(
+        2,
+        &[false, true, false, true, true, true, false, true, false],
+        &[3, 3],
+    )
+    .unwrap();
+    cross.offsets.pop(); // even count: the upper median, off-centre
+    let footprints = [
+        Footprint::size(3, &[1, 3, 3]).unwrap(),
+        Footprint::size(3, &[1, 7, 7]).unwrap(),
+        Footprint::size(3, &[1, 4, 6]).unwrap(),
+        Footprint::size(3, &[3, 3, 3]).unwrap(),
+        Footprint::size(3, &[1, 49, 1]).unwrap(),
+        Footprint::size(3, &[49, 1, 1]).unwrap(),
+    ];
+    for (i, input) in dtypes(n, 17).iter().enumerate() {
+        for (k, fp) in footprints.iter().enumerate() {
+            // Every mode on the 3x3 and 7x7 windows, one per dtype otherwise.
+            let modes: Vec<Mode> = if k < 2 {
+                MODES.to_vec()
+            } else {
+                vec![MODES[(i + k) % MODES.len()]]
+            };
+            for mode in modes {
+                median_both(gpu(), input, &shape, fp, Boundary { mode, cval: 3.0 });
+            }
+        }
+    }
+    let v = dtypes(45 * 70, 4);
+    median_both(gpu(), &v[5], &[45, 70], &cross, Boundary::default());
+    median_both(gpu(), &v[6], &[45, 70], &cross, Boundary::default());
+}
+
+#[test]
 fn large_footprints_use_the_search_kernel_and_agree() {
     let fp = Footprint::size(2, &[9, 7]).unwrap();
     assert!(fp.len() > NETWORK_MAX);
