@@ -137,10 +137,15 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     let image = uniform(n2, 0);
     let reflect = Boundary::default();
     // Bring the GPU out of its idle clocks before anything is timed, and
-    // again before each resident timing: the host-bound stack workloads
-    // leave it idle long enough to clock down (measured on an H200: the
-    // same Gaussian kernel 0.06 ms hot, 0.29 ms after the stacks).
-    let fp3 = Footprint::size(2, &[3])?;
+    // again before each resident timing: after about two seconds of light
+    // use (the host-bound stack workloads, a pause) the driver lowers the
+    // SM clock step by step, 1980 to 345 MHz on an H200 (nvidia-smi every
+    // 100 ms), and the same 3x3 median then takes 0.06-0.18 ms instead of
+    // 0.037. Warming with short kernels between uploads was not enough to
+    // bring it back (gauss-2 0.148 ms after the stacks in session 6): the
+    // warm-up keeps the GPU busy with 7x7 medians, 100 back to back per
+    // upload.
+    let fp7 = Footprint::size(2, &[7])?;
     let hot = |seconds: f64| -> CliResult {
         let warm = |gpu: &Gpu| -> CliResult {
             let t = std::time::Instant::now();
@@ -149,9 +154,9 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                     gpu,
                     &image,
                     &[2048, 2048],
-                    &fp3,
+                    &fp7,
                     reflect,
-                    20,
+                    100,
                 ))?;
             }
             Ok(())
