@@ -50,10 +50,6 @@ pub type RunStream<'a, W> = dyn Fn(
     + Sync
     + 'a;
 
-/// How many of `contexts` a stack of `nz` slices is split over: ranges at
-/// least as long as the halo (shorter ones would mostly recompute halo),
-/// and only for .npy or .raw output (TIFF pages are written in order: one
-/// context), and never with `wrap` across z.
 /// Waits for every worker thread of one spread run; a thread that panicked
 /// becomes a failure, not a crash.
 pub fn join_workers<T>(
@@ -68,6 +64,10 @@ pub fn join_workers<T>(
         .collect()
 }
 
+/// How many of `contexts` a stack of `nz` slices is split over: ranges at
+/// least as long as the halo (shorter ones would mostly recompute halo),
+/// and only for .npy or .raw output (TIFF pages are written in order: one
+/// context), and never with `wrap` across z.
 pub fn parts(contexts: usize, nz: usize, halo: usize, output: &Path, wrap: bool) -> usize {
     let at_offsets = output
         .extension()

@@ -1,6 +1,7 @@
 //! Disk-to-disk streaming of stacks: .npy, headerless .raw and multi-page
-//! TIFF read slice by slice and written slice by slice, so a stack larger than memory never
-//! sits in RAM. The core sees them as slice sources and sinks.
+//! TIFF read slice by slice and written slice by slice, so a stack larger
+//! than memory never sits in RAM. The core sees them as slice sources and
+//! sinks.
 
 use std::fs::File;
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
