@@ -1072,7 +1072,7 @@ mod tests {
         let deep = Footprint::size(3, &[49, 1, 1]).unwrap();
         assert_eq!(tile_extent(&deep, 4), None); // 32 x 8 x 49 keys
         let src = network_source(&deep, shaders::MEDIAN32, 4);
-        assert!(!src.contains("median_network_tile"));
+        assert!(!src.contains("fn median_network_tile"));
         assert_eq!(
             tile_extent(&Footprint::size(2, &[7]).unwrap(), 4),
             Some([38, 14, 1])
