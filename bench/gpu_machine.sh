@@ -13,6 +13,11 @@ set -uo pipefail
 OUT=${OUT:?set OUT}
 G=.device/gpuscope
 export NODEVICE_SELECT=1 PYTHONUNBUFFERED=1
+# The SM and memory clocks every 200 ms of the call, to check that timings
+# were taken at full clocks (the driver lowers them after ~2 s of light use).
+nvidia-smi --query-gpu=timestamp,clocks.sm,clocks.mem --format=csv -lms 200 \
+  > $OUT/clocks.csv 2>/dev/null &
+CLOCKS=$!
 # The first process on a cold GPU runs slower (clocks ramp up): a throwaway run.
 $G bench --only gauss-2 --repeat 3 >/dev/null 2>&1
 for part in "$@"; do
@@ -43,5 +48,6 @@ for part in "$@"; do
         --out $OUT >/dev/null ;;
   esac
 done
+kill $CLOCKS 2>/dev/null
 ls $OUT
 python3 bench/report.py $OUT > $OUT/table.md   # the side-by-side table of this call

@@ -42,6 +42,11 @@ fn add2(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
     return vec2<u32>(lo, a.y + b.y + select(0u, 1u, lo < a.x));
 }
 
+// 64-bit (low, high) a - b for a >= b.
+fn sub2(a: vec2<u32>, b: vec2<u32>) -> vec2<u32> {
+    return vec2<u32>(a.x - b.x, a.y - b.y - select(0u, 1u, a.x < b.x));
+}
+
 // 96-bit (w0, w1, w2) arithmetic; callers keep every value below 2^96.
 fn add3(a: vec3<u32>, b: vec3<u32>) -> vec3<u32> {
     let s0 = a.x + b.x;

@@ -50,7 +50,7 @@ const ENTRY: u32 = 6u;                // k, m, x lo, x hi, y lo, y hi
 // (at LIST_HEAD + 2 * list_cap * ENTRY), up to strong_cap of them.
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> image: array<u32>;
+@group(0) @binding(1) var<storage, read> image: array<vec4<u32>>; // 16-byte loads for the tiles
 @group(0) @binding(2) var<storage, read> mask: array<u32>;     // one byte per pixel, 0 = masked
 @group(0) @binding(3) var<storage, read> gains: array<f32>;
 @group(0) @binding(4) var<storage, read> factors: array<f32>;  // per window count m
@@ -62,14 +62,15 @@ const ENTRY: u32 = 6u;                // k, m, x lo, x hi, y lo, y hi
 // Keeps every binding in each entry point's layout (the condition never holds).
 fn keep() {
     if (p.h == 0xffffffffu) {
-        state[0] = image[0] + mask[0] + u32(gains[0] + factors[0]) + cls[0] + strong[0];
+        state[0] = image[0].x + mask[0] + u32(gains[0] + factors[0]) + cls[0] + strong[0];
         atomicAdd(&list[0], 0u);
     }
 }
 
 // (value, valid): valid = not masked by the mask nor by the detector.
 fn pixel(k: u32) -> vec2<u32> {
-    let u = unpack(image[word_of(k, p.fmt)], k, p.fmt);
+    let word = word_of(k, p.fmt);
+    let u = unpack(image[word >> 2u][word & 3u], k, p.fmt);
     var ok = u.y == 0u;
     if (p.has_mask != 0u && ((mask[k >> 2u] >> (8u * (k & 3u))) & 0xffu) == 0u) {
         ok = false;
@@ -358,47 +359,87 @@ fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
 }
 
 // ---- Tiled versions of `first` and (further down) `erode` + `final_test`
-// for half-widths up to TH (the common case): a workgroup loads a 16 x 16
-// tile of output pixels plus its halo into workgroup memory once, sums each input row over the
-// window's width, then each thread sums its column of row sums: separable
-// and exact (the same integers as the loops above, in another order).
-// (16 x 16 measured faster than 32 x 8 on an H100: fewer halo rows.)
-// Tiles whose pixels are all below 2^12 (most of a diffraction frame) sum
-// squares in single 32-bit words: 15 x 15 squares of 2^12 stay below 2^32.
-// The final test skips tiles without a candidate above the global
-// threshold (most of them) after one read of the tile's own pixels.
-// (Measured and not kept, H200, Eiger frame: `first` by 256-column strips
-// walking down 32 rows with sliding sums, 0.92 ms, and by 64 x 16 tiles of
-// 4 outputs per thread with sliding sums, 1.12 ms, against 0.535 ms here.)
+// for half-widths up to FH / TH (the common case): a workgroup loads a
+// tile of output pixels plus its halo into workgroup memory once, sums each
+// input row over the window's width, then sums columns of row sums:
+// separable and exact (the same integers as the loops above, in another
+// order). Tiles whose pixels are all below 2^12 (most of a diffraction
+// frame) sum squares in single 32-bit words: 11 x 11 squares of 2^12 stay
+// below 2^32. The final test skips tiles without a candidate above the
+// global threshold (most of them) after one read of the tile's own pixels.
+// `first_tiled` (H200, Eiger frame, GPU time): 16 x 16 tiles, one output
+// per thread, runtime window loops and 4-byte loads took 0.535 ms; 16-byte
+// loads alone 0.478, window sizes as pipeline constants alone 0.493. The
+// 32 x 32 tiles below have each thread slide down 4 outputs of a column.
+// (Measured and not kept before the window sizes were constants: 256-column
+// strips walking down 32 rows, 0.92 ms; 64 x 16 tiles of 4 outputs per
+// thread with sliding sums, 1.12 ms.)
 
-const TW: u32 = 16u;           // tile width
-const TR: u32 = 16u;           // tile rows
-const TH: u32 = 7u;            // largest half-width of the tiled kernels
-const IW: u32 = 30u;           // TW + 2 TH
+const TW: u32 = 16u;           // erode_final's tile width
+const TR: u32 = 16u;           // erode_final's tile rows
+const TH: u32 = 7u;            // largest half-width of erode_final's window
+const FW: u32 = 32u;           // first_tiled's tile width (a column per thread)
+const FR: u32 = 32u;           // first_tiled's tile rows
+const FPT: u32 = 4u;           // first_tiled's outputs per thread, down a column
+const SW: u32 = 42u;           // row stride of tile_v: FW + 2 * 5
+const IW: u32 = 30u;           // row stride of tile_e: TW + 2 TH
 const NONE: u32 = 0xffffffffu; // not in the sums
 const SMALL: u32 = 4096u;      // 2^12
-var<workgroup> tile_v: array<u32, 900>;  // (TW + 2 TH) * (TR + 2 TH)
-var<workgroup> row_a: array<u32, 480>;   // (TR + 2 TH) * TW: m, or m << 16 | x
-var<workgroup> row_b: array<u32, 480>;   // x, or y (small tiles)
-var<workgroup> row_c: array<u32, 480>;   // y low word
-var<workgroup> row_d: array<u32, 480>;   // y high word
+// first_tiled's window half-widths (p.ky, p.kx, at most 5), fixed when the
+// pipeline is made so that the driver unrolls the window loops.
+override KY: u32 = 3u;
+override KX: u32 = 3u;
+// first_tiled's input tile and row sums.
+var<workgroup> tile_v: array<u32, 1764>;  // up to 42 rows of SW
+var<workgroup> rs_mx: array<u32, 1344>;   // row sums (42 rows of FW): m << 28 | x
+var<workgroup> rs_ylo: array<u32, 1344>;  // y low word
+var<workgroup> rs_yhi: array<u32, 1344>;  // y high word
+// erode_final's own, smaller ones: sharing first_tiled's arrays made it
+// 2.5x slower (0.147 -> 0.371 ms, H200), though it returns early in most
+// tiles.
+var<workgroup> tile_e: array<u32, 900>;   // (TW + 2 TH) rows of IW
+var<workgroup> re_m: array<u32, 480>;     // row sums (TR + 2 TH) * TW: m
+var<workgroup> re_x: array<u32, 480>;     // x
 var<workgroup> tile_any: atomic<u32>;  // a flag: large value / background / candidate
 var<workgroup> tile_flag: u32;
 
-fn tile_origin(wid: vec3<u32>, groups: vec3<u32>) -> vec2<u32> {
+fn tile_origin(wid: vec3<u32>, groups: vec3<u32>, tw: u32, tr: u32) -> vec2<u32> {
     let t = wid.x + wid.y * groups.x;
-    let tiles_x = (p.w + TW - 1u) / TW;
-    return vec2<u32>((t / tiles_x) * TR, (t % tiles_x) * TW);
+    let tiles_x = (p.w + tw - 1u) / tw;
+    return vec2<u32>((t / tiles_x) * tr, (t % tiles_x) * tw);
 }
 
-// Loads the tile's input (half-widths ky, kx) at row stride IW; `second`:
-// the final test's background pixels (valid, below 2^24, not candidates;
-// `none` as in is_candidate) instead of the first test's valid ones.
-// Returns the largest value loaded (0 when none).
-fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, second: bool, none: bool) -> u32 {
+// Loads first_tiled's input (half-widths ky, kx) at row stride SW: the
+// valid pixels below 2^24, NONE elsewhere. Returns the largest value
+// loaded (0 when none).
+fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
+    let iw = FW + 2u * kx;
+    let ih = FR + 2u * ky;
+    var top = 0u;
+    for (var row = li / FW; row < ih; row += 256u / FW) {
+        for (var col = li % FW; col < iw; col += FW) {
+            let rr = i32(o.x + row) - i32(ky);
+            let cc = i32(o.y + col) - i32(kx);
+            var s = NONE;
+            if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
+                let v = pixel(u32(rr) * p.w + u32(cc));
+                if (v.y == 1u && v.x < BIG) {
+                    s = v.x;
+                    top = max(top, s);
+                }
+            }
+            tile_v[row * SW + col] = s;
+        }
+    }
+    return top;
+}
+
+// Loads erode_final's tile of the final test's background (valid, below
+// 2^24, not candidates; `none` as in is_candidate) for half-widths ky, kx
+// at row stride IW.
+fn load_background_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, none: bool) {
     let iw = TW + 2u * kx;
     let ih = TR + 2u * ky;
-    var top = 0u;
     for (var row = li / TW; row < ih; row += 256u / TW) {
         for (var col = li % TW; col < iw; col += TW) {
             let rr = i32(o.x + row) - i32(ky);
@@ -407,17 +448,86 @@ fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, second: bool, none: bool) 
             if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
                 let q = u32(rr) * p.w + u32(cc);
                 let v = pixel(q);
-                if (v.y == 1u && v.x < BIG && !(second && is_candidate(q, true, none))) {
+                if (v.y == 1u && v.x < BIG && !is_candidate(q, true, none)) {
                     s = v.x;
                 }
             }
-            if (s != NONE) {
-                top = max(top, s);
+            tile_e[row * IW + col] = s;
+        }
+    }
+}
+
+// load_tile for the first test of one-word pixels without a mask file, by
+// 16-byte loads: each tile row is read as the aligned vectors covering its
+// pixels inside the image; cells outside the image are written NONE by
+// the thread owning their four columns.
+fn load_tile_wide(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
+    let iw = FW + 2u * kx;
+    let ih = FR + 2u * ky;
+    let nv = (iw + 6u) / 4u; // vectors per row, at most
+    let c0 = i32(o.y) - i32(kx);
+    let ca = max(c0, 0);
+    let cb = min(c0 + i32(iw) - 1, i32(p.w) - 1);
+    var top = 0u;
+    for (var t = li; t < ih * nv; t += 256u) {
+        let row = t / nv;
+        let slot = t % nv;
+        let rr = i32(o.x + row) - i32(ky);
+        let row_in = rr >= 0 && rr < i32(p.h);
+        for (var e = 0u; e < 4u; e++) {
+            let tc = 4u * slot + e;
+            let cc = c0 + i32(tc);
+            if (tc < iw && (!row_in || cc < ca || cc > cb)) {
+                tile_v[row * SW + tc] = NONE;
             }
-            tile_v[row * IW + col] = s;
+        }
+        if (row_in && ca <= cb) {
+            let rowbase = u32(rr) * p.w;
+            let fa = rowbase + u32(ca);
+            let fb = rowbase + u32(cb);
+            let vi = fa / 4u + slot;
+            if (vi <= fb / 4u) {
+                let q4 = image[vi];
+                for (var e = 0u; e < 4u; e++) {
+                    let f = 4u * vi + e;
+                    if (f >= fa && f <= fb) {
+                        let u = unpack(q4[e], f, p.fmt);
+                        var s = NONE;
+                        if (u.y == 0u && u.x < BIG) {
+                            s = u.x;
+                            top = max(top, s);
+                        }
+                        tile_v[row * SW + u32(i32(f - rowbase) - c0)] = s;
+                    }
+                }
+            }
         }
     }
     return top;
+}
+
+// Adds (`add`) or removes row j of the row sums to the window's sums.
+fn slide(j: u32, small: bool, add: bool, m: ptr<function, u32>, x: ptr<function, u32>,
+         y: ptr<function, vec2<u32>>) {
+    let mx = rs_mx[j];
+    let yl = rs_ylo[j];
+    if (add) {
+        *m += mx >> 28u;
+        *x += mx & 0x0fffffffu;
+        if (small) {
+            (*y).x += yl;
+        } else {
+            *y = add2(*y, vec2<u32>(yl, rs_yhi[j]));
+        }
+    } else {
+        *m -= mx >> 28u;
+        *x -= mx & 0x0fffffffu;
+        if (small) {
+            (*y).x -= yl;
+        } else {
+            *y = sub2(*y, vec2<u32>(yl, rs_yhi[j]));
+        }
+    }
 }
 
 @compute @workgroup_size(256)
@@ -425,14 +535,20 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(num_workgroups) groups: vec3<u32>,
                @builtin(local_invocation_index) li: u32) {
     keep();
-    let o = tile_origin(wid, groups);
+    let o = tile_origin(wid, groups, FW, FR);
     // A flag, set only by the threads that see a large value (later: by
     // the first background pixels), not an atomic from every thread.
     if (li == 0u) {
         atomicStore(&tile_any, 0u);
     }
     workgroupBarrier();
-    if (load_tile(o, li, p.ky, p.kx, false, false) >= SMALL) {
+    var top = 0u;
+    if (p.fmt != 1u && p.has_mask == 0u) {
+        top = load_tile_wide(o, li, KY, KX);
+    } else {
+        top = load_tile(o, li, KY, KX);
+    }
+    if (top >= SMALL) {
         atomicStore(&tile_any, 1u);
     }
     workgroupBarrier();
@@ -443,14 +559,14 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
     if (li == 0u) {
         atomicStore(&tile_any, 0u); // now: whether a pixel is background
     }
-    let ih = TR + 2u * p.ky;
-    let col = li % TW;
-    for (var row = li / TW; row < ih; row += 256u / TW) {
+    // Row sums of every input row for this thread's output column.
+    let col = li % FW;
+    for (var row = li / FW; row < FR + 2u * KY; row += 256u / FW) {
         var m = 0u;
         var x = 0u;
         var y = vec2<u32>(0u, 0u);
-        for (var d = 0u; d <= 2u * p.kx; d++) {
-            let s = tile_v[row * IW + col + d];
+        for (var d = 0u; d <= 2u * KX; d++) {
+            let s = tile_v[row * SW + col + d];
             if (s != NONE) {
                 m += 1u;
                 x += s;
@@ -461,43 +577,34 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
                 }
             }
         }
-        let j = row * TW + col;
-        if (small) {
-            row_a[j] = (m << 16u) | x;
-            row_b[j] = y.x;
-        } else {
-            row_a[j] = m;
-            row_b[j] = x;
-            row_c[j] = y.x;
-            row_d[j] = y.y;
-        }
+        let j = row * FW + col;
+        rs_mx[j] = (m << 28u) | x; // m <= 11, x < 11 * 2^24 < 2^28
+        rs_ylo[j] = y.x;
+        rs_yhi[j] = y.y;
     }
     workgroupBarrier();
-    let r = o.x + li / TW;
-    let c = o.y + col;
-    if (r < p.h && c < p.w) {
-        var m = 0u;
-        var x = vec2<u32>(0u, 0u);
-        var y = vec2<u32>(0u, 0u);
-        if (small) {
-            for (var d = 0u; d <= 2u * p.ky; d++) {
-                let j = (li / TW + d) * TW + col;
-                let mx = row_a[j];
-                m += mx >> 16u;
-                x.x += mx & 0xffffu;
-                y.x += row_b[j];
-            }
-        } else {
-            for (var d = 0u; d <= 2u * p.ky; d++) {
-                let j = (li / TW + d) * TW + col;
-                m += row_a[j];
-                x = add2(x, vec2<u32>(row_b[j], 0u));
-                y = add2(y, vec2<u32>(row_c[j], row_d[j]));
-            }
+    // FPT outputs down the column: the window's sums slide one row at a
+    // time (x < 121 * 2^24 and small tiles' y < 121 * 2^24 fit one word).
+    let r0 = (li / FW) * FPT;
+    var m = 0u;
+    var x = 0u;
+    var y = vec2<u32>(0u, 0u);
+    for (var d = 0u; d < 2u * KY; d++) {
+        slide((r0 + d) * FW + col, small, true, &m, &x, &y);
+    }
+    var background = false;
+    for (var i = 0u; i < FPT; i++) {
+        slide((r0 + i + 2u * KY) * FW + col, small, true, &m, &x, &y);
+        let r = o.x + r0 + i;
+        let c = o.y + col;
+        if (r < p.h && c < p.w) {
+            let b = decide_first(r * p.w + c, m, vec2<u32>(x, 0u), y);
+            background = background || b;
         }
-        if (decide_first(r * p.w + c, m, x, y) && atomicLoad(&tile_any) == 0u) {
-            atomicStore(&tile_any, 1u);
-        }
+        slide((r0 + i) * FW + col, small, false, &m, &x, &y);
+    }
+    if (background) {
+        atomicStore(&tile_any, 1u);
     }
     workgroupBarrier();
     if (li == 0u && atomicLoad(&tile_any) != 0u) {
@@ -561,7 +668,7 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
         atomicStore(&tile_any, 0u);
     }
     let none = no_background(workgroupUniformLoad(&tile_flag));
-    let o = tile_origin(wid, groups);
+    let o = tile_origin(wid, groups, TW, TR);
     let r = o.x + li / TW;
     let c = o.y + li % TW;
     let k = r * p.w + c;
@@ -588,21 +695,21 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
     // The final test's background over the widened window.
     let ky = p.ky + 2u;
     let kx = p.kx + 2u;
-    _ = load_tile(o, li, ky, kx, true, none);
+    load_background_tile(o, li, ky, kx, none);
     workgroupBarrier();
     let col = li % TW;
     for (var row = li / TW; row < TR + 2u * ky; row += 256u / TW) {
         var m = 0u;
         var x = 0u;
         for (var d = 0u; d <= 2u * kx; d++) {
-            let s = tile_v[row * IW + col + d];
+            let s = tile_e[row * IW + col + d];
             if (s != NONE) {
                 m += 1u;
                 x += s;
             }
         }
-        row_a[row * TW + col] = m;
-        row_b[row * TW + col] = x;
+        re_m[row * TW + col] = m;
+        re_x[row * TW + col] = x;
     }
     workgroupBarrier();
     if (wanted) {
@@ -610,8 +717,8 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
         var x = vec2<u32>(0u, 0u);
         for (var d = 0u; d <= 2u * ky; d++) {
             let j = (li / TW + d) * TW + col;
-            m += row_a[j];
-            x = add2(x, vec2<u32>(row_b[j], 0u));
+            m += re_m[j];
+            x = add2(x, vec2<u32>(re_x[j], 0u));
         }
         decide_final(k, v, m, x);
     }

@@ -470,7 +470,21 @@ impl Gpu {
 
     /// A compute pipeline for `entry` of `source`, built once per device.
     pub(crate) fn pipeline(&self, source: &str, entry: &str) -> Result<wgpu::ComputePipeline> {
-        let key = format!("{entry}@{:016x}", fingerprint(source));
+        self.pipeline_with(source, entry, &[])
+    }
+
+    /// `pipeline` with values for the shader's `override` constants (sizes
+    /// the driver can unroll loops over); one pipeline per set of values.
+    pub(crate) fn pipeline_with(
+        &self,
+        source: &str,
+        entry: &str,
+        constants: &[(&str, f64)],
+    ) -> Result<wgpu::ComputePipeline> {
+        let mut key = format!("{entry}@{:016x}", fingerprint(source));
+        for (name, value) in constants {
+            key.push_str(&format!(" {name}={value}"));
+        }
         let mut cache = self
             .pipelines
             .lock()
@@ -493,7 +507,8 @@ impl Gpu {
             // WebGPU); workgroup-array indices are bounded by construction
             // and every kernel is tested against its CPU twin on lavapipe
             // in this mode. Integer-division guards stay on.
-            // GPUSCOPE_CHECKED_SHADERS=1 restores every check.
+            // GPUSCOPE_CHECKED_SHADERS=1 restores every check (and the
+            // zeroing of workgroup memory, below).
             unsafe {
                 self.device.create_shader_module_trusted(
                     descriptor,
@@ -512,7 +527,16 @@ impl Gpu {
                 layout: None,
                 module: &module,
                 entry_point: Some(entry),
-                compilation_options: Default::default(),
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants,
+                    // Every kernel writes the workgroup memory it reads
+                    // before reading it (shaders/*: tiles, histograms,
+                    // scan partials; the generated median tile), so the
+                    // zeroing WebGPU prescribes is only cost here: with
+                    // 18 KB of tiles it tripled erode_final's time (H200).
+                    // Browsers zero it regardless.
+                    zero_initialize_workgroup_memory: self.checked_shaders,
+                },
                 cache: None,
             });
         cache.insert(key, pipeline.clone());

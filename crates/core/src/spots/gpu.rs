@@ -404,9 +404,9 @@ fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
 }
 
 /// Records one threshold kernel. "first" and "erode_final" (erode and
-/// final_test) run as their workgroup-tiled versions (16 x 16 pixels per
-/// workgroup) when the half-widths fit the tiles' halo (kernel_size up to
-/// 5: the final test widens it by 2, the tiles hold 7).
+/// final_test) run as their workgroup-tiled versions (32 x 32 and 16 x 16
+/// pixels per workgroup) when the half-widths fit the tiles' halo
+/// (kernel_size up to 5: the final test widens it by 2, its tiles hold 7).
 fn dispatch_threshold(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
@@ -419,14 +419,20 @@ fn dispatch_threshold(
     let refs: Vec<&wgpu::Buffer> = set.iter().collect();
     let tiled = tiled(s.options);
     let (entry, threads) = match entry {
-        "first" | "erode_final" if tiled => {
+        "first" if tiled => {
+            // The window's half-widths are the pipeline's constants.
+            let [ky, kx] = s.options.kernel_size;
+            let tiles = s.h.div_ceil(FIRST_TILE) * s.w.div_ceil(FIRST_TILE);
+            let pipeline = gpu.pipeline_with(
+                shaders::SPOTS_THRESHOLD,
+                "first_tiled",
+                &[("KY", ky as f64), ("KX", kx as f64)],
+            )?;
+            return rec.dispatch(&pipeline, &refs, (tiles * 256) as u64);
+        }
+        "erode_final" if tiled => {
             let tiles = s.h.div_ceil(TILE_ROWS) * s.w.div_ceil(TILE_WIDTH);
-            let name = if entry == "first" {
-                "first_tiled"
-            } else {
-                "erode_final"
-            };
-            (name, (tiles * 256) as u64)
+            ("erode_final", (tiles * 256) as u64)
         }
         // The per-pixel kernels: erode, then final_test.
         "erode_final" => {
@@ -442,7 +448,9 @@ fn dispatch_threshold(
     )
 }
 
-/// The tiled kernels' tile shape and largest halo (threshold.wgsl TW, TR, TH).
+/// first_tiled's square tiles (threshold.wgsl FW, FR); erode_final's tile
+/// shape and largest halo (TW, TR, TH).
+const FIRST_TILE: usize = 32;
 const TILE_WIDTH: usize = 16;
 const TILE_ROWS: usize = 16;
 const TILE_HALO: usize = 7;
