@@ -359,7 +359,8 @@ fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
 }
 
 // ---- Tiled versions of `first` and (further down) `erode` + `final_test`
-// for half-widths up to FH / TH (the common case): a workgroup loads a
+// for half-widths up to 5 (the common case; erode_final's window is 2
+// wider, up to TH): a workgroup loads a
 // tile of output pixels plus its halo into workgroup memory once, sums each
 // input row over the window's width, then sums columns of row sums:
 // separable and exact (the same integers as the loops above, in another
