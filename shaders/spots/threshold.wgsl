@@ -234,7 +234,7 @@ fn first(@builtin(global_invocation_id) gid: vec3<u32>,
             }
         }
     }
-    if (decide_first(k, m, x, y)) {
+    if (decide_first(k, pixel(k), m, x, y)) {
         mark_background();
     }
 }
@@ -249,8 +249,8 @@ fn mark_background() {
 
 // The first test of pixel k from its window sums; true when
 // dispersion_extended finds it background.
-fn decide_first(k: u32, m: u32, x: vec2<u32>, y: vec2<u32>) -> bool {
-    let me = pixel(k);
+// `me`: pixel(k).
+fn decide_first(k: u32, me: vec2<u32>, m: u32, x: vec2<u32>, y: vec2<u32>) -> bool {
     var out = NO;
     if (p.algorithm == 1u) {
         // Masked pixels count as non-background (they must not erode spots).
@@ -599,7 +599,15 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
         let r = o.x + r0 + i;
         let c = o.y + col;
         if (r < p.h && c < p.w) {
-            let b = decide_first(r * p.w + c, m, vec2<u32>(x, 0u), y);
+            // The pixel from the tile unless it holds NONE (masked, or
+            // 2^24 and above: read again).
+            let k = r * p.w + c;
+            let s = tile_v[(r0 + i + KY) * SW + col + KX];
+            var me = vec2<u32>(s, 1u);
+            if (s == NONE) {
+                me = pixel(k);
+            }
+            let b = decide_first(k, me, m, vec2<u32>(x, 0u), y);
             background = background || b;
         }
         slide((r0 + i) * FW + col, small, false, &m, &x, &y);
