@@ -240,8 +240,14 @@ fn first(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 // Records that some pixel is background (for the erosion's distance).
-// The tiled kernel marks once per workgroup, not once per pixel.
+// The tiled kernel marks once per workgroup, not once per pixel. Only
+// frames where DIALS' distance without background is short need the flag
+// (far_if_none 0: see is_candidate); elsewhere the tens of thousands of
+// workgroups would contend for one word (14 us of the Eiger frame, H200).
 fn mark_background() {
+    if (p.far_if_none != 0u) {
+        return;
+    }
     if (atomicLoad(&list[1]) == 0u) {
         atomicStore(&list[1], 1u);
     }
@@ -286,7 +292,10 @@ fn erode(@builtin(global_invocation_id) gid: vec3<u32>,
     keep();
     // One read of the background flag per workgroup, not one per pixel.
     if (li == 0u) {
-        tile_flag = select(0u, atomicLoad(&list[1]), p.no_background == 2u);
+        tile_flag = 0u;
+        if (p.no_background == 2u) {
+            tile_flag = atomicLoad(&list[1]);
+        }
     }
     let seen = workgroupUniformLoad(&tile_flag);
     let k = thread_index(gid, groups);
@@ -632,7 +641,10 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
 
 // Whether nothing in the frame is background after the first test:
 // known on the host (no_background 0 or 1), or counted on the GPU (2:
-// `seen` = list[1] as read once per workgroup).
+// `seen` = list[1] as read once per workgroup). The host passes 0 when
+// far_if_none is set: is_candidate's answer is then the same either way
+// (no background pixel at all is none within the window), and reading one
+// word from every workgroup cost 15 us of the Eiger frame's erode_final.
 fn no_background(seen: u32) -> bool {
     if (p.no_background == 2u) {
         return seen == 0u;
@@ -673,7 +685,10 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(local_invocation_index) li: u32) {
     keep();
     if (li == 0u) {
-        tile_flag = select(0u, atomicLoad(&list[1]), p.no_background == 2u);
+        tile_flag = 0u;
+        if (p.no_background == 2u) {
+            tile_flag = atomicLoad(&list[1]);
+        }
         atomicStore(&tile_any, 0u);
     }
     let none = no_background(workgroupUniformLoad(&tile_flag));

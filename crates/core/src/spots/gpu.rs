@@ -496,7 +496,10 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     if !extended {
         return Ok(true);
     }
-    p.no_background = u32::from(n_background + resolved_background == 0);
+    p.no_background = match p.far_if_none {
+        0 => u32::from(n_background + resolved_background == 0),
+        _ => 0, // the flag changes nothing (threshold.wgsl no_background)
+    };
     p.slot = 1;
     let params = gpu.uniform(&p);
     let mut rec = gpu.recorder();
@@ -572,7 +575,8 @@ fn dispatch_frame(
     if s.options.algorithm == Algorithm::DispersionExtended {
         let first = gpu.uniform(&p);
         p.slot = 1;
-        p.no_background = 2; // counted on the GPU by the first test
+        // Counted on the GPU by the first test, where it matters.
+        p.no_background = if p.far_if_none == 0 { 2 } else { 0 };
         let second = gpu.uniform(&p);
         dispatch_threshold(rec, gpu, "first", &first, b, s)?;
         dispatch_threshold(rec, gpu, "erode_final", &second, b, s)?;
