@@ -29,7 +29,7 @@ struct Params {
     thr: u32,         // v > global_threshold <=> v > thr (integer counts)
     thr_none: u32,    // 1: no count exceeds the global threshold
     ed: u32,          // erosion distance min(ky, kx)
-    no_background: u32, // 1: nothing is background after the first test; 2: read list[1]
+    _pad1: u32,
     far_if_none: u32, // DIALS' distance h + w + 1 >= ed when nothing is background
     list_cap: u32,
     slot: u32,        // undecided list: 0 first test (count list[0]), 1 final test (list[2])
@@ -46,7 +46,7 @@ const MARGIN: f32 = 1.52587890625e-5; // 2^-16
 const BIG: u32 = 16777216u;           // 2^24: left out of the sums
 const LIST_HEAD: u32 = 4u;
 const ENTRY: u32 = 6u;                // k, m, x lo, x hi, y lo, y hi
-// list[3] counts strong pixels, whose indices follow both undecided lists
+// list[1] is unused; list[3] counts strong pixels, whose indices follow both undecided lists
 // (at LIST_HEAD + 2 * list_cap * ENTRY), up to strong_cap of them.
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -234,29 +234,11 @@ fn first(@builtin(global_invocation_id) gid: vec3<u32>,
             }
         }
     }
-    if (decide_first(k, pixel(k), m, x, y)) {
-        mark_background();
-    }
+    decide_first(k, pixel(k), m, x, y);
 }
 
-// Records that some pixel is background (for the erosion's distance).
-// The tiled kernel marks once per workgroup, not once per pixel. Only
-// frames where DIALS' distance without background is short need the flag
-// (far_if_none 0: see is_candidate); elsewhere the tens of thousands of
-// workgroups would contend for one word (14 us of the Eiger frame, H200).
-fn mark_background() {
-    if (p.far_if_none != 0u) {
-        return;
-    }
-    if (atomicLoad(&list[1]) == 0u) {
-        atomicStore(&list[1], 1u);
-    }
-}
-
-// The first test of pixel k from its window sums; true when
-// dispersion_extended finds it background.
-// `me`: pixel(k).
-fn decide_first(k: u32, me: vec2<u32>, m: u32, x: vec2<u32>, y: vec2<u32>) -> bool {
+// The first test of pixel k (`me`: pixel(k)) from its window sums.
+fn decide_first(k: u32, me: vec2<u32>, m: u32, x: vec2<u32>, y: vec2<u32>) {
     var out = NO;
     if (p.algorithm == 1u) {
         // Masked pixels count as non-background (they must not erode spots).
@@ -272,13 +254,12 @@ fn decide_first(k: u32, me: vec2<u32>, m: u32, x: vec2<u32>, y: vec2<u32>) -> bo
     }
     if (p.algorithm == 1u) {
         state[k] = out;
-        return out == NO;
+        return;
     }
     strong[k] = out;
     if (out == YES) {
         append_strong(k);
     }
-    return false;
 }
 
 // dispersion_extended: candidates are valid non-background pixels at
@@ -287,23 +268,14 @@ fn decide_first(k: u32, me: vec2<u32>, m: u32, x: vec2<u32>, y: vec2<u32>) -> bo
 // the background of the final test.
 @compute @workgroup_size(256)
 fn erode(@builtin(global_invocation_id) gid: vec3<u32>,
-         @builtin(num_workgroups) groups: vec3<u32>,
-         @builtin(local_invocation_index) li: u32) {
+         @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
-    // One read of the background flag per workgroup, not one per pixel.
-    if (li == 0u) {
-        tile_flag = 0u;
-        if (p.no_background == 2u) {
-            tile_flag = atomicLoad(&list[1]);
-        }
-    }
-    let seen = workgroupUniformLoad(&tile_flag);
     let k = thread_index(gid, groups);
     if (k >= p.h * p.w) {
         return;
     }
     let me = pixel(k);
-    let candidate = is_candidate(k, me.y == 1u, no_background(seen));
+    let candidate = is_candidate(k, me.y == 1u);
     let background = me.y == 1u && !candidate && me.x < BIG;
     cls[k] = select(0u, 1u, candidate) | select(0u, 2u, background);
 }
@@ -445,9 +417,8 @@ fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
 }
 
 // Loads erode_final's tile of the final test's background (valid, below
-// 2^24, not candidates; `none` as in is_candidate) for half-widths ky, kx
-// at row stride IW.
-fn load_background_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, none: bool) {
+// 2^24, not candidates) for half-widths ky, kx at row stride IW.
+fn load_background_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32) {
     let iw = TW + 2u * kx;
     let ih = TR + 2u * ky;
     for (var row = li / TW; row < ih; row += 256u / TW) {
@@ -458,7 +429,7 @@ fn load_background_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32, none: bool) {
             if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
                 let q = u32(rr) * p.w + u32(cc);
                 let v = pixel(q);
-                if (v.y == 1u && v.x < BIG && !is_candidate(q, true, none)) {
+                if (v.y == 1u && v.x < BIG && !is_candidate(q, true)) {
                     s = v.x;
                 }
             }
@@ -566,9 +537,6 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
         tile_flag = atomicLoad(&tile_any);
     }
     let small = workgroupUniformLoad(&tile_flag) == 0u;
-    if (li == 0u) {
-        atomicStore(&tile_any, 0u); // now: whether a pixel is background
-    }
     // Row sums of every input row for this thread's output column.
     let col = li % FW;
     for (var row = li / FW; row < FR + 2u * KY; row += 256u / FW) {
@@ -602,7 +570,6 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
     for (var d = 0u; d < 2u * KY; d++) {
         slide((r0 + d) * FW + col, small, true, &m, &x, &y);
     }
-    var background = false;
     for (var i = 0u; i < FPT; i++) {
         slide((r0 + i + 2u * KY) * FW + col, small, true, &m, &x, &y);
         let r = o.x + r0 + i;
@@ -616,17 +583,9 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
             if (s == NONE) {
                 me = pixel(k);
             }
-            let b = decide_first(k, me, m, vec2<u32>(x, 0u), y);
-            background = background || b;
+            decide_first(k, me, m, vec2<u32>(x, 0u), y);
         }
         slide((r0 + i) * FW + col, small, false, &m, &x, &y);
-    }
-    if (background) {
-        atomicStore(&tile_any, 1u);
-    }
-    workgroupBarrier();
-    if (li == 0u && atomicLoad(&tile_any) != 0u) {
-        mark_background();
     }
 }
 
@@ -639,28 +598,17 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
 // final test's window. Per pixel that reads the image and the state and
 // writes the answer: half the traffic of the two passes.
 
-// Whether nothing in the frame is background after the first test:
-// known on the host (no_background 0 or 1), or counted on the GPU (2:
-// `seen` = list[1] as read once per workgroup). The host passes 0 when
-// far_if_none is set: is_candidate's answer is then the same either way
-// (no background pixel at all is none within the window), and reading one
-// word from every workgroup cost 15 us of the Eiger frame's erode_final.
-fn no_background(seen: u32) -> bool {
-    if (p.no_background == 2u) {
-        return seen == 0u;
-    }
-    return p.no_background == 1u;
-}
-
 // erode's rule: valid, not background in the first test, and no
-// background pixel within Chebyshev distance ed - 1 (`none`: nothing in
-// the frame is background).
-fn is_candidate(q: u32, valid: bool, none: bool) -> bool {
-    if (!valid || state[q] != YES) {
+// background pixel within Chebyshev distance ed - 1. DIALS' distance with
+// no background pixel at all is h + w + 1 (far_if_none: at least ed);
+// where it is shorter, the box of ed - 1 covers the whole frame, so a
+// pixel is never a candidate whether or not anything is background.
+// Elsewhere no background at all passes the box test like none nearby:
+// no frame-wide background flag is needed (reading one from every
+// workgroup cost 15 us of the Eiger frame's erode_final on an H200).
+fn is_candidate(q: u32, valid: bool) -> bool {
+    if (!valid || state[q] != YES || p.far_if_none == 0u) {
         return false;
-    }
-    if (none) {
-        return p.far_if_none != 0u;
     }
     let r = q / p.w;
     let c = q % p.w;
@@ -685,13 +633,9 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(local_invocation_index) li: u32) {
     keep();
     if (li == 0u) {
-        tile_flag = 0u;
-        if (p.no_background == 2u) {
-            tile_flag = atomicLoad(&list[1]);
-        }
         atomicStore(&tile_any, 0u);
     }
-    let none = no_background(workgroupUniformLoad(&tile_flag));
+    workgroupBarrier();
     let o = tile_origin(wid, groups, TW, TR);
     let r = o.x + li / TW;
     let c = o.y + li % TW;
@@ -701,7 +645,7 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
     if (r < p.h && c < p.w) {
         let me = pixel(k);
         v = me.x;
-        wanted = global_test(v) && is_candidate(k, me.y == 1u, none);
+        wanted = global_test(v) && is_candidate(k, me.y == 1u);
         if (!wanted) {
             strong[k] = NO;
         }
@@ -719,7 +663,7 @@ fn erode_final(@builtin(workgroup_id) wid: vec3<u32>,
     // The final test's background over the widened window.
     let ky = p.ky + 2u;
     let kx = p.kx + 2u;
-    load_background_tile(o, li, ky, kx, none);
+    load_background_tile(o, li, ky, kx);
     workgroupBarrier();
     let col = li % TW;
     for (var row = li / TW; row < TR + 2u * ky; row += 256u / TW) {

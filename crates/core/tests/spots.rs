@@ -95,6 +95,22 @@ fn edge_cases_match_the_cpu_reference() {
             v[(h / 2) * w + w / 2] = 50;
             both_agree(&v, [h, w], None, &o);
         }
+        // Frames where DIALS' distance without background, h + w + 1, is
+        // shorter than the erosion distance: the only ones whose answer
+        // depends on whether anything is background (the GPU's flag).
+        for kernel_size in [[4, 4], [5, 5]] {
+            let o = SpotOptions {
+                kernel_size,
+                ..opts(algorithm)
+            };
+            for (h, w) in [(1, 1), (1, 2), (2, 1), (1, 3)] {
+                both_agree(&vec![0; h * w], [h, w], None, &o);
+                both_agree(&vec![7; h * w], [h, w], None, &o);
+                let mut v = vec![1; h * w];
+                v[h * w - 1] = 60;
+                both_agree(&v, [h, w], None, &o);
+            }
+        }
         // Saturated pixels at and around 2^24, and huge counts that push
         // DIALS' f64 products past 2^53 (the host decides those).
         let mut v = frame(40, 40, 5.0, 9);

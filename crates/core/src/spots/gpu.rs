@@ -26,7 +26,7 @@ struct Params {
     thr: u32,
     thr_none: u32,
     ed: u32,
-    no_background: u32,
+    _pad1: u32,
     far_if_none: u32,
     list_cap: u32,
     slot: u32,
@@ -279,7 +279,7 @@ pub(super) fn setup<'a>(
         thr: if thr < 4294967296.0 { thr as u32 } else { 0 },
         thr_none: u32::from(thr >= 4294967296.0),
         ed: ky.min(kx) as u32,
-        no_background: 0,
+        _pad1: 0,
         far_if_none: u32::from(h + w + 1 >= ky.min(kx)),
         list_cap: LIST_CAP as u32,
         slot: 0,
@@ -331,15 +331,15 @@ fn upload_constants(gpu: &Gpu, b: &Buffers, s: &Setup<'_>) {
 }
 
 /// Reads an undecided list (slot 0: first test, 1: final test): (pixel,
-/// m, x, y) entries, or None on overflow; and the background count.
-async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<(Option<Vec<[u64; 4]>>, u32)> {
+/// m, x, y) entries, or None on overflow.
+async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<Option<Vec<[u64; 4]>>> {
     let head = words(&gpu.read_at(&b.list, 0, 16).await?);
-    let (count, n_background) = (head[2 * slot] as usize, head[1]);
+    let count = head[2 * slot] as usize;
     if count > LIST_CAP {
-        return Ok((None, n_background));
+        return Ok(None);
     }
     if count == 0 {
-        return Ok((Some(Vec::new()), n_background));
+        return Ok(Some(Vec::new()));
     }
     let raw = words(
         &gpu.read_at(
@@ -360,7 +360,7 @@ async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<(Option<Vec<[u
             ]
         })
         .collect();
-    Ok((Some(entries), n_background))
+    Ok(Some(entries))
 }
 
 /// Writes host decisions into `target` (state or strong).
@@ -475,12 +475,11 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     let mut rec = gpu.recorder();
     dispatch_threshold(&mut rec, gpu, "first", &params, b, s)?;
     rec.submit().await?;
-    let (Some(list), n_background) = read_list(gpu, b, 0).await? else {
+    let Some(list) = read_list(gpu, b, 0).await? else {
         return Ok(false);
     };
     let extended = o.algorithm == Algorithm::DispersionExtended;
     let mut fixes = Vec::with_capacity(2 * list.len());
-    let mut resolved_background = 0u32;
     for &[k, m, x, y] in &list {
         let k = k as usize;
         let g = o.gain.at(k);
@@ -489,23 +488,18 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
         } else {
             dispersion_strong(m as i64, x as i64, i128::from(y), frame.get(k), g, o)
         };
-        resolved_background += u32::from(!yes);
         fixes.extend([k as u32, u32::from(yes)]);
     }
     apply(gpu, b, if extended { &b.state } else { &b.strong }, &fixes).await?;
     if !extended {
         return Ok(true);
     }
-    p.no_background = match p.far_if_none {
-        0 => u32::from(n_background + resolved_background == 0),
-        _ => 0, // the flag changes nothing (threshold.wgsl no_background)
-    };
     p.slot = 1;
     let params = gpu.uniform(&p);
     let mut rec = gpu.recorder();
     dispatch_threshold(&mut rec, gpu, "erode_final", &params, b, s)?;
     rec.submit().await?;
-    let (Some(list), _) = read_list(gpu, b, 1).await? else {
+    let Some(list) = read_list(gpu, b, 1).await? else {
         return Ok(false);
     };
     let mut fixes = Vec::with_capacity(2 * list.len());
@@ -575,8 +569,6 @@ fn dispatch_frame(
     if s.options.algorithm == Algorithm::DispersionExtended {
         let first = gpu.uniform(&p);
         p.slot = 1;
-        // Counted on the GPU by the first test, where it matters.
-        p.no_background = if p.far_if_none == 0 { 2 } else { 0 };
         let second = gpu.uniform(&p);
         dispatch_threshold(rec, gpu, "first", &first, b, s)?;
         dispatch_threshold(rec, gpu, "erode_final", &second, b, s)?;
