@@ -365,14 +365,16 @@ const FR: u32 = 32u;           // first_tiled's tile rows
 const FPT: u32 = 4u;           // first_tiled's outputs per thread, down a column
 const SW: u32 = 42u;           // row stride of tile_v: FW + 2 * 5
 const IW: u32 = 30u;           // row stride of tile_e: TW + 2 TH
-const NONE: u32 = 0xffffffffu; // not in the sums
+const NONE: u32 = 0xffffffffu; // erode_final's tile: not in the sums
+const IN_SUMS: u32 = 0x10000000u; // first_tiled's tile: 1 << 28 | value
+const VALUE: u32 = 0x0fffffffu;
 const SMALL: u32 = 4096u;      // 2^12
 // first_tiled's window half-widths (p.ky, p.kx, at most 5), fixed when the
 // pipeline is made so that the driver unrolls the window loops.
 override KY: u32 = 3u;
 override KX: u32 = 3u;
 // first_tiled's input tile and row sums.
-var<workgroup> tile_v: array<u32, 1764>;  // up to 42 rows of SW
+var<workgroup> tile_v: array<u32, 1764>;  // up to 42 rows of SW; cells as load_tile
 var<workgroup> rs_mx: array<u32, 1344>;   // row sums (42 rows of FW): m << 28 | x
 var<workgroup> rs_ylo: array<u32, 1344>;  // y low word
 var<workgroup> rs_yhi: array<u32, 1344>;  // y high word
@@ -391,9 +393,9 @@ fn tile_origin(wid: vec3<u32>, groups: vec3<u32>, tw: u32, tr: u32) -> vec2<u32>
     return vec2<u32>((t / tiles_x) * tr, (t % tiles_x) * tw);
 }
 
-// Loads first_tiled's input (half-widths ky, kx) at row stride SW: the
-// valid pixels below 2^24, NONE elsewhere. Returns the largest value
-// loaded (0 when none).
+// Loads first_tiled's input (half-widths ky, kx) at row stride SW: cells
+// IN_SUMS | value for the valid pixels below 2^24, 0 for the others.
+// Returns the largest value loaded (0 when none).
 fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
     let iw = FW + 2u * kx;
     let ih = FR + 2u * ky;
@@ -402,15 +404,15 @@ fn load_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
         for (var col = li % FW; col < iw; col += FW) {
             let rr = i32(o.x + row) - i32(ky);
             let cc = i32(o.y + col) - i32(kx);
-            var s = NONE;
+            var cell = 0u;
             if (rr >= 0 && rr < i32(p.h) && cc >= 0 && cc < i32(p.w)) {
                 let v = pixel(u32(rr) * p.w + u32(cc));
                 if (v.y == 1u && v.x < BIG) {
-                    s = v.x;
-                    top = max(top, s);
+                    cell = IN_SUMS | v.x;
+                    top = max(top, v.x);
                 }
             }
-            tile_v[row * SW + col] = s;
+            tile_v[row * SW + col] = cell;
         }
     }
     return top;
@@ -440,8 +442,8 @@ fn load_background_tile(o: vec2<u32>, li: u32, ky: u32, kx: u32) {
 
 // load_tile for the first test of one-word pixels without a mask file, by
 // 16-byte loads: each tile row is read as the aligned vectors covering its
-// pixels inside the image; cells outside the image are written NONE by
-// the thread owning their four columns.
+// pixels inside the image; cells outside the image are written 0 by the
+// thread owning their four columns.
 fn load_tile_wide(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
     let iw = FW + 2u * kx;
     let ih = FR + 2u * ky;
@@ -459,7 +461,7 @@ fn load_tile_wide(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
             let tc = 4u * slot + e;
             let cc = c0 + i32(tc);
             if (tc < iw && (!row_in || cc < ca || cc > cb)) {
-                tile_v[row * SW + tc] = NONE;
+                tile_v[row * SW + tc] = 0u;
             }
         }
         if (row_in && ca <= cb) {
@@ -473,12 +475,12 @@ fn load_tile_wide(o: vec2<u32>, li: u32, ky: u32, kx: u32) -> u32 {
                     let f = 4u * vi + e;
                     if (f >= fa && f <= fb) {
                         let u = unpack(q4[e], f, p.fmt);
-                        var s = NONE;
+                        var cell = 0u;
                         if (u.y == 0u && u.x < BIG) {
-                            s = u.x;
-                            top = max(top, s);
+                            cell = IN_SUMS | u.x;
+                            top = max(top, u.x);
                         }
-                        tile_v[row * SW + u32(i32(f - rowbase) - c0)] = s;
+                        tile_v[row * SW + u32(i32(f - rowbase) - c0)] = cell;
                     }
                 }
             }
@@ -540,25 +542,25 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
     // Row sums of every input row for this thread's output column.
     let col = li % FW;
     for (var row = li / FW; row < FR + 2u * KY; row += 256u / FW) {
-        var m = 0u;
-        var x = 0u;
+        // Cells outside the sums are 0: no test per tap.
+        var mx = 0u; // m << 28 | x: m <= 11, x < 11 * 2^24 < 2^28
         var y = vec2<u32>(0u, 0u);
         for (var d = 0u; d <= 2u * KX; d++) {
-            let s = tile_v[row * SW + col + d];
-            if (s != NONE) {
-                m += 1u;
-                x += s;
-                if (small) {
-                    y.x += s * s;
-                } else {
-                    y = add2(y, mul_wide(s, s));
-                }
+            let cell = tile_v[row * SW + col + d];
+            mx += cell;
+            let s = cell & VALUE;
+            if (small) {
+                y.x += s * s;
+            } else {
+                y = add2(y, mul_wide(s, s));
             }
         }
         let j = row * FW + col;
-        rs_mx[j] = (m << 28u) | x; // m <= 11, x < 11 * 2^24 < 2^28
+        rs_mx[j] = mx;
         rs_ylo[j] = y.x;
-        rs_yhi[j] = y.y;
+        if (!small) {
+            rs_yhi[j] = y.y; // read only by large tiles
+        }
     }
     workgroupBarrier();
     // FPT outputs down the column: the window's sums slide one row at a
@@ -575,12 +577,12 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
         let r = o.x + r0 + i;
         let c = o.y + col;
         if (r < p.h && c < p.w) {
-            // The pixel from the tile unless it holds NONE (masked, or
-            // 2^24 and above: read again).
+            // The pixel from the tile unless it is outside the sums
+            // (masked, or 2^24 and above: read again).
             let k = r * p.w + c;
-            let s = tile_v[(r0 + i + KY) * SW + col + KX];
-            var me = vec2<u32>(s, 1u);
-            if (s == NONE) {
+            let cell = tile_v[(r0 + i + KY) * SW + col + KX];
+            var me = vec2<u32>(cell & VALUE, 1u);
+            if (cell == 0u) {
                 me = pixel(k);
             }
             decide_first(k, me, m, vec2<u32>(x, 0u), y);
