@@ -384,7 +384,7 @@ var<workgroup> rs_yhi: array<u32, 1344>;  // y high word
 var<workgroup> tile_e: array<u32, 900>;   // (TW + 2 TH) rows of IW
 var<workgroup> re_m: array<u32, 480>;     // row sums (TR + 2 TH) * TW: m
 var<workgroup> re_x: array<u32, 480>;     // x
-var<workgroup> tile_any: atomic<u32>;  // a flag: large value / background / candidate
+var<workgroup> tile_any: atomic<u32>;  // a flag: a large value (first) / a candidate (erode_final)
 var<workgroup> tile_flag: u32;
 
 fn tile_origin(wid: vec3<u32>, groups: vec3<u32>, tw: u32, tr: u32) -> vec2<u32> {
@@ -519,8 +519,8 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(local_invocation_index) li: u32) {
     keep();
     let o = tile_origin(wid, groups, FW, FR);
-    // A flag, set only by the threads that see a large value (later: by
-    // the first background pixels), not an atomic from every thread.
+    // Whether the tile holds a value of 2^12 or more: set only by the
+    // threads that load one, not an atomic from every thread.
     if (li == 0u) {
         atomicStore(&tile_any, 0u);
     }
