@@ -96,8 +96,9 @@ fn edge_cases_match_the_cpu_reference() {
             both_agree(&v, [h, w], None, &o);
         }
         // Frames where DIALS' distance without background, h + w + 1, is
-        // shorter than the erosion distance: the only ones whose answer
-        // depends on whether anything is background (the GPU's flag).
+        // shorter than the erosion distance: no pixel may be a candidate,
+        // whether or not anything is background (threshold.wgsl
+        // is_candidate).
         for kernel_size in [[4, 4], [5, 5]] {
             let o = SpotOptions {
                 kernel_size,
