@@ -151,6 +151,16 @@ pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
     dst.copy_from_slice(src);
 }
 
+/// Threads writing a large upload into mapped upload memory. Where that
+/// memory is the device's, seen through its PCIe window (NVIDIA's Vulkan
+/// driver), the writes are bound by the bus, and more threads only compete
+/// with each other: the spot series ran at 610 frames/s with 16 threads
+/// and 670-690 with 8 on an H100 host with 16 cores.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn upload_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get().min(8))
+}
+
 /// Threads for large host copies.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn copy_threads() -> usize {

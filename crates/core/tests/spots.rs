@@ -389,6 +389,38 @@ fn series_mixing_fast_and_exact_slow_frames_match_the_cpu_reference() {
 /// in-memory answer, 2-D and 3-D, on the GPU and on the CPU, whatever the
 /// batch size: spots that run through a batch border are joined.
 #[test]
+fn series_of_large_frames_copied_while_others_run_match_the_cpu_reference() {
+    // 8 MiB frames: each is copied into its upload buffer on several
+    // threads while the previous frame is submitted and the one before
+    // collected (the path of detector-size series).
+    let (h, w) = (1024, 2048);
+    let mut stack = Vec::new();
+    for z in 0..4 {
+        stack.extend(frame(h, w, 2.0 + z as f64, 90 + z as u64));
+    }
+    let o = opts(Algorithm::DispersionExtended);
+    let cpu = spots::cpu::find_spots(Counts::I32(&stack), [4, h, w], None, &o, false).unwrap();
+    let g = pollster::block_on(spots::find_spots_with(
+        gpu(),
+        Counts::I32(&stack),
+        [4, h, w],
+        None,
+        &o,
+        false,
+        true,
+    ))
+    .unwrap();
+    assert_eq!(g.strong, cpu.strong);
+    assert_eq!(g.spots, cpu.spots);
+    for z in 0..4 {
+        assert!(
+            cpu.spots.iter().any(|s| s.bbox[4] == z),
+            "spots in frame {z}"
+        );
+    }
+}
+
+#[test]
 fn streamed_series_equals_the_in_memory_path_for_any_batch_size() {
     let (h, w, nz) = (40, 44, 7);
     let n = h * w;

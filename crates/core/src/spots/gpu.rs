@@ -844,7 +844,8 @@ async fn spots_of(
     let s = setup(h, w, options, mask);
     let want_mask = want_mask || three_d;
     let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
-    let mut slots = Slots::open(gpu, &s, nz.min(2), frame_len as u64).await?;
+    // Two frames in flight, three upload buffers (see run_series).
+    let mut slots = Slots::open(gpu, &s, nz.min(2), nz.min(2) + 1, frame_len as u64).await?;
     let result = run_series(gpu, &mut slots, &s, counts, nz, z0, want_mask).await;
     slots.close(gpu);
     let (strong, mut sums) = result?;
@@ -866,31 +867,33 @@ async fn spots_of(
     Ok(r)
 }
 
-/// The buffers of the frames in flight (one slot each) and their upload
-/// buffers, allocated once per series and reused frame after frame.
+/// The device buffers of the frames in flight (one set per frame) and
+/// the upload buffers feeding them, allocated once per series and reused
+/// frame after frame.
 pub(super) struct Slots {
     bufs: Vec<Buffers>,
     ups: Vec<crate::engine::UploadBuffer>,
 }
 
 impl Slots {
-    /// `count` slots for frames of up to `frame_bytes` packed bytes.
+    /// `sets` sets of frame buffers and `uploads` upload buffers for frames
+    /// of up to `frame_bytes` packed bytes.
     pub(super) async fn open(
         gpu: &Gpu,
         s: &Setup<'_>,
-        count: usize,
+        sets: usize,
+        uploads: usize,
         frame_bytes: u64,
     ) -> Result<Slots> {
         let mut slots = Slots {
             bufs: Vec::new(),
             ups: Vec::new(),
         };
-        for _ in 0..count {
+        for _ in 0..sets {
             match allocate(gpu, s.h * s.w, s).await {
                 Ok(b) => {
                     upload_constants(gpu, &b, s);
                     slots.bufs.push(b);
-                    slots.ups.push(gpu.upload_buffer(frame_bytes));
                 }
                 Err(e) => {
                     slots.close(gpu);
@@ -898,11 +901,10 @@ impl Slots {
                 }
             }
         }
+        for _ in 0..uploads {
+            slots.ups.push(gpu.upload_buffer(frame_bytes));
+        }
         Ok(slots)
-    }
-
-    pub(super) fn len(&self) -> usize {
-        self.bufs.len()
     }
 
     /// Gives the buffers back to the engine's pools.
@@ -915,70 +917,107 @@ impl Slots {
         }
     }
 
-    /// Uploads frame (packed as read) into `slot` and submits its kernels;
-    /// the header of its spot sums comes back with the returned `Pending`.
-    /// The upload waits only for the slot's previous copy, not its kernels.
+    /// Uploads frame `z` (packed as read) and submits its kernels; the
+    /// header of its spot sums comes back with the returned `Pending`. The
+    /// upload waits only for its buffer's previous copy, not its kernels.
     pub(super) async fn submit(
         &mut self,
         gpu: &Gpu,
-        slot: usize,
+        z: usize,
         s: &Setup<'_>,
         frame: Counts<'_>,
     ) -> Result<crate::engine::Pending> {
-        let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
-        let b = &self.bufs[slot];
-        let bytes = frame_bytes(frame);
-        gpu.fill(&mut self.ups[slot], bytes).await?;
-        clear_list(gpu, b);
-        let mut rec = gpu.recorder();
-        rec.copy_in(&self.ups[slot], &b.image, bytes.len() as u64);
-        dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
-        Ok(rec.submit_with_readback(&b.acc, read_bytes, Some(&mut self.ups[slot])))
+        let k = z % self.ups.len();
+        let clock = gpu.host_clock();
+        gpu.fill(&mut self.ups[k], frame_bytes(frame)).await?;
+        gpu.host_done("spots series: copy into upload memory", clock);
+        let b = &self.bufs[z % self.bufs.len()];
+        submit_filled(gpu, b, &mut self.ups[k], s, frame)
     }
 
-    /// Waits for frame `z` submitted in `slot` and returns its spot sums
-    /// (ordered by first pixel) and, when `want_mask`, its strong pixels
-    /// (empty otherwise). Frames the fast path cannot decide are redone on
-    /// the exact slow path.
-    #[allow(clippy::too_many_arguments)]
+    /// Waits for frame `z` (submitted on `submit`) and returns its spot
+    /// sums (ordered by first pixel) and, when `want_mask`, its strong
+    /// pixels (empty otherwise).
     pub(super) async fn collect(
         &self,
         gpu: &Gpu,
-        slot: usize,
         s: &Setup<'_>,
         frame: Counts<'_>,
         z: usize,
         pending: crate::engine::Pending,
         want_mask: bool,
     ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
-        let n = s.h * s.w;
-        let b = &self.bufs[slot];
-        let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
-        match fast_sums(gpu, b, &head, z).await? {
-            Some(sums) => {
-                let mask = if want_mask {
-                    fast_mask(gpu, b, n, head[2] as usize).await?
-                } else {
-                    Vec::new()
-                };
-                Ok((mask, sums))
-            }
-            None => {
-                // Undecided pixels or more strong pixels than the compact
-                // path holds: the exact step-by-step full-frame path.
-                let sums = slow_frame(gpu, b, s, frame, z).await?;
-                let mask = if want_mask {
-                    let raw = gpu.read(&b.bytes, n as u64).await?;
-                    raw.iter().map(|&v| v != 0).collect()
-                } else {
-                    Vec::new()
-                };
-                Ok((mask, sums))
-            }
+        let b = &self.bufs[z % self.bufs.len()];
+        collect_frame(gpu, b, s, frame, z, pending, want_mask).await
+    }
+}
+
+/// Submits the frame in `up` (packed as read) on the buffers `b`.
+fn submit_filled(
+    gpu: &Gpu,
+    b: &Buffers,
+    up: &mut crate::engine::UploadBuffer,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+) -> Result<crate::engine::Pending> {
+    let clock = gpu.host_clock();
+    let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
+    clear_list(gpu, b);
+    let mut rec = gpu.recorder();
+    rec.copy_in(up, &b.image, frame_bytes(frame).len() as u64);
+    dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
+    let pending = rec.submit_with_readback(&b.acc, read_bytes, Some(up));
+    gpu.host_done("spots series: record and submit", clock);
+    Ok(pending)
+}
+
+/// Waits for the frame `z` submitted on `b` and returns its spot sums
+/// (ordered by first pixel) and, when `want_mask`, its strong pixels
+/// (empty otherwise). Frames the fast path cannot decide are redone on the
+/// exact slow path.
+async fn collect_frame(
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+    z: usize,
+    pending: crate::engine::Pending,
+    want_mask: bool,
+) -> Result<(Vec<bool>, Vec<SpotSums>)> {
+    let n = s.h * s.w;
+    let clock = gpu.host_clock();
+    let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
+    gpu.host_done("spots series: wait for a frame", clock);
+    match fast_sums(gpu, b, &head, z).await? {
+        Some(sums) => {
+            let mask = if want_mask {
+                fast_mask(gpu, b, n, head[2] as usize).await?
+            } else {
+                Vec::new()
+            };
+            Ok((mask, sums))
+        }
+        None => {
+            // Undecided pixels or more strong pixels than the compact
+            // path holds: the exact step-by-step full-frame path.
+            let sums = slow_frame(gpu, b, s, frame, z).await?;
+            let mask = if want_mask {
+                let raw = gpu.read(&b.bytes, n as u64).await?;
+                raw.iter().map(|&v| v != 0).collect()
+            } else {
+                Vec::new()
+            };
+            Ok((mask, sums))
         }
     }
 }
 
+/// The frames of `counts` through `slots`: while frame z + 1 is copied
+/// into its upload buffer on other threads, this thread submits frame z
+/// and collects frame z - 1, so the host's copy (the bound: over the bus
+/// into device memory on NVIDIA) never waits for recording or collecting.
+/// Needs one more upload buffer than frame sets: frame z + 1's was last
+/// used by frame z + 1 - uploads, collected one step before.
 async fn run_series(
     gpu: &Gpu,
     slots: &mut Slots,
@@ -989,29 +1028,70 @@ async fn run_series(
     want_mask: bool,
 ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
     let n = s.h * s.w;
+    let frame = |z: usize| counts.slice(z * n..(z + 1) * n);
+    let (sets, uploads) = (slots.bufs.len(), slots.ups.len());
+    if sets == 0 || uploads <= sets {
+        return Err(Error::Device(
+            "a spot series needs more upload buffers than frame sets".into(),
+        ));
+    }
     let mut strong = Vec::with_capacity(if want_mask { nz * n } else { 0 });
     let mut sums = Vec::new();
     let mut in_flight: std::collections::VecDeque<(usize, crate::engine::Pending)> =
         Default::default();
-    for z in 0..=nz {
-        // Collect frame z - 2 (or the rest at the end) before reusing its slot.
-        while in_flight.len() >= slots.len() || (z == nz && !in_flight.is_empty()) {
-            let Some((zf, pending)) = in_flight.pop_front() else {
-                break;
-            };
-            let frame = counts.slice(zf * n..(zf + 1) * n);
-            let (mask, frame_sums) = slots
-                .collect(gpu, zf % slots.len(), s, frame, z0 + zf, pending, want_mask)
-                .await?;
+    if nz > 0 {
+        gpu.fill(&mut slots.ups[0], frame_bytes(frame(0))).await?;
+    }
+    for z in 0..nz {
+        // Frame z + 1 takes frame z + 1 - sets' buffers: collect that one.
+        let keep = if z + 1 < nz { sets - 1 } else { 0 };
+        let (this_up, next_up) = pair_mut(&mut slots.ups, z % uploads, (z + 1) % uploads);
+        let bufs = &slots.bufs;
+        let in_flight = &mut in_flight;
+        let step = async {
+            in_flight.push_back((
+                z,
+                submit_filled(gpu, &bufs[z % sets], this_up, s, frame(z))?,
+            ));
+            let mut done = Vec::new();
+            while in_flight.len() > keep {
+                let Some((zf, pending)) = in_flight.pop_front() else {
+                    break;
+                };
+                let b = &bufs[zf % sets];
+                done.push(collect_frame(gpu, b, s, frame(zf), z0 + zf, pending, want_mask).await?);
+            }
+            Ok::<_, Error>(done)
+        };
+        let done = match next_up {
+            Some(next_up) if z + 1 < nz => {
+                let clock = gpu.host_clock();
+                let done = gpu
+                    .fill_during(next_up, frame_bytes(frame(z + 1)), step)
+                    .await?;
+                gpu.host_done("spots series: copy next frame, submit, collect", clock);
+                done?
+            }
+            _ => step.await?,
+        };
+        for (mask, frame_sums) in done {
             sums.extend(frame_sums);
             strong.extend(mask);
         }
-        if z == nz {
-            break;
-        }
-        let frame = counts.slice(z * n..(z + 1) * n);
-        let pending = slots.submit(gpu, z % slots.len(), s, frame).await?;
-        in_flight.push_back((z, pending));
     }
     Ok((strong, sums))
+}
+
+/// Mutable references to items `i` and `j` of `v` (None for the second
+/// when they are the same item).
+fn pair_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, Option<&mut T>) {
+    if i < j {
+        let (a, b) = v.split_at_mut(j);
+        (&mut a[i], Some(&mut b[0]))
+    } else if j < i {
+        let (a, b) = v.split_at_mut(i);
+        (&mut b[0], Some(&mut a[j]))
+    } else {
+        (&mut v[i], None)
+    }
 }

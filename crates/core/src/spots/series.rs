@@ -123,7 +123,7 @@ impl<'g> SpotSeries<'g> {
                 check_window(&options)?;
                 let s = setup(h, w, &options, mask.as_deref());
                 // Room for the widest packed dtype (4 bytes a pixel).
-                Some(Slots::open(gpu, &s, 2, 4 * (h * w) as u64).await?)
+                Some(Slots::open(gpu, &s, 2, 2, 4 * (h * w) as u64).await?)
             }
             None => None,
         };
@@ -212,7 +212,7 @@ impl<'g> SpotSeries<'g> {
                     let slots = self.slots.as_mut().ok_or_else(|| {
                         Error::Device("the spot series has no GPU buffers".into())
                     })?;
-                    let pending = slots.submit(gpu, z % slots.len(), &s, frame).await?;
+                    let pending = slots.submit(gpu, z, &s, frame).await?;
                     self.in_flight.push_back((z, pending));
                 }
             }
@@ -269,9 +269,7 @@ impl<'g> SpotSeries<'g> {
             .as_ref()
             .ok_or_else(|| Error::Device("the spot series has no GPU buffers".into()))?;
         let need_mask = self.want_mask || self.three_d;
-        let (mask, sums) = slots
-            .collect(gpu, z % slots.len(), &s, frame, z, pending, need_mask)
-            .await?;
+        let (mask, sums) = slots.collect(gpu, &s, frame, z, pending, need_mask).await?;
         if self.three_d {
             return self.joined_frame(z, mask);
         }
