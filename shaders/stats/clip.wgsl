@@ -1,13 +1,17 @@
 // Kappa-sigma clipping (astropy.stats.sigma_clip semantics) that stays on
-// the GPU. One round is four passes, three of them over the data:
+// the GPU. One round is four passes, up to three of them over the data:
 //   sum_hist0  count, sums of (x - shift) and (x - shift)^2 of the kept
 //              values (float-float; shift = the previous centre, so no
-//              cancellation) into per-workgroup partials, and the
-//              histogram of the top 11 key bits (level 0)
+//              cancellation) into per-workgroup partials, the histogram
+//              of the top 11 key bits (level 0), and the histogram of the
+//              next 11 bits inside GUESS0, the level-0 bin of the last
+//              round's median (that bin seldom changes once the bounds
+//              settle)
 //   hist1      every workgroup finds the level-0 bin holding the lower
 //              median's rank (parallel scan of the 2048 bins; the count n
 //              is their total, so it also decides whether this round is
-//              the last), then histograms the next 11 key bits inside it
+//              the last), then, unless it is GUESS0, histograms the next
+//              11 key bits inside it
 //   hist2      same for the level-1 bin, histograms the last 10 bits, and
 //              keeps the smallest kept key above that bucket (the upper
 //              median of an even count when it lies outside the bucket)
@@ -56,18 +60,25 @@ const STD: u32 = 18u;      // f32 std of the last bounds
 const MEDIAN: u32 = 19u;   // f32 median of this round
 const SHIFT: u32 = 20u;    // f32 centre the sums are taken around
 const RANK1: u32 = 21u;    // rank of the lower median inside PREFIX1
+const GUESS0: u32 = 22u;   // level-0 bin of the last round's median (this round's guess)
 
-// Histogram words: three levels of BINS, then the minimum above.
+// Histogram words: three levels of BINS, level 1 counted speculatively
+// in GUESS0's bin, then the minimum above.
 const BINS: u32 = 2048u;
 const HIST0: u32 = 0u;
 const HIST1: u32 = 2048u;
 const HIST2: u32 = 4096u;
-const MIN_ABOVE: u32 = 6144u;
+const HIST1_GUESSED: u32 = 6144u;
+const MIN_ABOVE: u32 = 8192u;
 
 const PER_WG: u32 = 8192u; // values per workgroup in the per-value kernels
 // Values each thread loads before using any: independent loads in flight
 // hide the memory latency (one at a time ran at ~1 TB/s on an H100).
 const BATCH: u32 = 8u;
+// hist1 and hist2 only count: twice as many loads in flight hold fewer
+// registers there (on an H200 each pass took 10% less; sum_hist0's float
+// sums ran slower with 16).
+const COUNT_BATCH: u32 = 16u;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> data: array<f32>;
@@ -190,23 +201,46 @@ fn flush_whist(lid: u32, at: u32) {
     }
 }
 
+// sum_hist0's workgroup histogram: level-0 counts in the low 16 bits,
+// the speculative level-1 counts in the high ones (a workgroup counts at
+// most PER_WG = 8192 values, so neither half overflows).
+fn flush_split_whist(lid: u32) {
+    workgroupBarrier();
+    for (var j = lid; j < BINS; j += 256u) {
+        let c = atomicLoad(&whist[j]);
+        if ((c & 0xffffu) != 0u) {
+            atomicAdd(&hist[HIST0 + j], c & 0xffffu);
+        }
+        if ((c >> 16u) != 0u) {
+            atomicAdd(&hist[HIST1_GUESSED + j], c >> 16u);
+        }
+    }
+}
+
 // A scan of hist[base .. base + BINS) with few barriers (each one is
 // costly on software adapters): each thread owns 8 contiguous bins, 16
 // threads sum the counts of 16 threads each, then every thread adds up to
 // 15 group sums and 15 thread counts before its own. `own`: its bins' count,
-// `incl`: the count up to its last bin, `total`: all bins (uniform).
+// `incl`: the count up to its last bin, `total`: all bins (uniform),
+// `bins`: its 8 bins, kept for `search` (reloading them one after the other
+// was a chain of global round trips in every workgroup of every pass).
 struct Scan {
     own: u32,
     incl: u32,
     total: u32,
+    bins: array<u32, 8>,
 }
 
 var<workgroup> wgroup: array<u32, 16>;
 
 fn scan_hist(lid: u32, base: u32) -> Scan {
+    var bins: array<u32, 8>;
+    for (var j = 0u; j < 8u; j++) {
+        bins[j] = atomicLoad(&hist[base + lid * 8u + j]);
+    }
     var c = 0u;
     for (var j = 0u; j < 8u; j++) {
-        c += atomicLoad(&hist[base + lid * 8u + j]);
+        c += bins[j];
     }
     workgroupBarrier();
     wscan[lid] = c;
@@ -235,25 +269,25 @@ fn scan_hist(lid: u32, base: u32) -> Scan {
     if (lid == 0u) {
         wtotal = total;
     }
-    return Scan(c, below + c, workgroupUniformLoad(&wtotal));
+    return Scan(c, below + c, workgroupUniformLoad(&wtotal), bins);
 }
 
 // The bin of the scanned histogram holding rank `rank` (0-based, counted
 // from its first bin): (bin, rank left inside it, total, count of the bin),
 // uniform. A rank beyond the total gives bin BINS. Only the thread whose
 // range holds the rank walks its 8 bins.
-fn search(lid: u32, base: u32, s: Scan, rank: u32) -> vec4<u32> {
+fn search(lid: u32, s: Scan, rank: u32) -> vec4<u32> {
     workgroupBarrier();
     if (rank < s.incl && rank >= s.incl - s.own) {
         var r = rank - (s.incl - s.own);
-        var bin = lid * 8u;
-        var h = atomicLoad(&hist[base + bin]);
-        while (r >= h && bin < lid * 8u + 7u) {
+        var j = 0u;
+        var h = s.bins[0];
+        while (r >= h && j < 7u) {
             r -= h;
-            bin++;
-            h = atomicLoad(&hist[base + bin]);
+            j++;
+            h = s.bins[j];
         }
-        wfound = vec4<u32>(bin, r, s.total, h);
+        wfound = vec4<u32>(lid * 8u + j, r, s.total, h);
     } else if (lid == 255u && rank >= s.incl) {
         wfound = vec4<u32>(BINS, rank - s.incl, s.total, 0u);
     }
@@ -285,6 +319,7 @@ fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
     let shift = bitcast<f32>(st[SHIFT]);
     let lo = st[LO];
     let hi = st[HI];
+    let guess = st[GUESS0];
     var acc = vec2<f32>(0.0, 0.0);
     var acc2 = vec2<f32>(0.0, 0.0);
     var c = 0u;
@@ -305,6 +340,12 @@ fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
                 acc2 = ff_add(acc2, vec2<f32>(sq, err));
                 c += 1u;
                 atomicAdd(&whist[key >> 21u], 1u);
+                // The median's level-0 bin rarely changes between rounds:
+                // level 1 is counted here in the last one's, and hist1
+                // reads the data again only when the guess was wrong.
+                if ((key >> 21u) == guess) {
+                    atomicAdd(&whist[(key >> 10u) & 2047u], 0x10000u);
+                }
             }
         }
     }
@@ -317,7 +358,7 @@ fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
         partials[slot] = vec4<f32>(wsum[0].x, wsum[0].y, bitcast<f32>(wcount[0]), 0.0);
         partials[slot + 1u] = vec4<f32>(wsum2[0].x, wsum2[0].y, 0.0, 0.0);
     }
-    flush_whist(lid, HIST0);
+    flush_split_whist(lid);
 }
 
 // Level 1. Also decides (from n, the total of level 0) whether this round
@@ -333,7 +374,7 @@ fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     let sc = scan_hist(lid, HIST0);
     let n = sc.total;
     // Radix select of the lower median, rank (n - 1) / 2.
-    let f = search(lid, HIST0, sc, (max(n, 1u) - 1u) / 2u);
+    let f = search(lid, sc, (max(n, 1u) - 1u) / 2u);
     // astropy stops when a clipping removed nothing or after maxiters.
     let iter = st[ITER];
     let done = (iter > 0u && n == st[NPREV]) || iter >= p.maxiters || n == 0u;
@@ -343,18 +384,19 @@ fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         st[PREFIX0] = f.x;
         st[RANK0] = f.y;
     }
-    if (workgroup_decision(lid, u32(!(done || (p.flags & 1u) != 0u))) != 0u) {
+    let wanted = done || (p.flags & 1u) != 0u;
+    if (workgroup_decision(lid, u32(!wanted || f.x == st[GUESS0])) != 0u) {
         return;
     }
     clear_whist(lid);
     let lo = st[LO];
     let hi = st[HI];
-    for (var k = 0u; k < PER_WG / 256u; k += BATCH) {
-        var xs: array<f32, BATCH>;
-        for (var j = 0u; j < BATCH; j++) {
+    for (var k = 0u; k < PER_WG / 256u; k += COUNT_BATCH) {
+        var xs: array<f32, COUNT_BATCH>;
+        for (var j = 0u; j < COUNT_BATCH; j++) {
             xs[j] = load(b, k, j, lid);
         }
-        for (var j = 0u; j < BATCH; j++) {
+        for (var j = 0u; j < COUNT_BATCH; j++) {
             let key = key_of(xs[j]);
             if (valid(b, k, j, lid) && (key >> 21u) == f.x && key >= lo && key <= hi) {
                 atomicAdd(&whist[(key >> 10u) & 2047u], 1u);
@@ -373,8 +415,10 @@ fn hist2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         return;
     }
     let b = block(wid, groups);
-    let sc = scan_hist(lid, HIST1);
-    let f = search(lid, HIST1, sc, st[RANK0]);
+    // Level 1 as sum_hist0 guessed it, or as hist1 counted it.
+    let level1 = select(HIST1, HIST1_GUESSED, st[PREFIX0] == st[GUESS0]);
+    let sc = scan_hist(lid, level1);
+    let f = search(lid, sc, st[RANK0]);
     // 22 bits: key >> 10 of the lower median (no key has it when the
     // level-0 search found nothing, i.e. n = 0).
     let prefix = (st[PREFIX0] << 11u) | f.x;
@@ -390,12 +434,12 @@ fn hist2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     let hi = st[HI];
     let bucket_end = (prefix << 10u) | 0x3ffu;
     var best = 0xffffffffu;
-    for (var k = 0u; k < PER_WG / 256u; k += BATCH) {
-        var xs: array<f32, BATCH>;
-        for (var j = 0u; j < BATCH; j++) {
+    for (var k = 0u; k < PER_WG / 256u; k += COUNT_BATCH) {
+        var xs: array<f32, COUNT_BATCH>;
+        for (var j = 0u; j < COUNT_BATCH; j++) {
             xs[j] = load(b, k, j, lid);
         }
-        for (var j = 0u; j < BATCH; j++) {
+        for (var j = 0u; j < COUNT_BATCH; j++) {
             let key = key_of(xs[j]);
             if (valid(b, k, j, lid) && key >= lo && key <= hi) {
                 if ((key >> 10u) == prefix) {
@@ -461,8 +505,8 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
     // computed even when unused).
     let sc = scan_hist(lid, HIST2);
     let r = st[RANK1];
-    let f1 = search(lid, HIST2, sc, r);
-    let f2 = search(lid, HIST2, sc, r + 1u);
+    let f1 = search(lid, sc, r);
+    let f2 = search(lid, sc, r + 1u);
     if (lid == 0u) {
         let nn = wcount[0];
         let n = f32(nn);
@@ -507,11 +551,12 @@ fn finalize(@builtin(local_invocation_index) lid: u32) {
             st[HI] = min(upper_key(hi, strict), key_of(0x1.fffffep+127f));
             st[NPREV] = nn;
             st[ITER] += 1u;
+            st[GUESS0] = st[PREFIX0];
             st[SHIFT] = bitcast<u32>(cen);
         }
     }
     workgroupBarrier();
-    for (var j = lid; j < 3u * BINS; j += 256u) {
+    for (var j = lid; j < 4u * BINS; j += 256u) {
         atomicStore(&hist[j], 0u);
     }
     if (lid == 0u) {

@@ -143,9 +143,10 @@ struct Params {
 }
 
 const PER_WG: usize = 8192;
-/// Histogram words: three levels of 2048 bins and the minimum above.
-const HIST_WORDS: usize = 3 * 2048 + 1;
-const STATE_WORDS: usize = 22;
+/// Histogram words: three levels of 2048 bins, level 1 as sum_hist0 guessed
+/// it, and the minimum above (shaders/stats/clip.wgsl).
+const HIST_WORDS: usize = 4 * 2048 + 1;
+const STATE_WORDS: usize = 23;
 /// Timed passes one recording may hold (the engine's timestamp slots).
 const MAX_PASSES: usize = 64;
 /// Rounds recorded before the first look at the state: clipping until
@@ -237,6 +238,8 @@ pub(crate) async fn clip_buffers(
         init[0] = key_f32(-f32::MAX);
         init[1] = key_f32(f32::MAX);
         init[20] = shift.to_bits();
+        // The first round's guess of the median's level-0 bin.
+        init[22] = key_f32(shift) >> 21;
         gpu.upload(&state, bytemuck::cast_slice(&init));
         let mut zero_hist = vec![0u32; HIST_WORDS];
         zero_hist[HIST_WORDS - 1] = u32::MAX; // the minimum above: none yet
