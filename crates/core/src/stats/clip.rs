@@ -142,7 +142,7 @@ struct Params {
     _pad: [u32; 3],
 }
 
-const PER_WG: usize = 8192;
+const PER_WG: usize = 16384;
 /// Histogram words: three levels of 2048 bins, level 1 as sum_hist0 guessed
 /// it, and the minimum above (shaders/stats/clip.wgsl).
 const HIST_WORDS: usize = 4 * 2048 + 1;
