@@ -313,16 +313,20 @@ fn reduce_workgroup(lid: u32) {
 @compute @workgroup_size(256)
 fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
              @builtin(num_workgroups) groups: vec3<u32>) {
-    touch_all();
-    if (workgroup_decision(lid, u32(frozen())) != 0u) {
-        return;
-    }
-    clear_whist(lid);
-    let b = block(wid, groups);
+    // The state words this pass reads, loaded together up front (no pass
+    // writes a word another workgroup of the same pass reads): one round
+    // trip, not one per barrier-separated use.
+    let fz = st[FROZEN];
     let shift = bitcast<f32>(st[SHIFT]);
     let lo = st[LO];
     let hi = st[HI];
     let guess = st[GUESS0];
+    touch_all();
+    if (workgroup_decision(lid, fz) != 0u) {
+        return;
+    }
+    clear_whist(lid);
+    let b = block(wid, groups);
     var acc = vec2<f32>(0.0, 0.0);
     var acc2 = vec2<f32>(0.0, 0.0);
     var c = 0u;
@@ -369,8 +373,15 @@ fn sum_hist0(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_in
 @compute @workgroup_size(256)
 fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
          @builtin(num_workgroups) groups: vec3<u32>) {
+    // As in sum_hist0: every state word read, up front.
+    let fz = st[FROZEN];
+    let iter = st[ITER];
+    let nprev = st[NPREV];
+    let guess = st[GUESS0];
+    let lo = st[LO];
+    let hi = st[HI];
     touch_all();
-    if (workgroup_decision(lid, u32(frozen())) != 0u) {
+    if (workgroup_decision(lid, fz) != 0u) {
         return;
     }
     let b = block(wid, groups);
@@ -379,8 +390,7 @@ fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     // Radix select of the lower median, rank (n - 1) / 2.
     let f = search(lid, sc, (max(n, 1u) - 1u) / 2u);
     // astropy stops when a clipping removed nothing or after maxiters.
-    let iter = st[ITER];
-    let done = (iter > 0u && n == st[NPREV]) || iter >= p.maxiters || n == 0u;
+    let done = (iter > 0u && n == nprev) || iter >= p.maxiters || n == 0u;
     if (lid == 0u && b == 0u && p.base == 0u) {
         st[N] = n;
         st[DONE] = u32(done);
@@ -388,12 +398,10 @@ fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
         st[RANK0] = f.y;
     }
     let wanted = done || (p.flags & 1u) != 0u;
-    if (workgroup_decision(lid, u32(!wanted || f.x == st[GUESS0])) != 0u) {
+    if (workgroup_decision(lid, u32(!wanted || f.x == guess)) != 0u) {
         return;
     }
     clear_whist(lid);
-    let lo = st[LO];
-    let hi = st[HI];
     for (var k = 0u; k < PER_WG / 256u; k += COUNT_BATCH) {
         var xs: array<f32, COUNT_BATCH>;
         for (var j = 0u; j < COUNT_BATCH; j++) {
@@ -413,18 +421,27 @@ fn hist1(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
 @compute @workgroup_size(256)
 fn hist2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index) lid: u32,
          @builtin(num_workgroups) groups: vec3<u32>) {
+    // As in sum_hist0: every state word read, up front.
+    let fz = st[FROZEN];
+    let done = st[DONE];
+    let prefix0 = st[PREFIX0];
+    let guess = st[GUESS0];
+    let rank0 = st[RANK0];
+    let lo = st[LO];
+    let hi = st[HI];
     touch_all();
-    if (workgroup_decision(lid, u32(frozen() || !median_wanted())) != 0u) {
+    let median_wanted = (p.flags & 1u) != 0u || done != 0u;
+    if (workgroup_decision(lid, u32(fz != 0u || !median_wanted)) != 0u) {
         return;
     }
     let b = block(wid, groups);
     // Level 1 as sum_hist0 guessed it, or as hist1 counted it.
-    let level1 = select(HIST1, HIST1_GUESSED, st[PREFIX0] == st[GUESS0]);
+    let level1 = select(HIST1, HIST1_GUESSED, prefix0 == guess);
     let sc = scan_hist(lid, level1);
-    let f = search(lid, sc, st[RANK0]);
+    let f = search(lid, sc, rank0);
     // 22 bits: key >> 10 of the lower median (no key has it when the
     // level-0 search found nothing, i.e. n = 0).
-    let prefix = (st[PREFIX0] << 11u) | f.x;
+    let prefix = (prefix0 << 11u) | f.x;
     if (lid == 0u && b == 0u && p.base == 0u) {
         st[PREFIX1] = prefix;
         st[RANK1] = f.y;
@@ -433,8 +450,6 @@ fn hist2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     if (lid == 0u) {
         atomicStore(&wmin, 0xffffffffu);
     }
-    let lo = st[LO];
-    let hi = st[HI];
     let bucket_end = (prefix << 10u) | 0x3ffu;
     var best = 0xffffffffu;
     for (var k = 0u; k < PER_WG / 256u; k += COUNT_BATCH) {
