@@ -430,8 +430,8 @@ fn hist2(@builtin(workgroup_id) wid: vec3<u32>, @builtin(local_invocation_index)
     let lo = st[LO];
     let hi = st[HI];
     touch_all();
-    let median_wanted = (p.flags & 1u) != 0u || done != 0u;
-    if (workgroup_decision(lid, u32(fz != 0u || !median_wanted)) != 0u) {
+    let wants_median = (p.flags & 1u) != 0u || done != 0u;
+    if (workgroup_decision(lid, u32(fz != 0u || !wants_median)) != 0u) {
         return;
     }
     let b = block(wid, groups);
