@@ -1,13 +1,25 @@
-// Connected-component labelling, union-find (Playne & Hawick 2018): every
-// foreground pixel starts as its own root; each pixel unites with its
-// backward neighbours by hooking the larger root onto the smaller with
-// atomicMin, so a component's root is its smallest linear index, i.e. its
-// first pixel in raster order. Edges inside a tile of 256 pixels (32x8 in
-// 2-D, 8x8x4 in 3-D) are united in workgroup memory first (local_merge),
-// then only edges that cross tile borders in global memory (border_merge).
-// Then every pixel points straight at its root (flatten), roots are ranked
-// by a prefix sum over root flags, and each pixel takes its root's rank:
-// scipy.ndimage.label's numbering.
+// Connected-component labelling, union-find (Playne & Hawick 2018) on tiles
+// of 4096 pixels, with scipy.ndimage.label's numbering.
+//
+// Every union hooks the larger root onto the smaller (atomicMin), so a
+// component's root is its smallest linear index: its first pixel in raster
+// order. The passes:
+//   clear_bits    zero the local-root bits;
+//   local_merge   one workgroup per tile labels the tile in workgroup
+//                 memory: each run of foreground along x starts as one set
+//                 (from a bit mask of the tile, no atomics), then the
+//                 remaining edges are united. Every pixel's local root goes
+//                 to `roots` (16 bits, tile-local); each local root starts
+//                 its own set in `parent` and sets its bit;
+//   border_merge  unites the edges that cross tile borders in `parent`;
+//   flatten_rank  points each local root at its global root and counts the
+//                 global roots per word and per block of 8192 pixels;
+//   scan_blocks   prefix sum over the blocks;
+//   rank_local    each local root takes its global root's rank;
+//   write_labels  every pixel takes its local root's label.
+// Between the first and the last pass only local roots are touched in
+// `parent`; the per-pixel traffic is the mask, 2 bytes of local root out
+// and in, and the labels out.
 
 struct Params {
     nx: u32,
@@ -15,36 +27,74 @@ struct Params {
     nz: u32,
     count: u32,        // nx * ny * nz
     connectivity: u32, // max number of non-zero offsets of a neighbour (1..3)
-    n_blocks: u32,     // ceil(count / 1024)
-    tx: u32,           // tile extents (tx * ty * tz = 256)
-    ty: u32,
-    tz: u32,
+    n_blocks: u32,     // ranking blocks of BLOCK_WORDS words
+    words: u32,        // ceil(count / 32): length of each bit array
+    shift_x: u32,      // log2 of the tile's x extent
+    shift_y: u32,      // log2 of its y extent
+    shift_z: u32,      // log2 of its z extent
     ntx: u32,          // tiles per axis
     nty: u32,
     ntz: u32,
     _pad0: u32,
     _pad1: u32,
     _pad2: u32,
-    _pad3: u32,
 }
 
 const BG: u32 = 0xffffffffu;
-// Set on a root's slot once it holds its rank instead of its own index.
-const RANKED: u32 = 0x80000000u;
-const BLOCK: u32 = 1024u; // elements per workgroup in the ranking kernels
+const TILE: u32 = 4096u;       // pixels per tile (fewer when the image is smaller)
+const PER_THREAD: u32 = 16u;   // TILE / 256
+const BLOCK_WORDS: u32 = 256u; // bit words per ranking block (8192 pixels)
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> mask: array<u32>;          // one byte per pixel
 @group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
+// [0, n_blocks]: block offsets, then the total; then three bit arrays of
+// `words` words: local roots (LOCAL), global roots (ROOTS), and each word's
+// count of global roots before it within its block (BEFORE).
+@group(0) @binding(3) var<storage, read_write> aux: array<atomic<u32>>;
+// Per tile, 2048 words: each pixel's local root as a tile index, 16 bits
+// (NO_ROOT for background and pixels outside the image).
+@group(0) @binding(4) var<storage, read_write> roots: array<u32>;
+
+const NO_ROOT: u32 = 0xffffu;
+const ROOT_WORDS: u32 = 2048u; // TILE / 2
+
+fn local_bits() -> u32 {
+    return p.n_blocks + 1u;
+}
+
+fn root_bits() -> u32 {
+    return p.n_blocks + 1u + p.words;
+}
+
+fn before_words() -> u32 {
+    return p.n_blocks + 1u + 2u * p.words;
+}
+
+// Every entry point binds 0..4 (the driver passes the same five buffers);
+// this never-true branch keeps a binding an entry does not otherwise use in
+// its layout.
+fn keep() {
+    if (p.count == 0u) {
+        atomicStore(&parent[0], mask[0] + atomicLoad(&aux[0]) + roots[0]);
+    }
+}
 
 fn thread_index(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.x + gid.y * groups.x * 256u;
+}
+
+fn group_index(wid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return wid.x + wid.y * groups.x;
 }
 
 fn fg(i: u32) -> bool {
     return ((mask[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu) != 0u;
 }
 
+// Path halving: a non-root's parent only moves up its own path, so
+// pointing it at its grandparent keeps the forest valid while other threads
+// unite.
 fn find(start: u32) -> u32 {
     var x = start;
     loop {
@@ -52,7 +102,11 @@ fn find(start: u32) -> u32 {
         if (up == x) {
             return x;
         }
-        x = up;
+        let upper = atomicLoad(&parent[up]);
+        if (upper != up) {
+            atomicStore(&parent[x], upper);
+        }
+        x = upper;
     }
     return x;
 }
@@ -79,24 +133,10 @@ fn unite(a0: u32, b0: u32) {
     }
 }
 
-// Skips a neighbour already joined through a foreground anchor: the pixel
-// above, the one to the left or the one in the previous plane. A neighbour
-// adjacent to a foreground anchor is joined to it by an edge that some
-// pixel unites (the anchors' own edges are never skipped), so uniting with
-// the anchor suffices: fewer atomics on dense masks. The same rule holds in
-// both phases, so every edge is either united or implied.
-fn skipped(dz: i32, dy: i32, dx: i32, up_fg: bool, left_fg: bool, below_fg: bool) -> bool {
-    let via_below = dz < 0 && (dy != 0 || dx != 0) && below_fg;
-    let via_up = dz == 0 && dy < 0 && dx != 0 && up_fg;
-    let via_left = dz == 0 && dy < 0 && dx < 0 && left_fg;
-    return via_below || via_up || via_left;
-}
-
 // Backward offsets (lexicographically negative: each edge once) of the
-// connectivity, numbered 0..12 in the order of the loops below.
-fn offset(k: i32) -> vec3<i32> {
-    // k = (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) for the 13 backward ones.
-    return vec3<i32>(k / 9 - 1, (k / 3) % 3 - 1, k % 3 - 1);
+// connectivity: k = (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) for k < 13.
+fn offset(k: u32) -> vec3<i32> {
+    return vec3<i32>(i32(k % 3u) - 1, i32((k / 3u) % 3u) - 1, i32(k / 9u) - 1);
 }
 
 fn wanted(d: vec3<i32>) -> bool {
@@ -104,8 +144,65 @@ fn wanted(d: vec3<i32>) -> bool {
     return nonzero <= p.connectivity;
 }
 
-var<workgroup> lp: array<atomic<u32>, 256>;
+// ---- tiles ----
 
+struct Tile {
+    origin: vec3<u32>, // first pixel (x, y, z)
+    extent: vec3<u32>,
+    base: u32,         // linear index of the origin
+    valid: bool,
+}
+
+fn tile_of(wid: vec3<u32>, groups: vec3<u32>) -> Tile {
+    let t = group_index(wid, groups);
+    var tile: Tile;
+    tile.extent = vec3<u32>(1u << p.shift_x, 1u << p.shift_y, 1u << p.shift_z);
+    tile.origin = vec3<u32>(t % p.ntx, (t / p.ntx) % p.nty, t / (p.ntx * p.nty)) * tile.extent;
+    tile.valid = t < p.ntx * p.nty * p.ntz;
+    tile.base = (tile.origin.z * p.ny + tile.origin.y) * p.nx + tile.origin.x;
+    return tile;
+}
+
+// Local coordinates of the tile's pixel `li` (x fastest).
+fn local_xyz(li: u32) -> vec3<u32> {
+    return vec3<u32>(li & ((1u << p.shift_x) - 1u), (li >> p.shift_x) & ((1u << p.shift_y) - 1u),
+                     li >> (p.shift_x + p.shift_y));
+}
+
+fn inside(tile: Tile, l: vec3<u32>) -> bool {
+    let g = tile.origin + l;
+    return tile.valid && all(l < tile.extent) && g.x < p.nx && g.y < p.ny && g.z < p.nz;
+}
+
+fn global_index(tile: Tile, l: vec3<u32>) -> u32 {
+    return tile.base + (l.z * p.ny + l.y) * p.nx + l.x;
+}
+
+fn root_half(word: u32, li: u32) -> u32 {
+    return (word >> ((li & 1u) * 16u)) & 0xffffu;
+}
+
+// Global index of the local root of foreground pixel g (x, y, z).
+fn local_root_of(g: vec3<u32>) -> u32 {
+    let shifts = vec3<u32>(p.shift_x, p.shift_y, p.shift_z);
+    let tc = g >> shifts;
+    let l = g - (tc << shifts);
+    let li = (l.z << (p.shift_x + p.shift_y)) | (l.y << p.shift_x) | l.x;
+    let tile = (tc.z * p.nty + tc.y) * p.ntx + tc.x;
+    let r = root_half(roots[tile * ROOT_WORDS + (li >> 1u)], li);
+    let rl = local_xyz(r);
+    let o = tc << shifts;
+    return ((o.z + rl.z) * p.ny + o.y + rl.y) * p.nx + o.x + rl.x;
+}
+
+// ---- local_merge: the tile's own edges in workgroup memory ----
+
+var<workgroup> lp: array<atomic<u32>, 4096>;
+// The tile's foreground as bits in local order: a row along x is a run of
+// consecutive bits.
+var<workgroup> fg_bits: array<atomic<u32>, 128>;
+
+// Path halving, as find.
 fn lfind(start: u32) -> u32 {
     var x = start;
     loop {
@@ -113,7 +210,11 @@ fn lfind(start: u32) -> u32 {
         if (up == x) {
             return x;
         }
-        x = up;
+        let upper = atomicLoad(&lp[up]);
+        if (upper != up) {
+            atomicStore(&lp[x], upper);
+        }
+        x = upper;
     }
     return x;
 }
@@ -139,215 +240,236 @@ fn lunite(a0: u32, b0: u32) {
     }
 }
 
-// One workgroup per tile: parents of every pixel of the tile, with the
-// edges inside the tile united in workgroup memory.
+fn lfg(li: u32) -> bool {
+    return ((atomicLoad(&fg_bits[li >> 5u]) >> (li & 31u)) & 1u) != 0u;
+}
+
+// First pixel of the run of foreground along x that holds li (the row
+// starts at li - lx): just above the nearest background bit below li.
+fn run_start(li: u32, lx: u32) -> u32 {
+    let row = li - lx;
+    var w = li >> 5u;
+    var background = ~atomicLoad(&fg_bits[w]) & ((1u << (li & 31u)) - 1u);
+    loop {
+        if (background != 0u) {
+            return max(row, w * 32u + firstLeadingBit(background) + 1u);
+        }
+        if (w * 32u <= row) {
+            return row;
+        }
+        w -= 1u;
+        background = ~atomicLoad(&fg_bits[w]);
+    }
+    return row;
+}
+
+// Unites pixel `li` with its backward neighbours inside the tile other
+// than the one along x (the runs hold those). Connectivity 1 skips an edge
+// that a path of other tile edges already implies (up when left and
+// up-left are foreground): each skipped edge leans only on x edges and on
+// edges of its own kind nearer the tile's origin, so the induction ends.
+fn merge_inside(li: u32, l: vec3<u32>) {
+    let sx = 1u;
+    let sy = 1u << p.shift_x;
+    let sz = 1u << (p.shift_x + p.shift_y);
+    if (p.connectivity == 1u) {
+        let left = l.x > 0u && lfg(li - sx);
+        let up = l.y > 0u && lfg(li - sy);
+        if (up && !(left && lfg(li - sy - sx))) {
+            lunite(li, li - sy);
+        }
+        if (l.z > 0u && lfg(li - sz)) {
+            let via_left = left && lfg(li - sz - sx);
+            let via_up = up && lfg(li - sz - sy);
+            if (!via_left && !via_up) {
+                lunite(li, li - sz);
+            }
+        }
+        return;
+    }
+    let extent = vec3<u32>(sy, 1u << p.shift_y, 1u << p.shift_z);
+    for (var k = 0u; k < 12u; k++) { // 12 = (-1, 0, 0): the run's edge
+        let d = offset(k);
+        let q = vec3<i32>(l) + d;
+        if (!wanted(d) || any(q < vec3<i32>(0)) || any(vec3<u32>(q) >= extent)) {
+            continue;
+        }
+        let u = u32(q.z) * sz + u32(q.y) * sy + u32(q.x);
+        if (lfg(u)) {
+            lunite(li, u);
+        }
+    }
+}
+
 @compute @workgroup_size(256)
 fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
                @builtin(local_invocation_index) t: u32,
                @builtin(num_workgroups) groups: vec3<u32>) {
-    let tile = wid.x + wid.y * groups.x;
-    let ntiles = p.ntx * p.nty * p.ntz;
-    let lx = t % p.tx;
-    let ly = (t / p.tx) % p.ty;
-    let lz = t / (p.tx * p.ty);
-    let x = (tile % p.ntx) * p.tx + lx;
-    let y = ((tile / p.ntx) % p.nty) * p.ty + ly;
-    let z = (tile / (p.ntx * p.nty)) * p.tz + lz;
-    let inside = tile < ntiles && x < p.nx && y < p.ny && z < p.nz;
-    let i = (z * p.ny + y) * p.nx + x;
-    let f = inside && fg(i);
-    atomicStore(&lp[t], select(BG, t, f));
+    keep();
+    let tile = tile_of(wid, groups);
+    let tile_index = group_index(wid, groups);
+    if (t < 128u) {
+        atomicStore(&fg_bits[t], 0u);
+    }
+    // All 16 loads first, so they are in flight together.
+    var bytes: array<u32, 16>;
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let l = local_xyz(t + 256u * k);
+        let i = global_index(tile, l);
+        bytes[k] = select(0u, mask[i >> 2u] >> ((i & 3u) * 8u), inside(tile, l));
+    }
     workgroupBarrier();
-    if (f) {
-        let up_fg = y > 0u && fg(i - p.nx);
-        let left_fg = x > 0u && fg(i - 1u);
-        let below_fg = z > 0u && fg(i - p.nx * p.ny);
-        for (var k = 0; k < 13; k++) {
-            let d = offset(k);
-            if (!wanted(d) || skipped(d.x, d.y, d.z, up_fg, left_fg, below_fg)) {
-                continue;
-            }
-            // Neighbour inside this tile (and so inside the image)?
-            let q = vec3<i32>(i32(lz), i32(ly), i32(lx)) + d;
-            if (q.x < 0 || q.y < 0 || q.z < 0 || q.z >= i32(p.tx) || q.y >= i32(p.ty)) {
-                continue;
-            }
-            let u = (u32(q.x) * p.ty + u32(q.y)) * p.tx + u32(q.z);
-            if (atomicLoad(&lp[u]) != BG) {
-                lunite(t, u);
-            }
+    var fgbits = 0u;
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let li = t + 256u * k;
+        if ((bytes[k] & 0xffu) != 0u) {
+            fgbits |= 1u << k;
+            atomicOr(&fg_bits[li >> 5u], 1u << (li & 31u));
         }
     }
     workgroupBarrier();
-    if (inside) {
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let li = t + 256u * k;
         var v = BG;
-        if (f) {
-            // The local root is the tile's first pixel of the component in
-            // raster order, so its global index is the smallest one too.
-            let r = lfind(t);
-            let rx = r % p.tx;
-            let ry = (r / p.tx) % p.ty;
-            let rz = r / (p.tx * p.ty);
-            v = ((z - lz + rz) * p.ny + (y - ly + ry)) * p.nx + (x - lx + rx);
+        if ((fgbits & (1u << k)) != 0u) {
+            v = run_start(li, local_xyz(li).x);
         }
-        atomicStore(&parent[i], v);
+        atomicStore(&lp[li], v);
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < PER_THREAD; k++) {
+        if ((fgbits & (1u << k)) != 0u) {
+            let li = t + 256u * k;
+            merge_inside(li, local_xyz(li));
+        }
+    }
+    workgroupBarrier();
+    for (var k = 0u; k < PER_THREAD; k++) {
+        if ((fgbits & (1u << k)) != 0u) {
+            let li = t + 256u * k;
+            let r = lfind(li);
+            // Later finds through this pixel take one step.
+            atomicStore(&lp[li], r);
+            if (r == li) {
+                let i = global_index(tile, local_xyz(li));
+                atomicStore(&parent[i], i);
+                atomicOr(&aux[local_bits() + (i >> 5u)], 1u << (i & 31u));
+            }
+        }
+    }
+    workgroupBarrier();
+    if (!tile.valid) {
+        return;
+    }
+    // Two pixels per word; background is BG, whose low half is NO_ROOT.
+    for (var k = 0u; k < ROOT_WORDS / 256u; k++) {
+        let w = t + 256u * k;
+        let lo = atomicLoad(&lp[2u * w]) & 0xffffu;
+        let hi = atomicLoad(&lp[2u * w + 1u]) & 0xffffu;
+        roots[tile_index * ROOT_WORDS + w] = lo | (hi << 16u);
     }
 }
 
-// Edges that cross a tile border, in global memory.
+// ---- border_merge: edges that cross tile borders, in global memory ----
+
+// Connectivity 1: the tile's three backward faces as one list of items
+// (z face, then y, then x), spread evenly over the threads, each item's
+// loads issued together.
+fn border_faces(tile: Tile, t: u32) {
+    let e = tile.extent;
+    let plane = p.nx * p.ny;
+    let nzf = e.x * e.y;
+    let nyf = e.x * e.z;
+    let items = nzf + nyf + e.y * e.z;
+    for (var q = t; q < items; q += 256u) {
+        var l: vec3<u32>;
+        var axis: u32;
+        if (q < nzf) {
+            l = vec3<u32>(q % e.x, q / e.x, 0u);
+            axis = 2u;
+        } else if (q < nzf + nyf) {
+            l = vec3<u32>((q - nzf) % e.x, 0u, (q - nzf) / e.x);
+            axis = 1u;
+        } else {
+            l = vec3<u32>(0u, (q - nzf - nyf) % e.y, (q - nzf - nyf) / e.y);
+            axis = 0u;
+        }
+        let g = tile.origin + l;
+        if (!inside(tile, l) || g[axis] == 0u) {
+            continue;
+        }
+        let i = global_index(tile, l);
+        let steps = vec3<u32>(1u, p.nx, plane);
+        let j = i - steps[axis];
+        // The two other axes, where not at the tile's origin: a parallel
+        // edge one step back along them implies this one.
+        let a = select(0u, steps[(axis + 1u) % 3u], l[(axis + 1u) % 3u] > 0u);
+        let b = select(0u, steps[(axis + 2u) % 3u], l[(axis + 2u) % 3u] > 0u);
+        let fi = fg(i);
+        let fj = fg(j);
+        let via_a = a != 0u && fg(i - a) && fg(j - a);
+        let via_b = b != 0u && fg(i - b) && fg(j - b);
+        if (fi && fj && !via_a && !via_b) {
+            var gj = g;
+            gj[axis] -= 1u;
+            unite(local_root_of(g), local_root_of(gj));
+        }
+    }
+}
+
 @compute @workgroup_size(256)
-fn border_merge(@builtin(global_invocation_id) gid: vec3<u32>,
+fn border_merge(@builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(local_invocation_index) t: u32,
                 @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = thread_index(gid, groups);
-    if (i >= p.count) {
+    keep();
+    let tile = tile_of(wid, groups);
+    if (!tile.valid) {
         return;
     }
-    let x = i % p.nx;
-    let y = (i / p.nx) % p.ny;
-    let z = i / (p.nx * p.ny);
-    let lx = x % p.tx;
-    let ly = y % p.ty;
-    let lz = z % p.tz;
-    // Only pixels on a tile's faces have backward neighbours in another
-    // tile: the last column and row count too, as (0, -1, +1), (-1, 0, +1)
-    // and (-1, +1, dx) are backward offsets.
-    let border = (lx == 0u && x > 0u) || lx == p.tx - 1u || (ly == 0u && y > 0u)
-        || (ly == p.ty - 1u && z > 0u) || (lz == 0u && z > 0u);
-    if (!border || !fg(i)) {
+    if (p.connectivity == 1u) {
+        border_faces(tile, t);
         return;
     }
-    let up_fg = y > 0u && fg(i - p.nx);
-    let left_fg = x > 0u && fg(i - 1u);
-    let below_fg = z > 0u && fg(i - p.nx * p.ny);
-    for (var k = 0; k < 13; k++) {
-        let d = offset(k);
-        if (!wanted(d) || skipped(d.x, d.y, d.z, up_fg, left_fg, below_fg)) {
+    // Larger connectivities: every backward edge that leaves the tile. Only
+    // the shell of the tile has such edges ((-1, +1, dx) leaves through the
+    // far y face, (dz, dy, +1) through the far x face).
+    let e = tile.extent;
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let l = local_xyz(t + 256u * k);
+        let shell = l.x == 0u || l.x + 1u == e.x || l.y == 0u || l.y + 1u == e.y || l.z == 0u;
+        if (!shell || !inside(tile, l)) {
             continue;
         }
-        let q = vec3<i32>(i32(z), i32(y), i32(x)) + d;
-        if (q.x < 0 || q.y < 0 || q.z < 0 || q.y >= i32(p.ny) || q.z >= i32(p.nx)) {
+        let i = global_index(tile, l);
+        if (!fg(i)) {
             continue;
         }
-        // Same tile <=> the local coordinates stay within the tile (|d| <= 1):
-        // no divisions per neighbour (13 of them, three divisions each, were
-        // most of this kernel's time in 3-D).
-        let l = vec3<i32>(i32(lz), i32(ly), i32(lx)) + d;
-        let same_tile = l.x < i32(p.tz) && l.y >= 0 && l.y < i32(p.ty) && l.z >= 0
-            && l.z < i32(p.tx) && l.x >= 0;
-        let j = (u32(q.x) * p.ny + u32(q.y)) * p.nx + u32(q.z);
-        if (!same_tile && fg(j)) {
-            unite(i, j);
+        let g = tile.origin + l;
+        for (var k2 = 0u; k2 < 13u; k2++) {
+            let d = offset(k2);
+            let q = vec3<i32>(g) + d;
+            let ql = vec3<i32>(l) + d;
+            if (!wanted(d) || any(q < vec3<i32>(0))
+                || any(vec3<u32>(q) >= vec3<u32>(p.nx, p.ny, p.nz))) {
+                continue;
+            }
+            let same_tile = all(ql >= vec3<i32>(0)) && all(vec3<u32>(ql) < e);
+            let j = (u32(q.z) * p.ny + u32(q.y)) * p.nx + u32(q.x);
+            if (!same_tile && fg(j)) {
+                unite(local_root_of(g), local_root_of(vec3<u32>(q)));
+            }
         }
     }
 }
 
-@compute @workgroup_size(256)
-fn flatten(@builtin(global_invocation_id) gid: vec3<u32>,
-           @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = thread_index(gid, groups);
-    if (i >= p.count || !fg(i)) {
-        return;
-    }
-    atomicStore(&parent[i], find(i));
-}
-
-// ---- ranking: block counts, one scan over the blocks, ranks, gather ----
-
-@group(0) @binding(3) var<storage, read_write> blocks: array<u32>; // n_blocks + 1 (total)
+// ---- ranking ----
 
 var<workgroup> partial: array<u32, 256>;
 
-fn is_root(i: u32) -> bool {
-    return i < p.count && fg(i) && atomicLoad(&parent[i]) == i;
-}
-
-fn block_index(wid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return wid.x + wid.y * groups.x;
-}
-
-@compute @workgroup_size(256)
-fn count_roots(@builtin(workgroup_id) wid: vec3<u32>,
-               @builtin(local_invocation_index) lid: u32,
-               @builtin(num_workgroups) groups: vec3<u32>) {
-    let b = block_index(wid, groups);
-    var c = 0u;
-    for (var k = 0u; k < 4u; k++) {
-        c += u32(is_root(b * BLOCK + lid * 4u + k));
-    }
-    partial[lid] = c;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if (lid < s) {
-            partial[lid] += partial[lid + s];
-        }
-        workgroupBarrier();
-    }
-    if (lid == 0u && b < p.n_blocks) {
-        blocks[b] = partial[0];
-    }
-}
-
-// One workgroup: exclusive scan of the block counts in place, 1024 per
-// step (4 per thread); the total goes to blocks[n_blocks].
-@compute @workgroup_size(256)
-fn scan_blocks(@builtin(local_invocation_index) lid: u32) {
-    var carry = 0u;
-    for (var base = 0u; base < p.n_blocks; base += 1024u) {
-        var v: array<u32, 4>;
-        var c = 0u;
-        for (var k = 0u; k < 4u; k++) {
-            let i = base + lid * 4u + k;
-            v[k] = select(0u, blocks[i], i < p.n_blocks);
-            c += v[k];
-        }
-        partial[lid] = c;
-        workgroupBarrier();
-        // Hillis-Steele inclusive scan of the 256 thread sums.
-        for (var s = 1u; s < 256u; s <<= 1u) {
-            var add = 0u;
-            if (lid >= s) {
-                add = partial[lid - s];
-            }
-            workgroupBarrier();
-            partial[lid] += add;
-            workgroupBarrier();
-        }
-        var run = carry + partial[lid] - c;
-        for (var k = 0u; k < 4u; k++) {
-            let i = base + lid * 4u + k;
-            if (i < p.n_blocks) {
-                blocks[i] = run;
-            }
-            run += v[k];
-        }
-        carry += partial[255];
-        workgroupBarrier();
-    }
-    if (lid == 0u) {
-        blocks[p.n_blocks] = carry;
-    }
-    // Never true (empty inputs are not dispatched): it only keeps bindings
-    // 1 and 2 in this entry point's layout, as every entry binds 0..3.
-    if (p.count == 0u) {
-        atomicStore(&parent[0], mask[0]);
-    }
-}
-
-@compute @workgroup_size(256)
-fn rank_roots(@builtin(workgroup_id) wid: vec3<u32>,
-              @builtin(local_invocation_index) lid: u32,
-              @builtin(num_workgroups) groups: vec3<u32>) {
-    let b = block_index(wid, groups);
-    let first = b * BLOCK + lid * 4u;
-    var flags = 0u;
-    var c = 0u;
-    for (var k = 0u; k < 4u; k++) {
-        if (is_root(first + k)) {
-            flags |= 1u << k;
-            c += 1u;
-        }
-    }
-    partial[lid] = c;
+// Inclusive Hillis-Steele scan of one value per thread; returns this
+// thread's inclusive sum (partial[255] holds the total).
+fn scan256(lid: u32, v: u32) -> u32 {
+    partial[lid] = v;
     workgroupBarrier();
     for (var s = 1u; s < 256u; s <<= 1u) {
         var add = 0u;
@@ -358,34 +480,132 @@ fn rank_roots(@builtin(workgroup_id) wid: vec3<u32>,
         partial[lid] += add;
         workgroupBarrier();
     }
-    if (b >= p.n_blocks) {
-        return;
+    return partial[lid];
+}
+
+@compute @workgroup_size(256)
+fn clear_bits(@builtin(global_invocation_id) gid: vec3<u32>,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    let w = thread_index(gid, groups);
+    if (w < p.words) {
+        atomicStore(&aux[local_bits() + w], 0u);
     }
-    var rank = blocks[b] + partial[lid] - c;
-    for (var k = 0u; k < 4u; k++) {
-        if ((flags & (1u << k)) != 0u) {
-            rank += 1u;
-            atomicStore(&parent[first + k], rank | RANKED);
+    keep();
+}
+
+// One thread per word of local-root bits, one workgroup per block: each
+// local root points straight at its global root; global roots are counted.
+@compute @workgroup_size(256)
+fn flatten_rank(@builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(local_invocation_index) lid: u32,
+                @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let b = group_index(wid, groups);
+    let w = b * BLOCK_WORDS + lid;
+    var roots = 0u;
+    if (w < p.words) {
+        var left = atomicLoad(&aux[local_bits() + w]);
+        while (left != 0u) {
+            let bit = firstTrailingBit(left);
+            left &= left - 1u;
+            let r = w * 32u + bit;
+            let g = find(r);
+            if (g == r) {
+                roots |= 1u << bit;
+            } else {
+                atomicStore(&parent[r], g);
+            }
         }
+    }
+    let c = countOneBits(roots);
+    let inclusive = scan256(lid, c);
+    if (w < p.words) {
+        atomicStore(&aux[root_bits() + w], roots);
+        atomicStore(&aux[before_words() + w], inclusive - c);
+    }
+    if (lid == 255u && b < p.n_blocks) {
+        atomicStore(&aux[b], inclusive);
     }
 }
 
-// Every pixel takes its root's rank; background becomes 0. Roots only drop
-// their own RANKED bit here, so a pixel reading its root sees the rank
-// either way.
+// One workgroup: exclusive scan of the block counts in place, 1024 per
+// step (4 per thread); the total goes to aux[n_blocks].
 @compute @workgroup_size(256)
-fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
-          @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = thread_index(gid, groups);
-    if (i >= p.count) {
+fn scan_blocks(@builtin(local_invocation_index) lid: u32) {
+    var carry = 0u;
+    for (var base = 0u; base < p.n_blocks; base += 1024u) {
+        var v: array<u32, 4>;
+        var c = 0u;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            v[k] = select(0u, atomicLoad(&aux[i]), i < p.n_blocks);
+            c += v[k];
+        }
+        let inclusive = scan256(lid, c);
+        var run = carry + inclusive - c;
+        for (var k = 0u; k < 4u; k++) {
+            let i = base + lid * 4u + k;
+            if (i < p.n_blocks) {
+                atomicStore(&aux[i], run);
+            }
+            run += v[k];
+        }
+        carry += partial[255];
+        workgroupBarrier();
+    }
+    if (lid == 0u) {
+        atomicStore(&aux[p.n_blocks], carry);
+    }
+    keep();
+}
+
+// 1-based rank of global root g in raster order.
+fn rank(g: u32) -> u32 {
+    let w = g >> 5u;
+    let below = atomicLoad(&aux[root_bits() + w]) & ((1u << (g & 31u)) - 1u);
+    return atomicLoad(&aux[w / BLOCK_WORDS]) + atomicLoad(&aux[before_words() + w])
+        + countOneBits(below) + 1u;
+}
+
+// One thread per word of local-root bits: each local root (holding its
+// global root since flatten_rank) takes that root's rank.
+@compute @workgroup_size(256)
+fn rank_local(@builtin(global_invocation_id) gid: vec3<u32>,
+              @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let w = thread_index(gid, groups);
+    if (w >= p.words) {
         return;
     }
-    let up = atomicLoad(&parent[i]);
-    if (!fg(i)) {
-        atomicStore(&parent[i], 0u);
-    } else if ((up & RANKED) != 0u) {
-        atomicStore(&parent[i], up & ~RANKED);
-    } else {
-        atomicStore(&parent[i], atomicLoad(&parent[up]) & ~RANKED);
+    var left = atomicLoad(&aux[local_bits() + w]);
+    while (left != 0u) {
+        let r = w * 32u + firstTrailingBit(left);
+        left &= left - 1u;
+        atomicStore(&parent[r], rank(atomicLoad(&parent[r])));
+    }
+}
+
+// Per tile: every pixel takes its local root's label. A local root
+// rewrites its own label, so pixels reading it see the same value before
+// and after.
+@compute @workgroup_size(256)
+fn write_labels(@builtin(workgroup_id) wid: vec3<u32>,
+                @builtin(local_invocation_index) t: u32,
+                @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let tile = tile_of(wid, groups);
+    let tile_index = group_index(wid, groups);
+    for (var k = 0u; k < PER_THREAD; k++) {
+        let li = t + 256u * k;
+        let l = local_xyz(li);
+        if (!inside(tile, l)) {
+            continue;
+        }
+        let r = root_half(roots[tile_index * ROOT_WORDS + (li >> 1u)], li);
+        var label = 0u;
+        if (r != NO_ROOT) {
+            label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
+        }
+        atomicStore(&parent[global_index(tile, l)], label);
     }
 }

@@ -146,9 +146,9 @@ fn bad_parameters_are_refused_with_a_reason() {
 
 #[test]
 fn more_blocks_than_one_scan_step() {
-    // 1.05 M pixels: 1028 blocks of 1024, more than one step of the
-    // single-workgroup scan over the blocks.
-    let shape = [1028, 1024];
+    // 8.4 M pixels: 1028 ranking blocks of 8192, more than one step (1024
+    // blocks) of the single-workgroup scan over the blocks.
+    let shape = [1028, 8192];
     let m = random(shape[0] * shape[1], 0.45, 21);
     let want = cpu::label(&m, &shape, 1).unwrap();
     let got = gpu_label(gpu(), &m, &shape, 1);

@@ -35,35 +35,75 @@ struct Params {
     count: u32,
     connectivity: u32,
     n_blocks: u32,
-    tile: [u32; 3],
+    words: u32,
+    tile_shift: [u32; 3],
     tiles: [u32; 3],
-    _pad: [u32; 4],
+    _pad: [u32; 3],
 }
 
-/// The kernels' parameters for a box of shape `s`: 256-pixel tiles
-/// (x, y, z extents) shaped for the dimensionality, and the block count of
-/// the ranking kernels.
+/// Pixels per tile of the merge kernels (16 per thread; the tile's parents
+/// fill the 16 KiB of workgroup memory WebGPU guarantees).
+const TILE: usize = 4096;
+
+/// Pixels per ranking block (256 words of root bits).
+const BLOCK: usize = 8192;
+
+/// The kernels' parameters for a box of shape `s` and the sizes they need.
 pub(crate) struct Plan {
     pub params: wgpu::Buffer,
     pub n: usize,
+    /// The label count is word `n_blocks` of the aux buffer.
     pub n_blocks: usize,
     pub n_tiles: usize,
+    pub root_words: usize,
 }
 
-pub(crate) fn plan(gpu: &Gpu, s: Shape3, connectivity: usize) -> Plan {
-    let n = s.iter().product::<usize>();
-    let tile = if s[0] > 1 {
-        [8, 8, 4]
-    } else if s[1] > 1 {
-        [32, 8, 1]
-    } else {
-        [256, 1, 1]
-    };
+/// Words of the local-roots buffer for a box of shape `s`: 16 bits per
+/// pixel of every tile.
+pub(crate) fn root_words(s: Shape3) -> usize {
+    tile_grid(s).1.iter().product::<usize>() * TILE / 2
+}
+
+/// The tile extents (x, y, z) and the number of tiles along each.
+fn tile_grid(s: Shape3) -> ([usize; 3], [usize; 3]) {
+    let tile = tile_shape(s);
     let tiles = [
         s[2].div_ceil(tile[0]),
         s[1].div_ceil(tile[1]),
         s[0].div_ceil(tile[2]),
     ];
+    (tile, tiles)
+}
+
+/// Words of the labelling's aux buffer for `n` pixels: block offsets and
+/// the count, then three bit arrays.
+pub(crate) fn aux_words(n: usize) -> usize {
+    n.div_ceil(BLOCK) + 1 + 3 * n.div_ceil(32)
+}
+
+/// Tile extents (x, y, z; powers of two, 4096 pixels unless the box is
+/// smaller): rows of 32 or 64 pixels and up to 8 planes, then whatever axis
+/// can still grow, so narrow boxes do not leave tiles mostly empty.
+fn tile_shape(s: Shape3) -> [usize; 3] {
+    let cap = [s[2], s[1], s[0]].map(|v| v.max(1).next_power_of_two());
+    let first = if s[0] > 1 { [32, 16, 8] } else { [64, 64, 1] };
+    let mut t = [1usize; 3];
+    for a in 0..3 {
+        while t[a] < cap[a].min(first[a]) && t.iter().product::<usize>() < TILE {
+            t[a] *= 2;
+        }
+    }
+    for a in 0..3 {
+        while t[a] < cap[a] && t.iter().product::<usize>() < TILE {
+            t[a] *= 2;
+        }
+    }
+    t
+}
+
+pub(crate) fn plan(gpu: &Gpu, s: Shape3, connectivity: usize) -> Plan {
+    let n = s.iter().product::<usize>();
+    let (tile, tiles) = tile_grid(s);
     let n_blocks = n.div_ceil(BLOCK);
     let params = gpu.uniform(&Params {
         nx: s[2] as u32,
@@ -72,19 +112,19 @@ pub(crate) fn plan(gpu: &Gpu, s: Shape3, connectivity: usize) -> Plan {
         count: n as u32,
         connectivity: connectivity as u32,
         n_blocks: n_blocks as u32,
-        tile: tile.map(|v| v as u32),
+        words: n.div_ceil(32) as u32,
+        tile_shift: tile.map(|v| v.trailing_zeros()),
         tiles: tiles.map(|v| v as u32),
-        _pad: [0; 4],
+        _pad: [0; 3],
     });
     Plan {
         params,
         n,
         n_blocks,
         n_tiles: tiles.iter().product(),
+        root_words: root_words(s),
     }
 }
-
-const BLOCK: usize = 1024;
 
 /// Checks the shape against the data and the connectivity against the
 /// dimensions (scikit-image's meaning: 1 = faces, ndim = full).
@@ -153,12 +193,13 @@ fn backward_offsets(connectivity: usize) -> Vec<[i64; 3]> {
     v
 }
 
-/// The most pixels one box may hold on this device: parent (4 bytes) and
-/// mask (1 byte) per pixel within the memory budget and one binding;
-/// indices keep bit 31 free. Larger arrays are labelled in slabs.
+/// The most pixels one box may hold on this device: labels (4 bytes), mask
+/// (1), local roots (2) and root bits (under 1) per pixel within the memory
+/// budget, and the labels within one binding; indices keep bit 31 free.
+/// Larger arrays are labelled in slabs.
 pub fn max_box(gpu: &Gpu) -> usize {
     (gpu.max_binding_size() / 4)
-        .min(gpu.memory_budget() / 5)
+        .min(gpu.memory_budget() / 8)
         .min(1 << 31) as usize
 }
 
@@ -452,50 +493,63 @@ async fn label_box(gpu: &Gpu, mask: &[bool], s: Shape3, connectivity: usize) -> 
     let n = mask.len();
     let mut bytes: Vec<u8> = mask.iter().map(|&m| u8::from(m)).collect();
     bytes.resize(n.div_ceil(4) * 4, 0);
-    let n_blocks = n.div_ceil(BLOCK);
-    let mask_buf = gpu.storage(bytes.len() as u64, "label mask").await?;
-    let parent = match gpu.storage(4 * n as u64, "labels").await {
-        Ok(b) => b,
-        Err(e) => {
-            gpu.recycle(mask_buf);
-            return Err(e);
-        }
-    };
-    let blocks = match gpu.storage(4 * (n_blocks as u64 + 1), "label blocks").await {
-        Ok(b) => b,
-        Err(e) => {
-            gpu.recycle(mask_buf);
-            gpu.recycle(parent);
-            return Err(e);
-        }
-    };
-    gpu.upload(&mask_buf, &bytes);
+    let plan = plan(gpu, s, connectivity);
+    let mut held = Vec::new();
     let outcome = async {
-        let plan = plan(gpu, s, connectivity);
-        record_label(gpu, &plan, &mask_buf, &parent, &blocks).await?;
+        let mask_buf = gpu.storage(bytes.len() as u64, "label mask").await?;
+        held.push(mask_buf.clone());
+        let parent = gpu.storage(4 * n as u64, "labels").await?;
+        held.push(parent.clone());
+        let scratch = Scratch::new(gpu, &plan).await?;
+        held.push(scratch.aux.clone());
+        held.push(scratch.roots.clone());
+        gpu.upload(&mask_buf, &bytes);
+        record_label(gpu, &plan, &mask_buf, &parent, &scratch).await?;
         let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
-        let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
+        let total = gpu.read_at(&scratch.aux, 4 * plan.n_blocks as u64, 4).await?;
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         Ok::<_, Error>(Labels { labels, count })
     }
     .await;
-    gpu.recycle(mask_buf);
-    gpu.recycle(parent);
-    gpu.recycle(blocks);
+    for b in held {
+        gpu.recycle(b);
+    }
     outcome
 }
 
+/// The labelling's working buffers besides the mask and the labels.
+pub(crate) struct Scratch {
+    /// Block offsets, the label count (word `plan.n_blocks`), root bits.
+    pub aux: wgpu::Buffer,
+    /// Each pixel's tile-local root.
+    pub roots: wgpu::Buffer,
+}
+
+impl Scratch {
+    pub async fn new(gpu: &Gpu, plan: &Plan) -> Result<Scratch> {
+        let aux = gpu.storage(4 * aux_words(plan.n) as u64, "label aux").await?;
+        match gpu.storage(4 * plan.root_words as u64, "label local roots").await {
+            Ok(roots) => Ok(Scratch { aux, roots }),
+            Err(e) => {
+                gpu.recycle(aux);
+                Err(e)
+            }
+        }
+    }
+}
+
 /// Records and submits the labelling kernels on buffers already on the GPU:
-/// `parent` receives the labels, `blocks[n_blocks]` their number.
+/// `parent` receives the labels, word `n_blocks` of `scratch.aux` their
+/// number.
 pub(crate) async fn record_label(
     gpu: &Gpu,
     plan: &Plan,
     mask: &wgpu::Buffer,
     parent: &wgpu::Buffer,
-    blocks: &wgpu::Buffer,
+    scratch: &Scratch,
 ) -> Result<()> {
     let mut rec = gpu.recorder();
-    dispatch_label(&mut rec, gpu, plan, mask, parent, blocks)?;
+    dispatch_label(&mut rec, gpu, plan, mask, parent, scratch)?;
     rec.submit().await
 }
 
@@ -507,23 +561,22 @@ pub(crate) fn dispatch_label(
     plan: &Plan,
     mask: &wgpu::Buffer,
     parent: &wgpu::Buffer,
-    blocks: &wgpu::Buffer,
+    scratch: &Scratch,
 ) -> Result<()> {
-    let three = [&plan.params, mask, parent];
-    let four = [&plan.params, mask, parent, blocks];
-    let per_pixel = plan.n as u64;
-    let per_block = plan.n_blocks as u64 * 256;
-    for (entry, buffers, threads) in [
-        ("local_merge", &three[..], plan.n_tiles as u64 * 256),
-        ("border_merge", &three[..], per_pixel),
-        ("flatten", &three[..], per_pixel),
-        ("count_roots", &four[..], per_block),
-        ("scan_blocks", &four[..], 256),
-        ("rank_roots", &four[..], per_block),
-        ("gather", &three[..], per_pixel),
+    let buffers = [&plan.params, mask, parent, &scratch.aux, &scratch.roots];
+    let per_tile = plan.n_tiles as u64 * 256;
+    let per_word = plan.n.div_ceil(32) as u64;
+    for (entry, threads) in [
+        ("clear_bits", per_word),
+        ("local_merge", per_tile),
+        ("border_merge", per_tile),
+        ("flatten_rank", plan.n_blocks as u64 * 256),
+        ("scan_blocks", 256),
+        ("rank_local", per_word),
+        ("write_labels", per_tile),
     ] {
         let pipeline = gpu.pipeline(shaders::LABEL, entry)?;
-        rec.dispatch(&pipeline, buffers, threads)?;
+        rec.dispatch(&pipeline, &buffers, threads)?;
     }
     Ok(())
 }

@@ -115,13 +115,12 @@ pub async fn sources(
             .storage(n.div_ceil(4) as u64 * 4, "sources mask")
             .await?;
         held.push(mask.clone());
-        let n_blocks = n.div_ceil(1024);
         let parent = gpu.storage(4 * n as u64, "sources labels").await?;
         held.push(parent.clone());
-        let blocks = gpu
-            .storage(4 * (n_blocks as u64 + 1), "label blocks")
-            .await?;
-        held.push(blocks.clone());
+        let plan = label::plan(gpu, s, connectivity);
+        let scratch = label::Scratch::new(gpu, &plan).await?;
+        held.push(scratch.aux.clone());
+        held.push(scratch.roots.clone());
         let tparams = gpu.uniform(&ThresholdParams {
             count: n as u32,
             key_lo,
@@ -135,9 +134,8 @@ pub async fn sources(
             (n as u64).div_ceil(4),
         )?;
         rec.submit().await?;
-        let plan = label::plan(gpu, s, connectivity);
-        label::record_label(gpu, &plan, &mask, &parent, &blocks).await?;
-        let total = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
+        label::record_label(gpu, &plan, &mask, &parent, &scratch).await?;
+        let total = gpu.read_at(&scratch.aux, 4 * plan.n_blocks as u64, 4).await?;
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         let raw = gpu.read(&parent, 4 * n as u64).await?;
         let labels: Vec<i32> = raw

@@ -101,11 +101,12 @@ struct Buffers {
     bytes: wgpu::Buffer,
     parent: wgpu::Buffer,
     blocks: wgpu::Buffer,
+    label_roots: wgpu::Buffer,
     acc: wgpu::Buffer,
 }
 
 impl Buffers {
-    fn all(&self) -> [&wgpu::Buffer; 13] {
+    fn all(&self) -> [&wgpu::Buffer; 14] {
         [
             &self.image,
             &self.mask,
@@ -119,6 +120,7 @@ impl Buffers {
             &self.bytes,
             &self.parent,
             &self.blocks,
+            &self.label_roots,
             &self.acc,
         ]
     }
@@ -165,8 +167,7 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
             gpu.max_binding_size()
         )));
     }
-    let n_blocks = n.div_ceil(1024);
-    let sizes: [(u64, &str); 13] = [
+    let sizes: [(u64, &str); 14] = [
         (px, "spots image"),
         (n.div_ceil(4) as u64 * 4, "spots mask"),
         (
@@ -189,7 +190,11 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         (8 * LIST_CAP as u64 + 8, "spots fixes"),
         (n.div_ceil(4) as u64 * 4, "spots mask bytes"),
         (px, "spots labels"),
-        (4 * (n_blocks as u64 + 1), "spots label blocks"),
+        (4 * label::aux_words(n) as u64, "spots label aux"),
+        (
+            4 * label::root_words([1, setup.h, setup.w]) as u64,
+            "spots label roots",
+        ),
         (
             4 * (HEAD + (SPOT_CAP * W).max(FAST_SPOTS * W_FAST)) as u64,
             "spot sums",
@@ -225,6 +230,7 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
         bytes: next()?,
         parent: next()?,
         blocks: next()?,
+        label_roots: next()?,
         acc: next()?,
     })
 }
@@ -533,7 +539,11 @@ fn dispatch_spots(
         n.div_ceil(4) as u64,
     )?;
     let plan = label::plan(gpu, [1, s.h, s.w], 1);
-    label::dispatch_label(rec, gpu, &plan, &b.bytes, &b.parent, &b.blocks)?;
+    let scratch = label::Scratch {
+        aux: b.blocks.clone(),
+        roots: b.label_roots.clone(),
+    };
+    label::dispatch_label(rec, gpu, &plan, &b.bytes, &b.parent, &scratch)?;
     let params = gpu.uniform(&MeasureParams {
         count: n as u32,
         w: s.w as u32,
