@@ -182,25 +182,32 @@ fn root_half(word: u32, li: u32) -> u32 {
     return (word >> ((li & 1u) * 16u)) & 0xffffu;
 }
 
-// Global index of the local root of foreground pixel g (x, y, z).
+// Global index of the local root of pixel g (x, y, z); BG for background.
 fn local_root_of(g: vec3<u32>) -> u32 {
     let shifts = vec3<u32>(p.shift_x, p.shift_y, p.shift_z);
     let tc = g >> shifts;
-    let l = g - (tc << shifts);
+    let o = tc << shifts;
+    let l = g - o;
     let li = (l.z << (p.shift_x + p.shift_y)) | (l.y << p.shift_x) | l.x;
     let tile = (tc.z * p.nty + tc.y) * p.ntx + tc.x;
     let r = root_half(roots[tile * ROOT_WORDS + (li >> 1u)], li);
-    let rl = local_xyz(r);
-    let o = tc << shifts;
-    return ((o.z + rl.z) * p.ny + o.y + rl.y) * p.nx + o.x + rl.x;
+    if (r == NO_ROOT) {
+        return BG;
+    }
+    let rl = o + local_xyz(r);
+    return (rl.z * p.ny + rl.y) * p.nx + rl.x;
 }
 
 // ---- local_merge: the tile's own edges in workgroup memory ----
+//
+// Thread t owns the 16 consecutive pixels li = 16t .. 16t + 15 of the tile
+// (a segment; x is fastest, so with rows of 16 pixels or more a segment
+// lies in one row) and works on them as bit masks: at 134 M pixels every
+// instruction per pixel costs microseconds, so only run starts and the
+// few pixels where runs of neighbouring rows first meet do scalar work.
 
-var<workgroup> lp: array<atomic<u32>, 4096>;
-// The tile's foreground as bits in local order: a row along x is a run of
-// consecutive bits.
-var<workgroup> fg_bits: array<atomic<u32>, 128>;
+var<workgroup> lp: array<atomic<u32>, 4096>; // union-find over run starts
+var<workgroup> fg_half: array<u32, 256>;     // each segment's foreground bits
 
 // Path halving, as find.
 fn lfind(start: u32) -> u32 {
@@ -241,63 +248,150 @@ fn lunite(a0: u32, b0: u32) {
 }
 
 fn lfg(li: u32) -> bool {
-    return ((atomicLoad(&fg_bits[li >> 5u]) >> (li & 31u)) & 1u) != 0u;
+    return ((fg_half[li >> 4u] >> (li & 15u)) & 1u) != 0u;
 }
 
-// First pixel of the run of foreground along x that holds li (the row
+// Foreground bits of the 16 pixels from `start` on (0 before the tile).
+fn fg_window(start: i32) -> u32 {
+    if (start <= -16) {
+        return 0u;
+    }
+    if (start < 0) {
+        return (fg_half[0] << u32(-start)) & 0xffffu;
+    }
+    let a = u32(start) >> 4u;
+    let b = u32(start) & 15u;
+    var v = fg_half[a] >> b;
+    if (b != 0u && a + 1u < 256u) {
+        v |= fg_half[a + 1u] << (16u - b);
+    }
+    return v & 0xffffu;
+}
+
+// First pixel of the run of foreground along x that holds li (its row
 // starts at li - lx): just above the nearest background bit below li.
-fn run_start(li: u32, lx: u32) -> u32 {
-    let row = li - lx;
-    var w = li >> 5u;
-    var background = ~atomicLoad(&fg_bits[w]) & ((1u << (li & 31u)) - 1u);
+fn run_start(li: u32) -> u32 {
+    let row = li - (li & ((1u << p.shift_x) - 1u));
+    var w = li >> 4u;
+    var background = ~fg_half[w] & ((1u << (li & 15u)) - 1u);
     loop {
         if (background != 0u) {
-            return max(row, w * 32u + firstLeadingBit(background) + 1u);
+            return max(row, w * 16u + firstLeadingBit(background) + 1u);
         }
-        if (w * 32u <= row) {
+        if (w * 16u <= row) {
             return row;
         }
         w -= 1u;
-        background = ~atomicLoad(&fg_bits[w]);
+        background = ~fg_half[w] & 0xffffu;
     }
     return row;
 }
 
-// Unites pixel `li` with its backward neighbours inside the tile other
-// than the one along x (the runs hold those). Connectivity 1 skips an edge
-// that a path of other tile edges already implies (up when left and
-// up-left are foreground): each skipped edge leans only on x edges and on
-// edges of its own kind nearer the tile's origin, so the induction ends.
-fn merge_inside(li: u32, l: vec3<u32>) {
-    let sx = 1u;
+// A thread's segment: which of its pixels start a row, a tile plane
+// (y = 0) or the tile (z = 0), which lie inside the image, and the global
+// index of each pixel.
+struct Segment {
+    li0: u32,
+    row_first: u32,
+    y_first: u32,
+    z_first: u32,
+    inside: u32,
+    i0: u32,        // global index of li0 (rows of 16 pixels or more)
+    one_row: bool,  // rows of 16 pixels or more: pixel j is at i0 + j
+}
+
+fn segment_of(tile: Tile, t: u32) -> Segment {
+    var sg: Segment;
+    sg.li0 = 16u * t;
+    sg.one_row = p.shift_x >= 4u;
+    if (sg.one_row) {
+        let l = local_xyz(sg.li0);
+        let g = tile.origin + l;
+        sg.row_first = u32(l.x == 0u);
+        sg.y_first = select(0u, 0xffffu, l.y == 0u);
+        sg.z_first = select(0u, 0xffffu, l.z == 0u);
+        sg.i0 = global_index(tile, l);
+        var n = 0u;
+        if (tile.valid && g.y < p.ny && g.z < p.nz && g.x < p.nx) {
+            n = min(16u, p.nx - g.x);
+        }
+        sg.inside = (1u << n) - 1u;
+        return sg;
+    }
+    for (var j = 0u; j < 16u; j++) {
+        let l = local_xyz(sg.li0 + j);
+        sg.row_first |= u32(l.x == 0u) << j;
+        sg.y_first |= u32(l.y == 0u) << j;
+        sg.z_first |= u32(l.z == 0u) << j;
+        sg.inside |= u32(inside(tile, l)) << j;
+    }
+    return sg;
+}
+
+fn pixel_index(tile: Tile, sg: Segment, j: u32) -> u32 {
+    if (sg.one_row) {
+        return sg.i0 + j;
+    }
+    return global_index(tile, local_xyz(sg.li0 + j));
+}
+
+// Foreground bits of a segment from the mask: four word loads when the
+// segment is whole and word-aligned, else byte by byte.
+fn load_segment(tile: Tile, sg: Segment) -> u32 {
+    var bits = 0u;
+    if (sg.one_row && sg.inside == 0xffffu && (sg.i0 & 3u) == 0u) {
+        for (var m = 0u; m < 4u; m++) {
+            var v = mask[(sg.i0 >> 2u) + m];
+            // One bit per non-zero byte, at the byte's lowest bit.
+            v |= v >> 4u;
+            v |= v >> 2u;
+            v |= v >> 1u;
+            v &= 0x01010101u;
+            bits |= ((v | (v >> 7u) | (v >> 14u) | (v >> 21u)) & 0xfu) << (4u * m);
+        }
+        return bits;
+    }
+    for (var j = 0u; j < 16u; j++) {
+        if ((sg.inside & (1u << j)) != 0u && fg(pixel_index(tile, sg, j))) {
+            bits |= 1u << j;
+        }
+    }
+    return bits;
+}
+
+// Unites, for connectivity 2 and 3, every pixel's run with the runs of its
+// backward neighbours inside the tile (other than along x).
+fn merge_inside_all(sg: Segment, seg: u32) {
     let sy = 1u << p.shift_x;
     let sz = 1u << (p.shift_x + p.shift_y);
-    if (p.connectivity == 1u) {
-        let left = l.x > 0u && lfg(li - sx);
-        let up = l.y > 0u && lfg(li - sy);
-        if (up && !(left && lfg(li - sy - sx))) {
-            lunite(li, li - sy);
-        }
-        if (l.z > 0u && lfg(li - sz)) {
-            let via_left = left && lfg(li - sz - sx);
-            let via_up = up && lfg(li - sz - sy);
-            if (!via_left && !via_up) {
-                lunite(li, li - sz);
+    let extent = vec3<u32>(sy, 1u << p.shift_y, 1u << p.shift_z);
+    var left = seg;
+    while (left != 0u) {
+        let li = sg.li0 + firstTrailingBit(left);
+        left &= left - 1u;
+        let l = local_xyz(li);
+        for (var k = 0u; k < 12u; k++) { // 12 = (-1, 0, 0): the run's own edge
+            let d = offset(k);
+            let q = vec3<i32>(l) + d;
+            if (!wanted(d) || any(q < vec3<i32>(0)) || any(vec3<u32>(q) >= extent)) {
+                continue;
+            }
+            let u = u32(q.z) * sz + u32(q.y) * sy + u32(q.x);
+            if (lfg(u)) {
+                lunite(run_start(li), run_start(u));
             }
         }
-        return;
     }
-    let extent = vec3<u32>(sy, 1u << p.shift_y, 1u << p.shift_z);
-    for (var k = 0u; k < 12u; k++) { // 12 = (-1, 0, 0): the run's edge
-        let d = offset(k);
-        let q = vec3<i32>(l) + d;
-        if (!wanted(d) || any(q < vec3<i32>(0)) || any(vec3<u32>(q) >= extent)) {
-            continue;
-        }
-        let u = u32(q.z) * sz + u32(q.y) * sy + u32(q.x);
-        if (lfg(u)) {
-            lunite(li, u);
-        }
+}
+
+// Unites run starts along `cand` (bits of the segment) with the runs one
+// step of `back` pixels back.
+fn unite_runs(sg: Segment, cand: u32, back: u32) {
+    var left = cand;
+    while (left != 0u) {
+        let li = sg.li0 + firstTrailingBit(left);
+        left &= left - 1u;
+        lunite(run_start(li), run_start(li - back));
     }
 }
 
@@ -308,65 +402,60 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
     keep();
     let tile = tile_of(wid, groups);
     let tile_index = group_index(wid, groups);
-    if (t < 128u) {
-        atomicStore(&fg_bits[t], 0u);
-    }
-    // All 16 loads first, so they are in flight together.
-    var bytes: array<u32, 16>;
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let l = local_xyz(t + 256u * k);
-        let i = global_index(tile, l);
-        bytes[k] = select(0u, mask[i >> 2u] >> ((i & 3u) * 8u), inside(tile, l));
+    let sg = segment_of(tile, t);
+    let seg = load_segment(tile, sg);
+    fg_half[t] = seg;
+    workgroupBarrier();
+    // Left neighbours' foreground (none at a row's start).
+    let before = select(0u, fg_half[max(t, 1u) - 1u] >> 15u, t > 0u);
+    let left = ((seg << 1u) | before) & ~sg.row_first & 0xffffu;
+    let starts = seg & ~left;
+    var s = starts;
+    while (s != 0u) {
+        let li = sg.li0 + firstTrailingBit(s);
+        s &= s - 1u;
+        atomicStore(&lp[li], li);
     }
     workgroupBarrier();
-    var fgbits = 0u;
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let li = t + 256u * k;
-        if ((bytes[k] & 0xffu) != 0u) {
-            fgbits |= 1u << k;
-            atomicOr(&fg_bits[li >> 5u], 1u << (li & 31u));
-        }
+    let sy = 1u << p.shift_x;
+    let sz = 1u << (p.shift_x + p.shift_y);
+    let li0 = i32(sg.li0);
+    if (p.connectivity == 1u) {
+        // An edge up (or back in z) is implied by the one just left of it
+        // when both pixels there are foreground: the runs already join
+        // them. So only where two runs first meet is a union needed.
+        let up = fg_window(li0 - i32(sy)) & ~sg.y_first;
+        let up_left = fg_window(li0 - i32(sy) - 1) & ~sg.y_first & ~sg.row_first;
+        unite_runs(sg, seg & up & ~(left & up_left), sy);
+        let below = fg_window(li0 - i32(sz)) & ~sg.z_first;
+        let below_left = fg_window(li0 - i32(sz) - 1) & ~sg.z_first & ~sg.row_first;
+        let below_up = fg_window(li0 - i32(sz) - i32(sy)) & ~sg.z_first & ~sg.y_first;
+        unite_runs(sg, seg & below & ~(left & below_left) & ~(up & below_up), sz);
+    } else {
+        merge_inside_all(sg, seg);
     }
     workgroupBarrier();
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let li = t + 256u * k;
-        var v = BG;
-        if ((fgbits & (1u << k)) != 0u) {
-            v = run_start(li, local_xyz(li).x);
-        }
-        atomicStore(&lp[li], v);
-    }
-    workgroupBarrier();
-    for (var k = 0u; k < PER_THREAD; k++) {
-        if ((fgbits & (1u << k)) != 0u) {
-            let li = t + 256u * k;
-            merge_inside(li, local_xyz(li));
-        }
-    }
-    workgroupBarrier();
-    for (var k = 0u; k < PER_THREAD; k++) {
-        if ((fgbits & (1u << k)) != 0u) {
-            let li = t + 256u * k;
-            let r = lfind(li);
-            // Later finds through this pixel take one step.
-            atomicStore(&lp[li], r);
-            if (r == li) {
-                let i = global_index(tile, local_xyz(li));
+    // Each pixel's local root, taken once per run; local roots start their
+    // sets in the global forest.
+    var root = NO_ROOT;
+    var half = NO_ROOT;
+    for (var j = 0u; j < 16u; j++) {
+        let li = sg.li0 + j;
+        if ((seg & (1u << j)) == 0u) {
+            root = NO_ROOT;
+        } else if (root == NO_ROOT || (starts & (1u << j)) != 0u) {
+            root = lfind(run_start(li));
+            if (root == li) {
+                let i = pixel_index(tile, sg, j);
                 atomicStore(&parent[i], i);
                 atomicOr(&aux[local_bits() + (i >> 5u)], 1u << (i & 31u));
             }
         }
-    }
-    workgroupBarrier();
-    if (!tile.valid) {
-        return;
-    }
-    // Two pixels per word; background is BG, whose low half is NO_ROOT.
-    for (var k = 0u; k < ROOT_WORDS / 256u; k++) {
-        let w = t + 256u * k;
-        let lo = atomicLoad(&lp[2u * w]) & 0xffffu;
-        let hi = atomicLoad(&lp[2u * w + 1u]) & 0xffffu;
-        roots[tile_index * ROOT_WORDS + w] = lo | (hi << 16u);
+        if ((j & 1u) == 0u) {
+            half = root;
+        } else if (tile.valid) {
+            roots[tile_index * ROOT_WORDS + (li >> 1u)] = half | (root << 16u);
+        }
     }
 }
 
@@ -585,27 +674,36 @@ fn rank_local(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
-// Per tile: every pixel takes its local root's label. A local root
-// rewrites its own label, so pixels reading it see the same value before
-// and after.
+// Per tile and segment, as local_merge: every pixel takes its local root's
+// label, read once per run of equal roots. A local root rewrites its own
+// label, so pixels of its tile reading it see the same value before and
+// after.
 @compute @workgroup_size(256)
 fn write_labels(@builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(local_invocation_index) t: u32,
                 @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let tile = tile_of(wid, groups);
+    if (!tile.valid) {
+        return;
+    }
     let tile_index = group_index(wid, groups);
-    for (var k = 0u; k < PER_THREAD; k++) {
-        let li = t + 256u * k;
-        let l = local_xyz(li);
-        if (!inside(tile, l)) {
+    let sg = segment_of(tile, t);
+    var last = NO_ROOT;
+    var label = 0u;
+    for (var j = 0u; j < 16u; j++) {
+        if ((sg.inside & (1u << j)) == 0u) {
             continue;
         }
+        let li = sg.li0 + j;
         let r = root_half(roots[tile_index * ROOT_WORDS + (li >> 1u)], li);
-        var label = 0u;
-        if (r != NO_ROOT) {
-            label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
+        if (r != last) {
+            last = r;
+            label = 0u;
+            if (r != NO_ROOT) {
+                label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
+            }
         }
-        atomicStore(&parent[global_index(tile, l)], label);
+        atomicStore(&parent[pixel_index(tile, sg, j)], label);
     }
 }

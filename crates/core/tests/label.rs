@@ -155,3 +155,26 @@ fn more_blocks_than_one_scan_step() {
     assert_eq!(got.count, want.count);
     assert!(got.labels == want.labels);
 }
+
+#[test]
+fn narrow_wide_and_word_aligned_boxes_every_connectivity() {
+    // The GPU's tiles adapt to the box: rows shorter than 16 pixels (tiles
+    // spanning several rows per thread), word-aligned rows (mask read four
+    // bytes at a time) and rows that are neither.
+    for (k, shape) in [
+        vec![300, 5],
+        vec![7, 300],
+        vec![20, 30, 7],
+        vec![9, 3, 200],
+        vec![20, 40, 64],
+        vec![3, 70, 96],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let m = random(shape.iter().product(), 0.45, 40 + k as u64);
+        for c in 1..=shape.len() {
+            assert!(both(&m, &shape, c) > 0);
+        }
+    }
+}
