@@ -111,6 +111,21 @@ fn find(start: u32) -> u32 {
     return x;
 }
 
+// The root without writing: once no union is under way. A halving store
+// from a find that read its pointers earlier could otherwise overwrite a
+// pointer just set to the root with an older ancestor.
+fn root_of(start: u32) -> u32 {
+    var x = start;
+    loop {
+        let up = atomicLoad(&parent[x]);
+        if (up == x) {
+            return x;
+        }
+        x = up;
+    }
+    return x;
+}
+
 fn unite(a0: u32, b0: u32) {
     var a = find(a0);
     var b = find(b0);
@@ -154,7 +169,10 @@ struct Tile {
 }
 
 fn tile_of(wid: vec3<u32>, groups: vec3<u32>) -> Tile {
-    let t = group_index(wid, groups);
+    return tile_at(group_index(wid, groups));
+}
+
+fn tile_at(t: u32) -> Tile {
     var tile: Tile;
     tile.extent = vec3<u32>(1u << p.shift_x, 1u << p.shift_y, 1u << p.shift_z);
     tile.origin = vec3<u32>(t % p.ntx, (t / p.ntx) % p.nty, t / (p.ntx * p.nty)) * tile.extent;
@@ -222,6 +240,19 @@ fn lfind(start: u32) -> u32 {
             atomicStore(&lp[x], upper);
         }
         x = upper;
+    }
+    return x;
+}
+
+// As root_of, in workgroup memory.
+fn local_root(start: u32) -> u32 {
+    var x = start;
+    loop {
+        let up = atomicLoad(&lp[x]);
+        if (up == x) {
+            return x;
+        }
+        x = up;
     }
     return x;
 }
@@ -435,27 +466,39 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
         merge_inside_all(sg, seg);
     }
     workgroupBarrier();
-    // Each pixel's local root, taken once per run; local roots start their
+    // Each run's local root, kept at its start; local roots start their
     // sets in the global forest.
-    var root = NO_ROOT;
-    var half = NO_ROOT;
-    for (var j = 0u; j < 16u; j++) {
+    s = starts;
+    while (s != 0u) {
+        let j = firstTrailingBit(s);
+        s &= s - 1u;
         let li = sg.li0 + j;
-        if ((seg & (1u << j)) == 0u) {
-            root = NO_ROOT;
-        } else if (root == NO_ROOT || (starts & (1u << j)) != 0u) {
-            root = lfind(run_start(li));
-            if (root == li) {
-                let i = pixel_index(tile, sg, j);
-                atomicStore(&parent[i], i);
-                atomicOr(&aux[local_bits() + (i >> 5u)], 1u << (i & 31u));
+        let root = local_root(li);
+        atomicStore(&lp[li], root);
+        if (root == li) {
+            let i = pixel_index(tile, sg, j);
+            atomicStore(&parent[i], i);
+            atomicOr(&aux[local_bits() + (i >> 5u)], 1u << (i & 31u));
+        }
+    }
+    workgroupBarrier();
+    if (!tile.valid) {
+        return;
+    }
+    // Each pixel's local root, two pixels per word, consecutive words on
+    // consecutive threads (so the writes coalesce).
+    for (var k = 0u; k < ROOT_WORDS / 256u; k++) {
+        let w = t + 256u * k;
+        var word = 0u;
+        for (var h = 0u; h < 2u; h++) {
+            let li = 2u * w + h;
+            var root = NO_ROOT;
+            if (lfg(li)) {
+                root = atomicLoad(&lp[run_start(li)]);
             }
+            word |= root << (16u * h);
         }
-        if ((j & 1u) == 0u) {
-            half = root;
-        } else if (tile.valid) {
-            roots[tile_index * ROOT_WORDS + (li >> 1u)] = half | (root << 16u);
-        }
+        roots[tile_index * ROOT_WORDS + w] = word;
     }
 }
 
@@ -598,7 +641,7 @@ fn flatten_rank(@builtin(workgroup_id) wid: vec3<u32>,
             let bit = firstTrailingBit(left);
             left &= left - 1u;
             let r = w * 32u + bit;
-            let g = find(r);
+            let g = root_of(r);
             if (g == r) {
                 roots |= 1u << bit;
             } else {
@@ -674,36 +717,34 @@ fn rank_local(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
-// Per tile and segment, as local_merge: every pixel takes its local root's
-// label, read once per run of equal roots. A local root rewrites its own
-// label, so pixels of its tile reading it see the same value before and
-// after.
+// A quarter tile per workgroup, 4 pixels per thread (consecutive pixels
+// on consecutive threads, so the writes coalesce): every pixel takes its
+// local root's label. Short per-thread chains of loads keep this pass near
+// the memory's speed; 16 pixels per thread made it latency-bound. A local
+// root rewrites its own label, so pixels reading it see the same value
+// before and after.
 @compute @workgroup_size(256)
 fn write_labels(@builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(local_invocation_index) t: u32,
                 @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
-    let tile = tile_of(wid, groups);
+    let part = group_index(wid, groups);
+    let tile_index = part >> 2u;
+    let tile = tile_at(tile_index);
     if (!tile.valid) {
         return;
     }
-    let tile_index = group_index(wid, groups);
-    let sg = segment_of(tile, t);
-    var last = NO_ROOT;
-    var label = 0u;
-    for (var j = 0u; j < 16u; j++) {
-        if ((sg.inside & (1u << j)) == 0u) {
+    for (var k = 0u; k < 4u; k++) {
+        let li = (part & 3u) * 1024u + t + 256u * k;
+        let l = local_xyz(li);
+        if (!inside(tile, l)) {
             continue;
         }
-        let li = sg.li0 + j;
         let r = root_half(roots[tile_index * ROOT_WORDS + (li >> 1u)], li);
-        if (r != last) {
-            last = r;
-            label = 0u;
-            if (r != NO_ROOT) {
-                label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
-            }
+        var label = 0u;
+        if (r != NO_ROOT) {
+            label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
         }
-        atomicStore(&parent[pixel_index(tile, sg, j)], label);
+        atomicStore(&parent[global_index(tile, l)], label);
     }
 }

@@ -573,7 +573,7 @@ pub(crate) fn dispatch_label(
         ("flatten_rank", plan.n_blocks as u64 * 256),
         ("scan_blocks", 256),
         ("rank_local", per_word),
-        ("write_labels", per_tile),
+        ("write_labels", 4 * per_tile),
     ] {
         let pipeline = gpu.pipeline(shaders::LABEL, entry)?;
         rec.dispatch(&pipeline, &buffers, threads)?;
