@@ -510,20 +510,24 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
 fn border_faces(tile: Tile, t: u32) {
     let e = tile.extent;
     let plane = p.nx * p.ny;
-    let nzf = e.x * e.y;
-    let nyf = e.x * e.z;
-    let items = nzf + nyf + e.y * e.z;
-    for (var q = t; q < items; q += 256u) {
+    // A face at the image's border has no edges back (e.g. every z face
+    // of a 2-D image).
+    let nzf = select(0u, e.x * e.y, tile.origin.z > 0u);
+    let nyf = select(0u, e.x * e.z, tile.origin.y > 0u);
+    let nxf = select(0u, e.y * e.z, tile.origin.x > 0u);
+    let mx = e.x - 1u;
+    for (var q = t; q < nzf + nyf + nxf; q += 256u) {
         var l: vec3<u32>;
         var axis: u32;
         if (q < nzf) {
-            l = vec3<u32>(q % e.x, q / e.x, 0u);
+            l = vec3<u32>(q & mx, q >> p.shift_x, 0u);
             axis = 2u;
         } else if (q < nzf + nyf) {
-            l = vec3<u32>((q - nzf) % e.x, 0u, (q - nzf) / e.x);
+            l = vec3<u32>((q - nzf) & mx, 0u, (q - nzf) >> p.shift_x);
             axis = 1u;
         } else {
-            l = vec3<u32>(0u, (q - nzf - nyf) % e.y, (q - nzf - nyf) / e.y);
+            let r = q - nzf - nyf;
+            l = vec3<u32>(0u, r & (e.y - 1u), r >> p.shift_y);
             axis = 0u;
         }
         let g = tile.origin + l;
@@ -734,10 +738,11 @@ fn write_labels(@builtin(workgroup_id) wid: vec3<u32>,
     if (!tile.valid) {
         return;
     }
+    let whole = all(tile.origin + tile.extent <= vec3<u32>(p.nx, p.ny, p.nz));
     for (var k = 0u; k < 4u; k++) {
         let li = (part & 3u) * 1024u + t + 256u * k;
         let l = local_xyz(li);
-        if (!inside(tile, l)) {
+        if (!whole && !inside(tile, l)) {
             continue;
         }
         let r = root_half(roots[tile_index * ROOT_WORDS + (li >> 1u)], li);
