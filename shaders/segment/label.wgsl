@@ -721,12 +721,12 @@ fn rank_local(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
-// A quarter tile per workgroup, 4 pixels per thread (consecutive pixels
-// on consecutive threads, so the writes coalesce): every pixel takes its
-// local root's label. Short per-thread chains of loads keep this pass near
-// the memory's speed; 16 pixels per thread made it latency-bound. A local
-// root rewrites its own label, so pixels reading it see the same value
-// before and after.
+// A quarter tile per workgroup, two pixels (one word of local roots) per
+// thread and step, consecutive words on consecutive threads so the writes
+// coalesce: every pixel takes its local root's label. Short per-thread
+// chains of loads keep this pass near the memory's speed; 16 pixels per
+// thread made it latency-bound. A local root rewrites its own label, so
+// pixels reading it see the same value before and after.
 @compute @workgroup_size(256)
 fn write_labels(@builtin(workgroup_id) wid: vec3<u32>,
                 @builtin(local_invocation_index) t: u32,
@@ -739,17 +739,25 @@ fn write_labels(@builtin(workgroup_id) wid: vec3<u32>,
         return;
     }
     let whole = all(tile.origin + tile.extent <= vec3<u32>(p.nx, p.ny, p.nz));
-    for (var k = 0u; k < 4u; k++) {
-        let li = (part & 3u) * 1024u + t + 256u * k;
-        let l = local_xyz(li);
-        if (!whole && !inside(tile, l)) {
-            continue;
-        }
-        let r = root_half(roots[tile_index * ROOT_WORDS + (li >> 1u)], li);
+    for (var k = 0u; k < 2u; k++) {
+        let w = (part & 3u) * 512u + t + 256u * k;
+        let word = roots[tile_index * ROOT_WORDS + w];
         var label = 0u;
-        if (r != NO_ROOT) {
-            label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
+        var last = NO_ROOT;
+        for (var h = 0u; h < 2u; h++) {
+            let l = local_xyz(2u * w + h);
+            if (!whole && !inside(tile, l)) {
+                continue;
+            }
+            let r = (word >> (16u * h)) & 0xffffu;
+            if (r != last) {
+                last = r;
+                label = 0u;
+                if (r != NO_ROOT) {
+                    label = atomicLoad(&parent[global_index(tile, local_xyz(r))]);
+                }
+            }
+            atomicStore(&parent[global_index(tile, l)], label);
         }
-        atomicStore(&parent[global_index(tile, l)], label);
     }
 }
