@@ -489,16 +489,22 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
     // consecutive threads (so the writes coalesce).
     for (var k = 0u; k < ROOT_WORDS / 256u; k++) {
         let w = t + 256u * k;
-        var word = 0u;
-        for (var h = 0u; h < 2u; h++) {
-            let li = 2u * w + h;
-            var root = NO_ROOT;
-            if (lfg(li)) {
-                root = atomicLoad(&lp[run_start(li)]);
-            }
-            word |= root << (16u * h);
+        let li = 2u * w;
+        var lo = NO_ROOT;
+        if (lfg(li)) {
+            lo = atomicLoad(&lp[run_start(li)]);
         }
-        roots[tile_index * ROOT_WORDS + w] = word;
+        // The odd pixel neighbours the even one (along x; along y or z in a
+        // tile one pixel wide), so it shares its root when both are
+        // foreground.
+        var hi = NO_ROOT;
+        if (lfg(li + 1u)) {
+            hi = lo;
+            if (lo == NO_ROOT) {
+                hi = atomicLoad(&lp[run_start(li + 1u)]);
+            }
+        }
+        roots[tile_index * ROOT_WORDS + w] = lo | (hi << 16u);
     }
 }
 

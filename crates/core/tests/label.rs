@@ -163,6 +163,8 @@ fn narrow_wide_and_word_aligned_boxes_every_connectivity() {
     // bytes at a time) and rows that are neither.
     for (k, shape) in [
         vec![300, 5],
+        vec![200, 1],
+        vec![40, 50, 1],
         vec![7, 300],
         vec![20, 30, 7],
         vec![9, 3, 200],

@@ -506,7 +506,9 @@ async fn label_box(gpu: &Gpu, mask: &[bool], s: Shape3, connectivity: usize) -> 
         gpu.upload(&mask_buf, &bytes);
         record_label(gpu, &plan, &mask_buf, &parent, &scratch).await?;
         let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
-        let total = gpu.read_at(&scratch.aux, 4 * plan.n_blocks as u64, 4).await?;
+        let total = gpu
+            .read_at(&scratch.aux, 4 * plan.n_blocks as u64, 4)
+            .await?;
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         Ok::<_, Error>(Labels { labels, count })
     }
@@ -527,8 +529,13 @@ pub(crate) struct Scratch {
 
 impl Scratch {
     pub async fn new(gpu: &Gpu, plan: &Plan) -> Result<Scratch> {
-        let aux = gpu.storage(4 * aux_words(plan.n) as u64, "label aux").await?;
-        match gpu.storage(4 * plan.root_words as u64, "label local roots").await {
+        let aux = gpu
+            .storage(4 * aux_words(plan.n) as u64, "label aux")
+            .await?;
+        match gpu
+            .storage(4 * plan.root_words as u64, "label local roots")
+            .await
+        {
             Ok(roots) => Ok(Scratch { aux, roots }),
             Err(e) => {
                 gpu.recycle(aux);

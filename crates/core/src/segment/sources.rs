@@ -135,7 +135,9 @@ pub async fn sources(
         )?;
         rec.submit().await?;
         label::record_label(gpu, &plan, &mask, &parent, &scratch).await?;
-        let total = gpu.read_at(&scratch.aux, 4 * plan.n_blocks as u64, 4).await?;
+        let total = gpu
+            .read_at(&scratch.aux, 4 * plan.n_blocks as u64, 4)
+            .await?;
         let count = u32::from_le_bytes([total[0], total[1], total[2], total[3]]) as usize;
         let raw = gpu.read(&parent, 4 * n as u64).await?;
         let labels: Vec<i32> = raw
