@@ -48,9 +48,10 @@ const BLOCK_WORDS: u32 = 256u; // bit words per ranking block (8192 pixels)
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read> mask: array<u32>;          // one byte per pixel
 @group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
-// [0, n_blocks]: block offsets, then the total; then three bit arrays of
-// `words` words: local roots (LOCAL), global roots (ROOTS), and each word's
-// count of global roots before it within its block (BEFORE).
+// [0, n_blocks]: block offsets, then the total; then three arrays of
+// `words` words: local-root bits (local_bits()), global-root bits
+// (root_bits()), and each word's count of global roots before it within
+// its block (before_words()).
 @group(0) @binding(3) var<storage, read_write> aux: array<atomic<u32>>;
 // Per tile, 2048 words: each pixel's local root as a tile index, 16 bits
 // (NO_ROOT for background and pixels outside the image).

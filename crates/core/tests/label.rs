@@ -170,6 +170,9 @@ fn narrow_wide_and_word_aligned_boxes_every_connectivity() {
         vec![9, 3, 200],
         vec![20, 40, 64],
         vec![3, 70, 96],
+        // Tiles padded on every axis: the local roots outgrow the labels
+        // (2 bytes a pixel of every tile) and must still fit one binding.
+        vec![9, 17, 100],
     ]
     .into_iter()
     .enumerate()

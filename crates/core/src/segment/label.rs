@@ -229,11 +229,24 @@ pub async fn label(
     // Split the slowest axis longer than one (2-D: rows, 3-D: planes).
     let axis = (0..3).find(|&a| s[a] > 1).unwrap_or(2);
     let plane: usize = s[axis + 1..].iter().product();
-    if n <= max {
+    // The local roots take 2 bytes a pixel of every tile, more than the
+    // labels' binding when the tiles are padded on every axis.
+    let fits = |b: Shape3| {
+        b.iter().product::<usize>() <= max && 4 * root_words(b) as u64 <= gpu.max_binding_size()
+    };
+    if fits(s) {
         return label_box(gpu, mask, s, connectivity).await;
     }
-    let per = max / plane;
-    if per == 0 {
+    let slab = |k: usize| {
+        let mut b = s;
+        b[axis] = k;
+        b
+    };
+    let mut per = (max / plane).min(s[axis]);
+    while per > 1 && !fits(slab(per)) {
+        per /= 2;
+    }
+    if per == 0 || !fits(slab(per)) {
         return Err(slice_too_big(plane, max));
     }
     let mut labels: Vec<i32> = Vec::with_capacity(n);
@@ -529,6 +542,15 @@ pub(crate) struct Scratch {
 
 impl Scratch {
     pub async fn new(gpu: &Gpu, plan: &Plan) -> Result<Scratch> {
+        let bytes = 4 * plan.root_words as u64;
+        if bytes > gpu.max_binding_size() {
+            return Err(Error::OutOfMemory {
+                what: format!(
+                    "the labelling's local roots ({bytes} bytes) exceed one binding ({} bytes)",
+                    gpu.max_binding_size()
+                ),
+            });
+        }
         let aux = gpu
             .storage(4 * aux_words(plan.n) as u64, "label aux")
             .await?;

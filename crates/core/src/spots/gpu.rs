@@ -159,9 +159,11 @@ fn words(raw: &[u8]) -> Vec<u32> {
 
 async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
     let px = 4 * n as u64;
-    if px > gpu.max_binding_size() {
+    let roots = 4 * label::root_words([1, setup.h, setup.w]) as u64;
+    let need = px.max(roots);
+    if need > gpu.max_binding_size() {
         return Err(Error::InvalidInput(format!(
-            "a frame of {} x {} pixels needs {px}-byte buffers, above this device's binding limit of {} bytes; use --cpu",
+            "a frame of {} x {} pixels needs {need}-byte buffers, above this device's binding limit of {} bytes; use --cpu",
             setup.h,
             setup.w,
             gpu.max_binding_size()
