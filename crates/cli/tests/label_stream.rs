@@ -14,11 +14,12 @@ use gpuscope_io::tiff::TiffStackWriter;
 use gpuscope_io::{Array, ArrayData, DType};
 use serde_json::Value;
 
-/// 24×24 planes: 576 pixels, so the 4 KiB budget (819 labels) holds one
-/// plane per slab and every plane border is a slab border.
+/// 24×24 planes: 576 pixels, so the 5 KiB budget (640 labels at 8 bytes of
+/// device memory a pixel) holds one plane per slab and every plane border
+/// is a slab border.
 const H: usize = 24;
 const W: usize = 24;
-const TINY: &str = "4K";
+const TINY: &str = "5K";
 
 fn json(o: &std::process::Output) -> Value {
     assert!(o.status.success(), "{}", stderr(o));
@@ -200,12 +201,12 @@ fn random_volume_streams_exactly_for_every_connectivity() {
     let nz = 10;
     let m: Vec<bool> = noise(nz * H * W, 5).iter().map(|&v| v < 0.35).collect();
     check_all("random", &m, nz);
-    // Slabs of several planes (16 KiB: 3276 labels, 5 planes) and a last
-    // slab shorter than the others (3 planes per slab).
+    // Slabs of several planes (24 KiB: 3072 labels, 5 planes) and a last
+    // slab shorter than the others (16 KiB: 3 planes per slab).
     let dir = scratch("label_stream_random_slabs");
     let input = dir.join("in.npy");
     write_npy(&input, &[nz, H, W], &m, DType::U8);
-    for (budget, c) in [("16K", 1), ("10K", 3)] {
+    for (budget, c) in [("24K", 1), ("16K", 3)] {
         let want = cpu::label(&m, &[nz, H, W], c).unwrap();
         let (got, v) = label(&input, &dir.join("o.npy"), c, &["--memory-budget", budget]);
         assert_eq!(v["streamed"], true);
@@ -322,7 +323,7 @@ fn planes_too_big_for_the_budget_fail_cleanly() {
 
 #[test]
 fn host_memory_does_not_grow_with_the_stack() {
-    // 8 and 48 planes of 256² under a 1 MiB budget (3 planes per slab),
+    // 8 and 48 planes of 256² under a 1 MiB budget (2 planes per slab),
     // sparse (about 6 000 components at 48 planes: memory per component
     // stays small): the peak resident memory of the streamed label and
     // sources runs must not differ by more than 4 MiB, where the 48-plane
