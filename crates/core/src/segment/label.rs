@@ -55,7 +55,13 @@ pub(crate) struct Plan {
     /// The label count is word `n_blocks` of the aux buffer.
     pub n_blocks: usize,
     pub n_tiles: usize,
-    pub root_words: usize,
+}
+
+impl Plan {
+    /// Words of the local-roots buffer ([`root_words`] of the box).
+    pub fn root_words(&self) -> usize {
+        self.n_tiles * TILE / 2
+    }
 }
 
 /// Words of the local-roots buffer for a box of shape `s`: 16 bits per
@@ -122,7 +128,6 @@ pub(crate) fn plan(gpu: &Gpu, s: Shape3, connectivity: usize) -> Plan {
         n,
         n_blocks,
         n_tiles: tiles.iter().product(),
-        root_words: root_words(s),
     }
 }
 
@@ -542,7 +547,7 @@ pub(crate) struct Scratch {
 
 impl Scratch {
     pub async fn new(gpu: &Gpu, plan: &Plan) -> Result<Scratch> {
-        let bytes = 4 * plan.root_words as u64;
+        let bytes = 4 * plan.root_words() as u64;
         if bytes > gpu.max_binding_size() {
             return Err(Error::OutOfMemory {
                 what: format!(
@@ -555,7 +560,7 @@ impl Scratch {
             .storage(4 * aux_words(plan.n) as u64, "label aux")
             .await?;
         match gpu
-            .storage(4 * plan.root_words as u64, "label local roots")
+            .storage(4 * plan.root_words() as u64, "label local roots")
             .await
         {
             Ok(roots) => Ok(Scratch { aux, roots }),
