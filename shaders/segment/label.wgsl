@@ -225,20 +225,23 @@ fn local_root_of(g: vec3<u32>) -> u32 {
 // instruction per pixel costs microseconds, so only run starts and the
 // few pixels where runs of neighbouring rows first meet do scalar work.
 
-var<workgroup> lp: array<atomic<u32>, 4096>; // union-find over run starts
-var<workgroup> fg_half: array<u32, 256>;     // each segment's foreground bits
+// Union-find over run starts, by tile index li, each kept in slot li / 2:
+// tiles are at least two pixels wide (the host drops unit axes at the fast
+// end), so two run starts never share a pair of pixels.
+var<workgroup> lp: array<atomic<u32>, 2048>;
+var<workgroup> fg_half: array<u32, 256>; // each segment's foreground bits
 
 // Path halving, as find.
 fn lfind(start: u32) -> u32 {
     var x = start;
     loop {
-        let up = atomicLoad(&lp[x]);
+        let up = atomicLoad(&lp[x >> 1u]);
         if (up == x) {
             return x;
         }
-        let upper = atomicLoad(&lp[up]);
+        let upper = atomicLoad(&lp[up >> 1u]);
         if (upper != up) {
-            atomicStore(&lp[x], upper);
+            atomicStore(&lp[x >> 1u], upper);
         }
         x = upper;
     }
@@ -249,7 +252,7 @@ fn lfind(start: u32) -> u32 {
 fn local_root(start: u32) -> u32 {
     var x = start;
     loop {
-        let up = atomicLoad(&lp[x]);
+        let up = atomicLoad(&lp[x >> 1u]);
         if (up == x) {
             return x;
         }
@@ -270,7 +273,7 @@ fn lunite(a0: u32, b0: u32) {
             a = b;
             b = t;
         }
-        let old = atomicMin(&lp[a], b);
+        let old = atomicMin(&lp[a >> 1u], b);
         if (old == a) {
             return;
         }
@@ -367,19 +370,23 @@ fn pixel_index(tile: Tile, sg: Segment, j: u32) -> u32 {
     return global_index(tile, local_xyz(sg.li0 + j));
 }
 
+// One bit per non-zero byte of a mask word.
+fn nibble(word: u32) -> u32 {
+    var v = word;
+    v |= v >> 4u;
+    v |= v >> 2u;
+    v |= v >> 1u;
+    v &= 0x01010101u;
+    return (v | (v >> 7u) | (v >> 14u) | (v >> 21u)) & 0xfu;
+}
+
 // Foreground bits of a segment from the mask: four word loads when the
 // segment is whole and word-aligned, else byte by byte.
 fn load_segment(tile: Tile, sg: Segment) -> u32 {
     var bits = 0u;
     if (sg.one_row && sg.inside == 0xffffu && (sg.i0 & 3u) == 0u) {
         for (var m = 0u; m < 4u; m++) {
-            var v = mask[(sg.i0 >> 2u) + m];
-            // One bit per non-zero byte, at the byte's lowest bit.
-            v |= v >> 4u;
-            v |= v >> 2u;
-            v |= v >> 1u;
-            v &= 0x01010101u;
-            bits |= ((v | (v >> 7u) | (v >> 14u) | (v >> 21u)) & 0xfu) << (4u * m);
+            bits |= nibble(mask[(sg.i0 >> 2u) + m]) << (4u * m);
         }
         return bits;
     }
@@ -435,7 +442,27 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
     let tile = tile_of(wid, groups);
     let tile_index = group_index(wid, groups);
     let sg = segment_of(tile, t);
-    let seg = load_segment(tile, sg);
+    // A tile inside the image whose rows are whole mask words is loaded a
+    // word per thread and step, consecutive words on consecutive threads
+    // (coalesced), the bits passed on through lp (not yet in use).
+    let whole = tile.valid && all(tile.origin + tile.extent <= vec3<u32>(p.nx, p.ny, p.nz));
+    let coalesced = whole && p.shift_x >= 2u && (p.nx & 3u) == 0u;
+    if (coalesced) {
+        for (var m = 0u; m < 4u; m++) {
+            let w = t + 256u * m; // the tile's pixels 4w .. 4w + 3
+            let i = global_index(tile, local_xyz(4u * w));
+            atomicStore(&lp[w], nibble(mask[i >> 2u]));
+        }
+    }
+    workgroupBarrier();
+    var seg = 0u;
+    if (coalesced) {
+        for (var m = 0u; m < 4u; m++) {
+            seg |= atomicLoad(&lp[4u * t + m]) << (4u * m);
+        }
+    } else {
+        seg = load_segment(tile, sg);
+    }
     fg_half[t] = seg;
     workgroupBarrier();
     // Left neighbours' foreground (none at a row's start).
@@ -446,7 +473,7 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
     while (s != 0u) {
         let li = sg.li0 + firstTrailingBit(s);
         s &= s - 1u;
-        atomicStore(&lp[li], li);
+        atomicStore(&lp[li >> 1u], li);
     }
     workgroupBarrier();
     let sy = 1u << p.shift_x;
@@ -475,7 +502,7 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
         s &= s - 1u;
         let li = sg.li0 + j;
         let root = local_root(li);
-        atomicStore(&lp[li], root);
+        atomicStore(&lp[li >> 1u], root);
         if (root == li) {
             let i = pixel_index(tile, sg, j);
             atomicStore(&parent[i], i);
@@ -483,29 +510,45 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
         }
     }
     workgroupBarrier();
+    // The root of the run under way at the segment's first pixel.
+    var root = NO_ROOT;
+    if ((seg & ~starts & 1u) != 0u) {
+        root = atomicLoad(&lp[run_start(sg.li0) >> 1u]);
+    }
+    workgroupBarrier();
+    // Each pixel's local root, 16 bits, two pixels a word. The thread's
+    // words 8t .. 8t + 7 are the slots of its own run starts, so it reads
+    // and overwrites only its own slots; the tile then leaves in
+    // consecutive words on consecutive threads (the writes coalesce).
+    for (var k = 0u; k < 8u; k++) {
+        let slot = 8u * t + k;
+        let pair = (seg >> (2u * k)) & 3u;
+        let pair_starts = (starts >> (2u * k)) & 3u;
+        var word = NO_ROOT | (NO_ROOT << 16u);
+        if (pair != 0u) {
+            var start_root = NO_ROOT;
+            if (pair_starts != 0u) {
+                start_root = atomicLoad(&lp[slot]);
+            }
+            if ((pair_starts & 1u) != 0u) {
+                root = start_root;
+            }
+            let lo = select(NO_ROOT, root, (pair & 1u) != 0u);
+            if ((pair_starts & 2u) != 0u) {
+                root = start_root;
+            }
+            let hi = select(NO_ROOT, root, (pair & 2u) != 0u);
+            word = lo | (hi << 16u);
+        }
+        atomicStore(&lp[slot], word);
+    }
+    workgroupBarrier();
     if (!tile.valid) {
         return;
     }
-    // Each pixel's local root, two pixels per word, consecutive words on
-    // consecutive threads (so the writes coalesce).
     for (var k = 0u; k < ROOT_WORDS / 256u; k++) {
         let w = t + 256u * k;
-        let li = 2u * w;
-        var lo = NO_ROOT;
-        if (lfg(li)) {
-            lo = atomicLoad(&lp[run_start(li)]);
-        }
-        // The odd pixel neighbours the even one (along x; along y or z in a
-        // tile one pixel wide), so it shares its root when both are
-        // foreground.
-        var hi = NO_ROOT;
-        if (lfg(li + 1u)) {
-            hi = lo;
-            if (lo == NO_ROOT) {
-                hi = atomicLoad(&lp[run_start(li + 1u)]);
-            }
-        }
-        roots[tile_index * ROOT_WORDS + w] = lo | (hi << 16u);
+        roots[tile_index * ROOT_WORDS + w] = atomicLoad(&lp[w]);
     }
 }
 

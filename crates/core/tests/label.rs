@@ -165,6 +165,7 @@ fn narrow_wide_and_word_aligned_boxes_every_connectivity() {
         vec![300, 5],
         vec![200, 1],
         vec![40, 50, 1],
+        vec![30, 1, 1],
         vec![7, 300],
         vec![20, 30, 7],
         vec![9, 3, 200],

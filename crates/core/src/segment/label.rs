@@ -41,8 +41,9 @@ struct Params {
     _pad: [u32; 3],
 }
 
-/// Pixels per tile of the merge kernels (16 per thread; the tile's parents
-/// fill the 16 KiB of workgroup memory WebGPU guarantees).
+/// Pixels per tile of the merge kernels (16 per thread; the tile's forest,
+/// one parent per pixel pair, and its bit mask take 9 KiB of the 16 KiB of
+/// workgroup memory WebGPU guarantees).
 const TILE: usize = 4096;
 
 /// Pixels per ranking block (256 words of root bits).
@@ -70,8 +71,24 @@ pub(crate) fn root_words(s: Shape3) -> usize {
     tile_grid(s).1.iter().product::<usize>() * TILE / 2
 }
 
+/// The box as the kernels see it: an axis of length 1 at the fast end is
+/// dropped (a [nz, ny, 1] box is labelled as [1, nz, ny], with the same
+/// linear indices and neighbours), so tiles are at least two pixels wide
+/// unless the box is one pixel. Then two run starts never share a pair of
+/// pixels, and the tile's forest fits one parent per pair.
+fn kernel_shape(s: Shape3) -> Shape3 {
+    let mut s = s;
+    for _ in 0..2 {
+        if s[2] == 1 {
+            s = [1, s[0], s[1]];
+        }
+    }
+    s
+}
+
 /// The tile extents (x, y, z) and the number of tiles along each.
 fn tile_grid(s: Shape3) -> ([usize; 3], [usize; 3]) {
+    let s = kernel_shape(s);
     let tile = tile_shape(s);
     let tiles = [
         s[2].div_ceil(tile[0]),
@@ -108,6 +125,7 @@ fn tile_shape(s: Shape3) -> [usize; 3] {
 }
 
 pub(crate) fn plan(gpu: &Gpu, s: Shape3, connectivity: usize) -> Plan {
+    let s = kernel_shape(s);
     let n = s.iter().product::<usize>();
     let (tile, tiles) = tile_grid(s);
     let n_blocks = n.div_ceil(BLOCK);
