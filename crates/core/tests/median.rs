@@ -83,8 +83,10 @@ fn workgroup_tiles_equal_the_reference_at_every_edge() {
     // At least 32 x 8 outputs per slice: the grid entries run, from the
     // workgroup tile for footprints of 10 elements or more where it fits
     // (x and y not multiples of 32 and 8, so the last tiles are partial);
-    // the 49-tall column fills a 64-bit tile to 14 KiB; 3x3 and 49 along z
-    // (too large a tile) take the plain grid entry.
+    // the 49-tall column fills a 64-bit tile to 14 KiB; 3x3 in the plane
+    // takes the rows entry (four outputs per invocation; 45 rows leave a
+    // partial last group), 3x3x3 and 49 along z (too large a tile) the
+    // plain grid entry.
     let shape = [3, 45, 70];
     let n = 3 * 45 * 70;
     let mut cross = Footprint::from_mask(
@@ -197,6 +199,23 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
         &Footprint::size(3, &[3]).unwrap(),
         Boundary::default(),
     );
+    // Large enough for the 3x3 rows entry: NaN and infinities in its
+    // sorted rows, at the edges and inside.
+    let mut w: Vec<f32> = noise(41 * 70, 5).iter().map(|&x| x as f32).collect();
+    for i in (0..w.len()).step_by(7) {
+        w[i] = f32::NAN;
+    }
+    for i in (3..w.len()).step_by(11) {
+        w[i] = if i % 2 == 0 {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        };
+    }
+    for mode in MODES {
+        let b = Boundary { mode, cval: 0.5 };
+        median_both(gpu(), &SampleVec::F32(w.clone()), &[41, 70], &fp, b);
+    }
 }
 
 #[test]
@@ -279,8 +298,9 @@ fn outliers_both(device: &Gpu, input: &SampleVec, shape: &[usize], r: &OutlierRe
 
 #[test]
 fn outliers_equal_reference_for_every_kind_and_dtype() {
-    let shape = [3, 20, 24];
-    for input in dtypes(3 * 20 * 24, 13) {
+    // Large enough for the 3x3 rows entry (32 x 8 invocations of 4 rows).
+    let shape = [2, 37, 40];
+    for input in dtypes(2 * 37 * 40, 13) {
         // A diff of about a tenth of the range catches a fair share.
         let diff = match input.as_samples() {
             Samples::U8(_) => 25.0,

@@ -621,6 +621,7 @@ async fn stream_keys<T: Pod>(
     } else {
         gpu.pipeline(&source_text, entry)?;
     }
+    let rows_3x3 = network && is_plane_3x3(footprint);
     let offsets = if network {
         None
     } else {
@@ -649,6 +650,12 @@ async fn stream_keys<T: Pod>(
             buffers.push(o);
         }
         let extent = [core[2], core[1], core[0]];
+        let extent_3x3 = [core[2], core[1].div_ceil(ROWS_3X3), core[0]];
+        if rows_3x3 && rec.grid_fits(extent_3x3) {
+            let pipeline = gpu.pipeline(&source_text, "median_3x3_rows")?;
+            rec.dispatch_grid(&pipeline, &buffers, extent_3x3)?;
+            return Ok(true);
+        }
         match grid_entry {
             Some(e) if rec.grid_fits(extent) => {
                 rec.dispatch_grid(&gpu.pipeline(&source_text, e)?, &buffers, extent)?
@@ -688,6 +695,21 @@ async fn stream_keys<T: Pod>(
         gpu.recycle(o);
     }
     outcome
+}
+
+/// Outputs per invocation of `median_3x3_rows`, stacked along y.
+const ROWS_3X3: usize = 4;
+
+/// The full 3 x 3 footprint in the x-y plane (size (3, 3) or (1, 3, 3)),
+/// which `median_3x3_rows` filters from sorted rows shared by neighbouring
+/// outputs.
+fn is_plane_3x3(footprint: &Footprint) -> bool {
+    let mut offsets = footprint.offsets.clone();
+    offsets.sort_unstable();
+    let plane: Vec<[i32; 3]> = (-1..=1)
+        .flat_map(|y| (-1..=1).map(move |x| [0, y, x]))
+        .collect();
+    offsets == plane
 }
 
 /// The (x, y, z) order the shader's vec4s use.
