@@ -16,7 +16,7 @@ np.save('/tmp/u16.npy', (r.random((1000, 1300)) * 4000).astype(np.uint16))
 np.save('/tmp/f64s.npy', r.random((9, 300, 333)))
 PY
 ok=1
-for args in "/tmp/f32.npy --size 3" "/tmp/f32.npy --size 7 --mode constant --cval 0.5" "/tmp/u16.npy --size 5 --mode wrap" "/tmp/u16.npy --size 4,6" "/tmp/f64s.npy --size 3" "/tmp/f64s.npy --size 1,7,7 --mode mirror"; do
+for args in "/tmp/f32.npy --size 3" "/tmp/f32.npy --size 7 --mode constant --cval 0.5" "/tmp/u16.npy --size 5 --mode wrap" "/tmp/u16.npy --size 4,6" "/tmp/f64s.npy --size 3" "/tmp/f64s.npy --size 1,7,7 --mode mirror" "/tmp/u16.npy --size 3 --mode nearest" "/tmp/f64s.npy --size 1,3,3 --mode constant --cval 0.25"; do
   set -- $args; in=$1; shift
   $O median $in /tmp/a.npy "$@" >/dev/null; $N median $in /tmp/b.npy "$@" > /dev/null
   if cmp -s /tmp/a.npy /tmp/b.npy; then echo "same: $args"; else echo "DIFFER: $args"; ok=0; fi

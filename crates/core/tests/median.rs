@@ -84,11 +84,11 @@ fn workgroup_tiles_equal_the_reference_at_every_edge() {
     // workgroup tile for footprints of 10 elements or more where it fits
     // (x and y not multiples of 32 and 8, so the last tiles are partial);
     // the 49-tall column fills a 64-bit tile to 14 KiB; 3x3 in the plane
-    // takes the rows entry (four outputs per invocation; 45 rows leave a
+    // takes the rows entry (eight outputs per invocation; 61 rows leave a
     // partial last group), 3x3x3 and 49 along z (too large a tile) the
     // plain grid entry.
-    let shape = [3, 45, 70];
-    let n = 3 * 45 * 70;
+    let shape = [3, 61, 70];
+    let n = 3 * 61 * 70;
     let mut cross = Footprint::from_mask(
         2,
         &[false, true, false, true, true, true, false, true, false],
@@ -201,7 +201,7 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
     );
     // Large enough for the 3x3 rows entry: NaN and infinities in its
     // sorted rows, at the edges and inside.
-    let mut w: Vec<f32> = noise(41 * 70, 5).iter().map(|&x| x as f32).collect();
+    let mut w: Vec<f32> = noise(61 * 70, 5).iter().map(|&x| x as f32).collect();
     for i in (0..w.len()).step_by(7) {
         w[i] = f32::NAN;
     }
@@ -214,7 +214,7 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
     }
     for mode in MODES {
         let b = Boundary { mode, cval: 0.5 };
-        median_both(gpu(), &SampleVec::F32(w.clone()), &[41, 70], &fp, b);
+        median_both(gpu(), &SampleVec::F32(w.clone()), &[61, 70], &fp, b);
     }
 }
 
@@ -298,9 +298,9 @@ fn outliers_both(device: &Gpu, input: &SampleVec, shape: &[usize], r: &OutlierRe
 
 #[test]
 fn outliers_equal_reference_for_every_kind_and_dtype() {
-    // Large enough for the 3x3 rows entry (32 x 8 invocations of 4 rows).
-    let shape = [2, 37, 40];
-    for input in dtypes(2 * 37 * 40, 13) {
+    // Large enough for the 3x3 rows entry (32 x 8 invocations of 8 rows).
+    let shape = [2, 61, 40];
+    for input in dtypes(2 * 61 * 40, 13) {
         // A diff of about a tenth of the range catches a fair share.
         let diff = match input.as_samples() {
             Samples::U8(_) => 25.0,
