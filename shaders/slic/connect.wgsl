@@ -8,13 +8,15 @@
 // - count_kept / scan_blocks / rank_pieces: every piece's counter value,
 //   start_label + the number of kept (size >= min_size) pieces before it.
 //   A kept piece's label is its counter value.
-// - bfs_round: a small piece replays skimage's breadth-first search over
-//   its pixels (one thread per piece, the queue a linked list through the
-//   piece's own pixels) and takes the label of the last earlier neighbour
-//   met whose label differs from its counter value, or keeps the counter.
-//   A neighbouring small earlier piece must be resolved first: rounds
-//   repeat until no search is blocked; a piece resolved in round t stamps
-//   `state` with t, and round t only reads stamps < t (written by earlier
+// - find_candidates: a small piece replays skimage's breadth-first search
+//   over its pixels once (one thread per piece, the queue a linked list
+//   through the piece's own pixels) and keeps the last two distinct
+//   earlier pieces it met.
+// - bfs_round: a small piece takes the label of the last earlier piece met
+//   whose label differs from its counter value, or keeps the counter. A
+//   small earlier piece it needs must be resolved first: rounds repeat
+//   until no piece is blocked; a piece resolved in round t stamps `state`
+//   with t, and round t only reads stamps < t (written by earlier
 //   dispatches), so the result never depends on timing.
 // - gather: each pixel takes its piece's label (into `parent`).
 
@@ -293,19 +295,27 @@ fn label_of(r: u32) -> u32 {
     return NONE;
 }
 
-@compute @workgroup_size(256)
-fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
-             @builtin(num_workgroups) groups: vec3<u32>) {
-    keep();
-    let r = thread_index(gid, groups);
-    if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
-        return;
-    }
+// Visit stamp of the candidates pass (rounds stamp their own number).
+const CANDIDATES: u32 = 0xfffffffdu;
+
+struct Search {
+    last: u32,     // the last earlier piece met (NONE: none)
+    previous: u32, // the last earlier piece met other than `last`
+    adjacent: u32, // resolving: the label taken
+    blocked: bool, // resolving: an earlier piece met is not resolved yet
+}
+
+// skimage's breadth-first search over small piece r from its first pixel
+// (the queue a linked list through the piece's own pixels, stamped with
+// `stamp`), noting the earlier pieces met in order and, when `resolve`,
+// taking the label of the last one whose label differs from r's counter
+// value. The root's own queue words hold its candidates (below), so its
+// visit and link live in registers.
+fn search(r: u32, stamp: u32, resolve: bool) -> Search {
     let lab = labels[r];
     let current = piece_label[r];
-    var adjacent = current;
-    queue[2u * r] = p.round;
-    queue[2u * r + 1u] = END;
+    var s = Search(NONE, NONE, current, false);
+    var root_next = END;
     var tail = r;
     var x = r;
     let plane = p.nx * p.ny;
@@ -329,30 +339,118 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
             let lj = labels[j];
             if (lj == lab) {
                 // Same label and face-adjacent: the same piece.
-                if (queue[2u * j] != p.round) {
-                    queue[2u * j] = p.round;
+                if (j != r && queue[2u * j] != stamp) {
+                    queue[2u * j] = stamp;
                     queue[2u * j + 1u] = END;
-                    queue[2u * tail + 1u] = j;
+                    if (tail == r) {
+                        root_next = j;
+                    } else {
+                        queue[2u * tail + 1u] = j;
+                    }
                     tail = j;
                 }
             } else if (lj != NONE) {
                 let rj = atomicLoad(&parent[j]);
                 if (rj < r) {
-                    let l = label_of(rj);
-                    if (l == NONE) {
-                        atomicAdd(&state[p.n + (p.round - 1u) % 4u], 1u);
-                        return;
+                    if (rj != s.last) {
+                        s.previous = s.last;
+                        s.last = rj;
                     }
-                    if (l != current) {
-                        adjacent = l;
+                    if (resolve) {
+                        let l = label_of(rj);
+                        if (l == NONE) {
+                            s.blocked = true;
+                            return s;
+                        }
+                        if (l != current) {
+                            s.adjacent = l;
+                        }
                     }
                 }
             }
         }
-        x = queue[2u * x + 1u];
+        if (x == r) {
+            x = root_next;
+        } else {
+            x = queue[2u * x + 1u];
+        }
         if (x == END) {
             break;
         }
+    }
+    return s;
+}
+
+// Once, before the rounds: each small piece's search, keeping the last two
+// distinct earlier pieces it met in its root's queue words.
+@compute @workgroup_size(256)
+fn find_candidates(@builtin(global_invocation_id) gid: vec3<u32>,
+                   @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let r = thread_index(gid, groups);
+    if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size) {
+        return;
+    }
+    let s = search(r, CANDIDATES, false);
+    queue[2u * r] = s.last;
+    queue[2u * r + 1u] = s.previous;
+}
+
+fn blocked() {
+    atomicAdd(&state[p.n + (p.round - 1u) % 4u], 1u);
+}
+
+// One round: each unresolved small piece takes the label of the last
+// earlier piece it met whose label differs from its counter value: its two
+// candidates answer unless both carry that value (then the search is
+// replayed for the earlier ones). A piece waits only for the candidate it
+// needs, so chains of small pieces resolve in fewer rounds than when every
+// piece met must be resolved first; the labels are the same.
+@compute @workgroup_size(256)
+fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
+             @builtin(num_workgroups) groups: vec3<u32>) {
+    keep();
+    let r = thread_index(gid, groups);
+    if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
+        return;
+    }
+    let current = piece_label[r];
+    var adjacent = current;
+    var settled = false;
+    let last = queue[2u * r];
+    let previous = queue[2u * r + 1u];
+    if (last == NONE) {
+        settled = true;
+    } else {
+        let l = label_of(last);
+        if (l == NONE) {
+            blocked();
+            return;
+        }
+        if (l != current) {
+            adjacent = l;
+            settled = true;
+        } else if (previous == NONE) {
+            settled = true;
+        } else {
+            let l2 = label_of(previous);
+            if (l2 == NONE) {
+                blocked();
+                return;
+            }
+            if (l2 != current) {
+                adjacent = l2;
+                settled = true;
+            }
+        }
+    }
+    if (!settled) {
+        let s = search(r, p.round, true);
+        if (s.blocked) {
+            blocked();
+            return;
+        }
+        adjacent = s.adjacent;
     }
     piece_label[r] = adjacent;
     atomicStore(&state[r], p.round);

@@ -559,3 +559,32 @@ fn volumes_beyond_the_memory_budget_are_streamed() {
     small.trim();
     assert_eq!(small.live_bytes(), 0, "streaming leaves no device memory");
 }
+
+#[test]
+fn random_masks_with_many_small_pieces_equal_the_cpu_twin() {
+    // A small piece whose last earlier neighbour carries the piece's own
+    // counter value (an earlier small piece with no earlier neighbour and
+    // no kept piece between) skips it for the neighbour met before; such
+    // pieces arise beside masked pixels. Random masks on noise at low
+    // compactness make many of them, chains of two and more included.
+    for seed in 0..8u64 {
+        for (shape, n_segments, compactness, kept) in [
+            (vec![24usize, 31], 60usize, 0.05, 0.5),
+            (vec![40, 40], 200, 0.01, 0.6),
+            (vec![30, 30], 150, 0.1, 0.4),
+            (vec![9, 10, 11], 100, 0.02, 0.6),
+        ] {
+            let n: usize = shape.iter().product();
+            let img: Vec<f32> = noise(n, seed).iter().map(|&v| v as f32).collect();
+            let mask: Vec<bool> = noise(n, seed + 1000).iter().map(|&v| v < kept).collect();
+            let p = gray(SlicParams {
+                n_segments,
+                compactness,
+                min_size_factor: 0.9,
+                mask: Some(mask),
+                ..SlicParams::default()
+            });
+            both(Samples::F32(&img), &shape, &p);
+        }
+    }
+}

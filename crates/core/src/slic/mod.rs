@@ -1272,6 +1272,7 @@ async fn connect(
         ("count_kept", (n_blocks * 256) as u64),
         ("scan_blocks", 256),
         ("rank_pieces", (n_blocks * 256) as u64),
+        ("find_candidates", n as u64),
     ] {
         let pipeline = gpu.pipeline(shaders::SLIC_CONNECT, entry)?;
         rec.dispatch(&pipeline, &refs, threads)?;
