@@ -1224,8 +1224,13 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     Ok(host_segments(&raw, prep, iterations))
 }
 
-/// Search rounds recorded per submission of the connectivity step.
+/// Counters of blocked searches, one per round modulo 4.
 const ROUNDS: u32 = 4;
+
+/// Search rounds recorded per submission of the connectivity step (a
+/// multiple of [`ROUNDS`]; with the pieces' 9 passes within
+/// MAX_TIMED_PASSES).
+const ROUNDS_PER_BATCH: u32 = 8 * ROUNDS;
 
 /// The connectivity step on the GPU; returns the final labels and their
 /// number of distinct values.
@@ -1277,23 +1282,19 @@ async fn connect(
         let pipeline = gpu.pipeline(shaders::SLIC_CONNECT, entry)?;
         rec.dispatch(&pipeline, &refs, threads)?;
     }
-    rec.submit().await?;
-    gpu.host_done("slic connectivity: buffers, pieces", clock);
-    let clock = gpu.host_clock();
-    // Search rounds until none is blocked by an unresolved earlier piece.
-    let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
-    let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
-    let mut round = 1u32;
-    // Batches of 4, 8, ... 32 rounds: long chains of small pieces (120
-    // rounds on astronaut) take a few submissions, not one per 4 rounds.
+    // Then search rounds until none is blocked by an unresolved earlier
+    // piece, ROUNDS_PER_BATCH to a submission, the first batch in the same
+    // submission as the pieces: chains of small pieces are short once a
+    // piece waits only for the candidate it needs (28 rounds on astronaut).
     // Batches are multiples of 4, so the last round of each uses counter 3,
     // which also sums the batch's earlier rounds 4k: zero means the last
     // round was blocked nowhere, nonzero at worst costs one more batch.
-    let mut batch = ROUNDS;
+    let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
+    let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
+    let mut round = 1u32;
     loop {
-        let mut rec = gpu.recorder();
         rec.dispatch(&clear, &refs, 4)?;
-        for _ in 0..batch {
+        for _ in 0..ROUNDS_PER_BATCH {
             let u = params(round);
             let bound = cb(&u);
             let r: Vec<&wgpu::Buffer> = bound.iter().collect();
@@ -1307,14 +1308,14 @@ async fn connect(
         if last == [0u8; 4] {
             break;
         }
-        batch = (batch * 2).min(8 * ROUNDS); // within MAX_TIMED_PASSES
         if round > 1 << 20 {
             return Err(Error::Device(
                 "the connectivity step did not converge".into(),
             ));
         }
+        rec = gpu.recorder();
     }
-    gpu.host_done("slic connectivity: searches", clock);
+    gpu.host_done("slic connectivity: pieces and searches", clock);
     let clock = gpu.host_clock();
     let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
     let mut rec = gpu.recorder();
