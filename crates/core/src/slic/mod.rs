@@ -231,21 +231,24 @@ fn to_f64(samples: Samples<'_>) -> Vec<f64> {
     }
 }
 
-/// sRGB in [0, 1] to CIE Lab (D65, 2°), skimage.color.rgb2lab's formulas.
-pub(crate) fn rgb2lab(rgb: [f64; 3]) -> [f64; 3] {
+/// skimage.color.rgb2lab's gamma expansion of one sRGB value in [0, 1].
+fn srgb_to_linear(v: f64) -> f64 {
+    if v > 0.04045 {
+        ((v + 0.055) / 1.055).powf(2.4)
+    } else {
+        v / 12.92
+    }
+}
+
+/// Linear RGB to CIE Lab (D65, 2°): skimage.color.rgb2lab after the gamma
+/// expansion.
+fn linear_rgb2lab(lin: [f64; 3]) -> [f64; 3] {
     const M: [[f64; 3]; 3] = [
         [0.412453, 0.357580, 0.180423],
         [0.212671, 0.715160, 0.072169],
         [0.019334, 0.119193, 0.950227],
     ];
     const WHITE: [f64; 3] = [0.95047, 1.0, 1.08883];
-    let lin = rgb.map(|v| {
-        if v > 0.04045 {
-            ((v + 0.055) / 1.055).powf(2.4)
-        } else {
-            v / 12.92
-        }
-    });
     let mut f = [0.0; 3];
     for i in 0..3 {
         let xyz = M[i][0] * lin[0] + M[i][1] * lin[1] + M[i][2] * lin[2];
@@ -415,19 +418,25 @@ pub(crate) fn prepare(
             let axis = axis as usize;
             let v = to_f64(samples);
             let nc = shape[axis];
-            let outer: usize = shape[..axis].iter().product();
-            let inner: usize = shape[axis + 1..].iter().product();
-            let mut moved = vec![0.0; v.len()];
-            for o in 0..outer {
-                for c in 0..nc {
-                    for i in 0..inner {
-                        moved[(o * inner + i) * nc + c] = v[(o * nc + c) * inner + i];
-                    }
-                }
-            }
             let mut sp = shape.to_vec();
             sp.remove(axis);
-            (sp, nc, moved)
+            if axis == ndim - 1 {
+                // Already channel-last: no copy (fresh memory costs page
+                // faults as much as the copy itself).
+                (sp, nc, v)
+            } else {
+                let outer: usize = shape[..axis].iter().product();
+                let inner: usize = shape[axis + 1..].iter().product();
+                let mut moved = vec![0.0; v.len()];
+                for o in 0..outer {
+                    for c in 0..nc {
+                        for i in 0..inner {
+                            moved[(o * inner + i) * nc + c] = v[(o * nc + c) * inner + i];
+                        }
+                    }
+                }
+                (sp, nc, moved)
+            }
         }
     };
     let is_2d = spatial.len() == 2;
@@ -507,7 +516,11 @@ pub(crate) fn prepare(
             if hi != lo { d / (hi - lo) } else { d }
         }
     };
-    let mut img: Vec<f64> = values.iter().map(|&v| rescale(v)).collect();
+    // In place: fresh memory costs page faults as much as the pass.
+    let mut img = values;
+    for v in img.iter_mut() {
+        *v = rescale(*v);
+    }
     // Masked-out values may fall outside [0, 1] and may be NaN/inf: they
     // never enter a centre, but keep them finite for the fixed-point sums.
     if let Some(m) = &mask {
@@ -526,11 +539,36 @@ pub(crate) fn prepare(
                 format!("Lab conversion requires an RGB image (3 channels, got {nc})"),
             ));
         } else if nc == 3 {
-            // Two powers and three cube roots per pixel: most of the host
-            // time of a colour image, so on every core.
+            // Three powers and three cube roots per pixel: most of the
+            // host time of a colour image, so on every core. 8-bit images
+            // hold at most 257 distinct values (0 for masked pixels): their
+            // powers come from a table of the same function's values.
+            let table: Vec<(u64, f64)> = match samples {
+                Samples::U8(_) | Samples::I8(_) => {
+                    let offset = if matches!(samples, Samples::I8(_)) {
+                        -128.0
+                    } else {
+                        0.0
+                    };
+                    let mut t: Vec<(u64, f64)> = (0..256)
+                        .map(|v| rescale(f64::from(v) + offset))
+                        .chain([0.0])
+                        .map(|v| (v.to_bits(), srgb_to_linear(v)))
+                        .collect();
+                    t.sort_unstable_by_key(|e| e.0);
+                    t
+                }
+                _ => Vec::new(),
+            };
+            let linear = |v: f64| -> f64 {
+                match table.binary_search_by_key(&v.to_bits(), |e| e.0) {
+                    Ok(i) => table[i].1,
+                    Err(_) => srgb_to_linear(v),
+                }
+            };
             on_every_core(&mut img, 3, |part| {
                 for px in part.chunks_exact_mut(3) {
-                    let v = rgb2lab([px[0], px[1], px[2]]);
+                    let v = linear_rgb2lab([linear(px[0]), linear(px[1]), linear(px[2])]);
                     px.copy_from_slice(&v);
                 }
             });
