@@ -111,7 +111,20 @@ def rows_of(folder):
             w = r["workload"]
             p = [(q["peer"], q["e2e_ms"]) for q in slic_peers
                  if q.get("workload") == w and "e2e_ms" in q]
-            out.append((w, r["e2e_ms"], p, ""))
+            note = ""
+            if w.startswith("slic-3d-"):
+                # The 3-D targets name their peers: 30x gpu-slic (the
+                # ratio shown) and, for L <= 200, 500x scikit-image.
+                sk = [ms for name, ms in p if name == "skimage"]
+                p = [x for x in p if x[0] == "gpu-slic"]
+                notes = [] if p else ["gpu-slic not in this call"]
+                if sk:
+                    ratio = sk[0] / r["e2e_ms"]
+                    notes.append(f"skimage {sk[0]:.4g} ms: {ratio:.0f}x")
+                    if int(w.rsplit("-", 1)[1]) <= 200 and ratio < 500:
+                        MISSED.add(w)
+                note = "; ".join(notes)
+            out.append((w, r["e2e_ms"], p, note))
     spots = load(folder, "spots_bench.json")
     if spots:
         by_name = {r["workload"]: r for r in spots["gpuscope"]["results"]}
@@ -138,6 +151,10 @@ def rows_of(folder):
             out.append(("label-stream", g["wall_ms"], p,
                         f"peak RSS {g['peak_rss_bytes'] / 1e9:.2f} GB"))
     return out
+
+
+# Workloads whose second target (named in the note) was missed.
+MISSED = set()
 
 
 def main():
@@ -169,10 +186,13 @@ def main():
                 met = "yes" if units * 1000 / ours >= least else "no"
             if w in LIMIT_MS and ours > LIMIT_MS[w]:
                 met = "no"
+            if w in MISSED:
+                met = "no"
             print(f"| {w} | {ours:.4g} ms ({kind}) | {name} | {best:.4g} ms | "
                   f"{ratio:.2f}x | {text} | {met} | {note} |")
         else:
-            print(f"| {w} | {ours:.4g} ms ({kind}) | - | - | - | {text} | - | {note} |")
+            met = "no" if w in MISSED else "-"
+            print(f"| {w} | {ours:.4g} ms ({kind}) | - | - | - | {text} | {met} | {note} |")
 
 
 if __name__ == "__main__":
