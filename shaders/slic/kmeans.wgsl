@@ -49,7 +49,8 @@ struct Params {
     ratio: f32,  // 1 / compactness
     z0: u32,
     depth: u32,
-    _pad: u32,
+    flag: u32, // the word of `changed` this iteration's assignment sets
+
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -61,7 +62,8 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
 @group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read> maskw: array<u32>;            // one bit per pixel
-// [change flag, min key, max key, NaN (1) / inf (2) flags]
+// [change flag, min key, max key, NaN (1) / inf (2) flags], then one change
+// flag per iteration of a batch (word `p.flag`)
 @group(0) @binding(7) var<storage, read_write> changed: array<atomic<u32>>;
 
 // Every entry point binds 0..7 (the recorder binds them all): this never
@@ -232,8 +234,8 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         labels[i] = best;
         // Set once, not an atomic from every changed pixel (all of them
         // change in the first pass).
-        if (atomicLoad(&changed[0]) == 0u) {
-            atomicOr(&changed[0], 1u);
+        if (atomicLoad(&changed[p.flag]) == 0u) {
+            atomicOr(&changed[p.flag], 1u);
         }
     }
 }

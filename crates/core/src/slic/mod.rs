@@ -784,7 +784,8 @@ struct KParams {
     ratio: f32,
     z0: u32,
     depth: u32,
-    _pad: u32,
+    /// The word of the change flags the assignment sets.
+    flag: u32,
 }
 
 #[repr(C)]
@@ -1048,7 +1049,7 @@ fn kparams(prep: &Prepared) -> KParams {
         ratio: prep.ratio,
         z0: 0,
         depth: prep.dims[0] as u32,
-        _pad: 0,
+        flag: 0,
     }
 }
 
@@ -1091,7 +1092,9 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
     let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
     // [change flag, min key, max key, NaN/inf flags]
-    let changed = bufs.get(16, "slic change flag").await?;
+    let changed = bufs
+        .get(16 + 4 * ITERATIONS_PER_SUBMIT as u64, "slic change flags")
+        .await?;
     gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     gpu.upload(&changed, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
@@ -1221,23 +1224,48 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     rec.submit().await?;
     gpu.host_done("slic upload", clock);
     let clock = gpu.host_clock();
-    let b0 = bind(&u, 0);
-    let first: Vec<&wgpu::Buffer> = b0.iter().collect();
+    // Several iterations to a submission on small images, where the
+    // round trip costs more than an iteration: one change flag each, and
+    // the iterations after the first without a change repeat its fixed
+    // point (the same labels give the same centres), so the result is
+    // skimage's early stop.
+    let per_submit = if n <= BATCHED_ITERATIONS_MAX_PIXELS {
+        ITERATIONS_PER_SUBMIT
+    } else {
+        1
+    };
+    let flagged: Vec<Vec<wgpu::Buffer>> = (0..per_submit)
+        .map(|j| {
+            uniforms(&KParams {
+                flag: 4 + j as u32,
+                ..kp
+            })
+        })
+        .collect();
     let mut iterations = 0;
-    for _ in 0..prep.max_num_iter {
-        gpu.upload(&changed, &[0u8; 4]); // the change flag only
+    while iterations < prep.max_num_iter {
+        let count = per_submit.min(prep.max_num_iter - iterations);
+        gpu.upload(&changed, &vec![0u8; 16 + 4 * count]);
         let mut rec = gpu.recorder();
-        over_slabs(&mut rec, &u, &assign, None)?;
-        over_slabs(&mut rec, &u, &accumulate, None)?;
-        rec.dispatch(&finalize, &first, k as u64)?;
-        if prep.slic_zero {
-            over_slabs(&mut rec, &u, &colour_max, None)?;
+        for u in &flagged[..count] {
+            over_slabs(&mut rec, u, &assign, None)?;
+            over_slabs(&mut rec, u, &accumulate, None)?;
+            let b0 = bind(u, 0);
+            let first: Vec<&wgpu::Buffer> = b0.iter().collect();
+            rec.dispatch(&finalize, &first, k as u64)?;
+            if prep.slic_zero {
+                over_slabs(&mut rec, u, &colour_max, None)?;
+            }
         }
         rec.submit().await?;
-        iterations += 1;
-        let c = gpu.read(&changed, 4).await?;
-        if c == [0u8; 4] {
-            break;
+        let flags: Vec<u32> =
+            bytemuck::pod_collect_to_vec(&gpu.read_at(&changed, 16, 4 * count as u64).await?);
+        match flags.iter().position(|&f| f == 0) {
+            Some(j) => {
+                iterations += j + 1;
+                break;
+            }
+            None => iterations += count,
         }
     }
     // The connectivity step on the GPU when one slab holds the volume and
@@ -1261,6 +1289,13 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     }
     Ok(host_segments(&raw, prep, iterations))
 }
+
+/// k-means iterations recorded per submission on images of up to
+/// [`BATCHED_ITERATIONS_MAX_PIXELS`] pixels (larger ones submit each
+/// iteration alone: an iteration past the early stop costs more there than
+/// a round trip).
+const ITERATIONS_PER_SUBMIT: usize = 5;
+const BATCHED_ITERATIONS_MAX_PIXELS: usize = 1 << 22;
 
 /// Counters of blocked searches, one per round modulo 4.
 const ROUNDS: u32 = 4;
