@@ -45,7 +45,8 @@ const BLOCK: u32 = 1024u;
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
-// Per pixel: (round stamp of the visit, next pixel in the search queue).
+// Per pixel: (stamp of the visit, next pixel in the search queue); at a
+// small piece's root, after find_candidates: (last, previous) candidate.
 @group(0) @binding(7) var<storage, read_write> queue: array<u32>;
 
 fn keep() {

@@ -50,7 +50,6 @@ struct Params {
     z0: u32,
     depth: u32,
     flag: u32, // the word of `changed` this iteration's assignment sets
-
 }
 
 const NONE: u32 = 0xffffffffu;

@@ -1091,7 +1091,8 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let stride = 1 + 2 * (3 + nc);
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
     let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
-    // [change flag, min key, max key, NaN/inf flags]
+    // [change flag, min key, max key, NaN/inf flags], then one change flag
+    // per iteration of a submission.
     let changed = bufs
         .get(16 + 4 * ITERATIONS_PER_SUBMIT as u64, "slic change flags")
         .await?;
