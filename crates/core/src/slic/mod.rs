@@ -214,28 +214,21 @@ pub(crate) fn regular_grid(shape: [usize; 3], n_points: usize) -> [(usize, usize
 }
 
 fn to_f64(samples: Samples<'_>) -> Vec<f64> {
-    fn f<T: Copy + Into<f64>>(src: &[T], dst: &mut [f64]) {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = s.into();
-        }
+    fn f<T: Copy + Into<f64>>(v: &[T]) -> Vec<f64> {
+        v.iter().map(|&x| x.into()).collect()
     }
-    let mut out = vec![0.0; samples.len()];
-    on_every_core(&mut out, 1, |at, part| {
-        let r = at..at + part.len();
-        match samples {
-            Samples::U8(v) => f(&v[r], part),
-            Samples::I8(v) => f(&v[r], part),
-            Samples::U16(v) => f(&v[r], part),
-            Samples::I16(v) => f(&v[r], part),
-            Samples::U32(v) => f(&v[r], part),
-            Samples::I32(v) => f(&v[r], part),
-            Samples::F32(v) => f(&v[r], part),
-            Samples::F64(v) => part.copy_from_slice(&v[r]),
-            Samples::U64(v) => part.iter_mut().zip(&v[r]).for_each(|(d, &s)| *d = s as f64),
-            Samples::I64(v) => part.iter_mut().zip(&v[r]).for_each(|(d, &s)| *d = s as f64),
-        }
-    });
-    out
+    match samples {
+        Samples::U8(v) => f(v),
+        Samples::I8(v) => f(v),
+        Samples::U16(v) => f(v),
+        Samples::I16(v) => f(v),
+        Samples::U32(v) => f(v),
+        Samples::I32(v) => f(v),
+        Samples::F32(v) => f(v),
+        Samples::F64(v) => v.to_vec(),
+        Samples::U64(v) => v.iter().map(|&x| x as f64).collect(),
+        Samples::I64(v) => v.iter().map(|&x| x as f64).collect(),
+    }
 }
 
 /// skimage.color.rgb2lab's gamma expansion of one sRGB value in [0, 1].
@@ -273,21 +266,17 @@ fn linear_rgb2lab(lin: [f64; 3]) -> [f64; 3] {
     ]
 }
 
-/// Runs `work(offset, part)` over `data` split into parts of whole `unit`s,
-/// one part per core (native builds; one part in the browser). The host
-/// passes of a colour image (conversion, range, rescale, Lab, features)
-/// each cost milliseconds on one core, mostly the page faults of fresh
-/// memory, which spread over the cores too.
-fn on_every_core<T: Send>(data: &mut [T], unit: usize, work: impl Fn(usize, &mut [T]) + Sync) {
+/// Runs `work` over `data` split into parts of whole `unit`s, one part per
+/// core (native builds; one part in the browser).
+fn on_every_core(data: &mut [f64], unit: usize, work: impl Fn(&mut [f64]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if cores > 1 && data.len() >= 1 << 16 {
             let per = (data.len() / unit).div_ceil(cores).max(1) * unit;
             std::thread::scope(|scope| {
-                for (k, part) in data.chunks_mut(per).enumerate() {
-                    let work = &work;
-                    scope.spawn(move || work(k * per, part));
+                for part in data.chunks_mut(per) {
+                    scope.spawn(|| work(part));
                 }
             });
             return;
@@ -295,65 +284,7 @@ fn on_every_core<T: Send>(data: &mut [T], unit: usize, work: impl Fn(usize, &mut
     }
     #[cfg(target_arch = "wasm32")]
     let _ = unit;
-    work(0, data)
-}
-
-/// `[value(0), value(1), ..]`, filled on every core.
-fn map_to_f32(len: usize, value: impl Fn(usize) -> f32 + Sync) -> Vec<f32> {
-    let mut out = vec![0f32; len];
-    on_every_core(&mut out, 1, |at, part| {
-        for (k, v) in part.iter_mut().enumerate() {
-            *v = value(at + k);
-        }
-    });
-    out
-}
-
-/// The smallest and largest of `values` (pixels of `nc` values) outside
-/// the mask, or None if one of them is NaN; the parts of every core combined.
-fn value_range(values: &[f64], nc: usize, mask: Option<&[bool]>) -> Option<(f64, f64)> {
-    let range = |at: usize, part: &[f64]| -> Option<(f64, f64)> {
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for (k, &v) in part.iter().enumerate() {
-            if mask.is_some_and(|m| !m[(at + k) / nc]) {
-                continue;
-            }
-            if v.is_nan() {
-                return None;
-            }
-            lo = lo.min(v);
-            hi = hi.max(v);
-        }
-        Some((lo, hi))
-    };
-    #[cfg(not(target_arch = "wasm32"))]
-    let parts: Vec<Option<(f64, f64)>> = {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        if cores > 1 && values.len() >= 1 << 16 {
-            let per = (values.len() / nc).div_ceil(cores).max(1) * nc;
-            std::thread::scope(|scope| {
-                let handles: Vec<_> = values
-                    .chunks(per)
-                    .enumerate()
-                    .map(|(k, part)| scope.spawn(move || range(k * per, part)))
-                    .collect();
-                // A part whose thread panicked counts as NaN: the caller errs.
-                handles
-                    .into_iter()
-                    .map(|h| h.join().ok().flatten())
-                    .collect()
-            })
-        } else {
-            vec![range(0, values)]
-        }
-    };
-    #[cfg(target_arch = "wasm32")]
-    let parts = vec![range(0, values)];
-    parts
-        .into_iter()
-        .try_fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
-            p.map(|(l, h)| (lo.min(l), hi.max(h)))
-        })
+    work(data)
 }
 
 fn check_params(p: &SlicParams) -> Result<()> {
@@ -560,9 +491,15 @@ pub(crate) fn prepare(
     if lo.is_nan() {
         return Err(nan_error());
     }
-    match value_range(&values, nc, mask.as_deref()) {
-        Some((l, h)) => (lo, hi) = (lo.min(l), hi.max(h)),
-        None => return Err(nan_error()),
+    for (i, &v) in values.iter().enumerate() {
+        if mask.as_ref().is_some_and(|m| !m[i / nc]) {
+            continue;
+        }
+        if v.is_nan() {
+            return Err(nan_error());
+        }
+        lo = lo.min(v);
+        hi = hi.max(v);
     }
     if !gpu_rescale && (lo.is_infinite() || hi.is_infinite()) {
         return Err(inf_error());
@@ -581,11 +518,9 @@ pub(crate) fn prepare(
     };
     // In place: fresh memory costs page faults as much as the pass.
     let mut img = values;
-    on_every_core(&mut img, 1, |_, part| {
-        for v in part {
-            *v = rescale(*v);
-        }
-    });
+    for v in img.iter_mut() {
+        *v = rescale(*v);
+    }
     // Masked-out values may fall outside [0, 1] and may be NaN/inf: they
     // never enter a centre, but keep them finite for the fixed-point sums.
     if let Some(m) = &mask {
@@ -631,7 +566,7 @@ pub(crate) fn prepare(
                     Err(_) => srgb_to_linear(v),
                 }
             };
-            on_every_core(&mut img, 3, |_, part| {
+            on_every_core(&mut img, 3, |part| {
                 for px in part.chunks_exact_mut(3) {
                     let v = linear_rgb2lab([linear(px[0]), linear(px[1]), linear(px[2])]);
                     px.copy_from_slice(&v);
@@ -721,15 +656,17 @@ pub(crate) fn prepare(
         Vec::new()
     } else if let Some(v) = fast {
         let (r, lo, hi) = (ratio as f32, lo as f32, hi as f32);
-        map_to_f32(v.len(), |i| {
-            let d = v[i] - lo;
-            (if hi != lo { d / (hi - lo) } else { d }) * r
-        })
+        v.iter()
+            .map(|&x| {
+                let d = x - lo;
+                (if hi != lo { d / (hi - lo) } else { d }) * r
+            })
+            .collect()
     } else if f32_input && !lab {
         let r = ratio as f32;
-        map_to_f32(img.len(), |i| img[i] as f32 * r)
+        img.iter().map(|&v| v as f32 * r).collect()
     } else {
-        map_to_f32(img.len(), |i| (img[i] * ratio) as f32)
+        img.iter().map(|&v| (v * ratio) as f32).collect()
     };
     // Rescaled values lie in [0, 1] (the maximum maps to exactly 1): the
     // GPU-rescaled features' largest magnitude is the ratio itself (or 0 for
