@@ -418,12 +418,14 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
     let current = piece_label[r];
     var adjacent = current;
     var settled = false;
-    let last = queue[2u * r];
-    let previous = queue[2u * r + 1u];
-    if (last == NONE) {
-        settled = true;
-    } else {
-        let l = label_of(last);
+    // The last candidate, then the previous one (NONE: no more).
+    for (var c = 0u; c < 2u && !settled; c++) {
+        let candidate = queue[2u * r + c];
+        if (candidate == NONE) {
+            settled = true;
+            break;
+        }
+        let l = label_of(candidate);
         if (l == NONE) {
             blocked();
             return;
@@ -431,18 +433,6 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
         if (l != current) {
             adjacent = l;
             settled = true;
-        } else if (previous == NONE) {
-            settled = true;
-        } else {
-            let l2 = label_of(previous);
-            if (l2 == NONE) {
-                blocked();
-                return;
-            }
-            if (l2 != current) {
-                adjacent = l2;
-                settled = true;
-            }
         }
     }
     if (!settled) {
