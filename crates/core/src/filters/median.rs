@@ -616,12 +616,14 @@ async fn stream_keys<T: Pod>(
     } else {
         "median_network_grid"
     });
-    if let Some(e) = grid_entry {
-        gpu.pipeline(&source_text, e)?;
-    } else {
-        gpu.pipeline(&source_text, entry)?;
-    }
+    // The full in-plane 3x3 runs on its own entry where its grid fits.
     let rows_3x3 = network && is_plane_3x3(footprint);
+    let first_entry = match grid_entry {
+        _ if rows_3x3 => "median_3x3_rows",
+        Some(e) => e,
+        None => entry,
+    };
+    gpu.pipeline(&source_text, first_entry)?;
     let offsets = if network {
         None
     } else {
