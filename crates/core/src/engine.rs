@@ -392,7 +392,8 @@ impl Gpu {
     /// Writes `bytes` at the start of `up`, once the GPU has finished its
     /// previous copy out of it; large writes are split over threads.
     pub(crate) async fn fill(&self, up: &mut UploadBuffer, bytes: &[u8]) -> Result<()> {
-        self.fill_during(up, bytes, async {}).await
+        self.fill_during(up, bytes, crate::stream::upload_threads(), async {})
+            .await
     }
 
     /// [`Gpu::fill`] with the copy on other threads while `meanwhile` runs
@@ -403,6 +404,7 @@ impl Gpu {
         &self,
         up: &mut UploadBuffer,
         bytes: &[u8],
+        threads: usize,
         meanwhile: impl std::future::Future<Output = R>,
     ) -> Result<R> {
         if let Some((mapped, index)) = up.ready.take() {
@@ -415,14 +417,11 @@ impl Gpu {
         if bytes.len() as u64 > up.buffer.size() {
             return Err(Error::Device("an upload larger than its buffer".into()));
         }
-        #[cfg(not(target_arch = "wasm32"))]
         let parts = if bytes.len() >= 8 << 20 {
-            crate::stream::upload_threads()
+            threads.max(1)
         } else {
             1
         };
-        #[cfg(target_arch = "wasm32")]
-        let parts = 1;
         // Mapped ranges start at multiples of 8.
         let part = bytes.len().div_ceil(parts).div_ceil(8) * 8;
         let mut views = Vec::new();

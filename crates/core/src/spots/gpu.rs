@@ -1079,7 +1079,12 @@ async fn run_series(
             Some(next_up) if z + 1 < nz => {
                 let clock = gpu.host_clock();
                 let done = gpu
-                    .fill_during(next_up, frame_bytes(frame(z + 1)), step)
+                    .fill_during(
+                        next_up,
+                        frame_bytes(frame(z + 1)),
+                        crate::stream::upload_threads(),
+                        step,
+                    )
                     .await?;
                 gpu.host_done("spots series: copy next frame, submit, collect", clock);
                 done?
