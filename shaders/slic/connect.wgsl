@@ -40,8 +40,9 @@ const BLOCK: u32 = 1024u;
 @group(0) @binding(2) var<storage, read_write> parent: array<atomic<u32>>;
 @group(0) @binding(3) var<storage, read_write> size: array<atomic<u32>>;
 // Per root: 0 = unresolved, else the round that resolved it; then 4
-// counters of blocked searches, one per round of a batch, and the largest
-// label + 1.
+// counters of blocked searches (round t counts into (t - 1) % 4 and clears
+// t % 4 for the next round, so each holds one round's count), and the
+// largest label + 1.
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
@@ -412,6 +413,9 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
              @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let r = thread_index(gid, groups);
+    if (r == 0u) {
+        atomicStore(&state[p.n + p.round % 4u], 0u);
+    }
     if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
         return;
     }

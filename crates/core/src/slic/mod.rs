@@ -268,15 +268,16 @@ fn linear_rgb2lab(lin: [f64; 3]) -> [f64; 3] {
 
 /// Runs `work` over `data` split into parts of whole `unit`s, one part per
 /// core (native builds; one part in the browser).
-fn on_every_core(data: &mut [f64], unit: usize, work: impl Fn(&mut [f64]) + Sync) {
+fn on_every_core<T: Send>(data: &mut [T], unit: usize, work: impl Fn(usize, &mut [T]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         if cores > 1 && data.len() >= 1 << 16 {
             let per = (data.len() / unit).div_ceil(cores).max(1) * unit;
             std::thread::scope(|scope| {
-                for part in data.chunks_mut(per) {
-                    scope.spawn(|| work(part));
+                for (k, part) in data.chunks_mut(per).enumerate() {
+                    let work = &work;
+                    scope.spawn(move || work(k * per, part));
                 }
             });
             return;
@@ -284,7 +285,17 @@ fn on_every_core(data: &mut [f64], unit: usize, work: impl Fn(&mut [f64]) + Sync
     }
     #[cfg(target_arch = "wasm32")]
     let _ = unit;
-    work(data)
+    work(0, data)
+}
+
+/// The smallest and largest of 8-bit samples, as float64.
+fn byte_range<T: Copy + Ord + Into<f64>>(v: &[T]) -> (f64, f64) {
+    let lo = v.iter().copied().min();
+    let hi = v.iter().copied().max();
+    match (lo, hi) {
+        (Some(l), Some(h)) => (l.into(), h.into()),
+        _ => (f64::INFINITY, f64::NEG_INFINITY),
+    }
 }
 
 fn check_params(p: &SlicParams) -> Result<()> {
@@ -376,6 +387,23 @@ pub(crate) fn prepare(
         }
         _ => None,
     };
+    // 8-bit RGB, channel last, no mask and no smoothing (a colour
+    // photograph): the Lab features straight from the bytes in one pass,
+    // without float64 copies of the image (each pass over one cost
+    // milliseconds on the benchmark host).
+    let rgb8 = match samples {
+        Samples::U8(_) | Samples::I8(_)
+            if matches!(p.channel_axis, Some(a) if a == -1 || a == ndim as isize - 1)
+                && (3..=4).contains(&ndim)
+                && shape[ndim - 1] == 3
+                && p.mask.is_none()
+                && p.sigma.iter().all(|&s| s == 0.0)
+                && p.convert2lab != Some(false) =>
+        {
+            Some(samples)
+        }
+        _ => None,
+    };
     // Move the channel axis last.
     let (spatial, nc, values): (Vec<usize>, usize, Vec<f64>) = match p.channel_axis {
         None => {
@@ -416,7 +444,11 @@ pub(crate) fn prepare(
                 ));
             }
             let axis = axis as usize;
-            let v = to_f64(samples);
+            let v = if rgb8.is_some() {
+                Vec::new()
+            } else {
+                to_f64(samples)
+            };
             let nc = shape[axis];
             let mut sp = shape.to_vec();
             sp.remove(axis);
@@ -488,6 +520,11 @@ pub(crate) fn prepare(
             (lo, hi) = (f64::from(l), f64::from(h));
         }
     }
+    match rgb8 {
+        Some(Samples::U8(v)) => (lo, hi) = byte_range(v),
+        Some(Samples::I8(v)) => (lo, hi) = byte_range(v),
+        _ => {}
+    }
     if lo.is_nan() {
         return Err(nan_error());
     }
@@ -532,7 +569,32 @@ pub(crate) fn prepare(
     }
     let multichannel = p.channel_axis.is_some();
     let mut lab = false;
-    if multichannel && p.convert2lab != Some(false) {
+    let ratio = 1.0 / p.compactness;
+    let mut rgb8_features = None;
+    if let Some(bytes) = rgb8 {
+        // The same arithmetic as the float64 path below, each 8-bit value's
+        // rescaled gamma expansion taken from a table.
+        let (raw, value): (&[u8], fn(u8) -> f64) = match bytes {
+            Samples::I8(v) => (bytemuck::cast_slice(v), |b| f64::from(b as i8)),
+            Samples::U8(v) => (v, f64::from),
+            _ => (&[], f64::from),
+        };
+        let table: Vec<f64> = (0..=255u8)
+            .map(|b| srgb_to_linear(rescale(value(b))))
+            .collect();
+        let mut out = vec![0f32; raw.len()];
+        on_every_core(&mut out, 3, |start, part| {
+            let src = &raw[start..start + part.len()];
+            for (px, rgb) in part.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
+                let lab = linear_rgb2lab([rgb[0], rgb[1], rgb[2]].map(|b| table[b as usize]));
+                for (f, v) in px.iter_mut().zip(lab) {
+                    *f = (v * ratio) as f32;
+                }
+            }
+        });
+        rgb8_features = Some(out);
+        lab = true;
+    } else if multichannel && p.convert2lab != Some(false) {
         if nc != 3 && p.convert2lab == Some(true) {
             return Err(Error::param(
                 "convert2lab",
@@ -566,7 +628,7 @@ pub(crate) fn prepare(
                     Err(_) => srgb_to_linear(v),
                 }
             };
-            on_every_core(&mut img, 3, |part| {
+            on_every_core(&mut img, 3, |_, part| {
                 for px in part.chunks_exact_mut(3) {
                     let v = linear_rgb2lab([linear(px[0]), linear(px[1]), linear(px[2])]);
                     px.copy_from_slice(&v);
@@ -651,8 +713,9 @@ pub(crate) fn prepare(
         .map(|a| a.step as f64)
         .fold(f64::NEG_INFINITY, f64::max) as f32;
     let spatial_weight = (1.0 / f64::from(step * step)) as f32;
-    let ratio = 1.0 / p.compactness;
-    let features: Vec<f32> = if gpu_rescale {
+    let features: Vec<f32> = if let Some(f) = rgb8_features {
+        f
+    } else if gpu_rescale {
         Vec::new()
     } else if let Some(v) = fast {
         let (r, lo, hi) = (ratio as f32, lo as f32, hi as f32);
@@ -1361,13 +1424,13 @@ async fn connect(
     // submission as the pieces: chains of small pieces are short once a
     // piece waits only for the candidate it needs (28 rounds on astronaut).
     // Batches are multiples of 4, so the last round of each uses counter 3,
-    // which also sums the batch's earlier rounds 4k: zero means the last
-    // round was blocked nowhere, nonzero at worst costs one more batch.
+    // which holds that round's count alone: zero means the last round was
+    // blocked nowhere, so every piece is resolved.
     let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
     let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
     let mut round = 1u32;
+    rec.dispatch(&clear, &refs, 4)?;
     loop {
-        rec.dispatch(&clear, &refs, 4)?;
         for _ in 0..ROUNDS_PER_BATCH {
             let u = params(round);
             let bound = cb(&u);
@@ -1407,4 +1470,38 @@ async fn connect(
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
     Ok((labels, count as usize))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The 8-bit RGB path (features from the bytes through a table) gives
+    /// the float64 path's features bit for bit: the same values as 16-bit
+    /// samples take the general path.
+    #[test]
+    fn rgb8_features_equal_the_general_path() {
+        let (h, w) = (37, 29);
+        let bytes: Vec<u8> = (0..h * w * 3)
+            .map(|i| ((i * 7919 + i / 3 * 104_729) % 251 + 2) as u8)
+            .collect();
+        let signed: Vec<i8> = bytes.iter().map(|&b| b.wrapping_sub(128) as i8).collect();
+        let wide: Vec<u16> = bytes.iter().map(|&b| u16::from(b)).collect();
+        let wide_signed: Vec<i16> = signed.iter().map(|&b| i16::from(b)).collect();
+        for compactness in [10.0, 0.37] {
+            let p = SlicParams {
+                compactness,
+                ..SlicParams::default()
+            };
+            let shape = [h, w, 3];
+            let features = |s: Samples<'_>| prepare(s, &shape, &p, true).map(|r| r.features);
+            let (a, b) = (features(Samples::U8(&bytes)), features(Samples::U16(&wide)));
+            assert!(matches!((&a, &b), (Ok(x), Ok(y)) if x == y && x.len() == h * w * 3));
+            let (a, b) = (
+                features(Samples::I8(&signed)),
+                features(Samples::I16(&wide_signed)),
+            );
+            assert!(matches!((&a, &b), (Ok(x), Ok(y)) if x == y && x.len() == h * w * 3));
+        }
+    }
 }
