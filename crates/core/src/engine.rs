@@ -904,6 +904,21 @@ impl Recorder<'_> {
         pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
     }
 
+    /// [`Recorder::submit`], then `up` (copied from in this recording) is
+    /// mapped again for its next [`Gpu::fill`] once the copy is done.
+    pub(crate) async fn submit_refilling(self, up: &mut UploadBuffer) -> Result<()> {
+        let gpu = self.gpu;
+        self.submit().await?;
+        // An empty submission marks the point after the copy: fills wait for it.
+        let index = gpu.queue.submit([]);
+        let (tx, ready) = futures_channel::oneshot::channel();
+        up.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
+            let _ = tx.send(r);
+        });
+        up.ready = Some((ready, index));
+        Ok(())
+    }
+
     /// Submits the recording and, when timed, stores the summed kernel time.
     pub(crate) async fn submit(self) -> Result<()> {
         let Recorder {
