@@ -737,17 +737,18 @@ impl Gpu {
                     .device
                     .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None });
                 encoder.copy_buffer_to_buffer(buffer, start, &staging, 0, len);
-                self.queue.submit([encoder.finish()]);
+                let index = self.queue.submit([encoder.finish()]);
                 let (tx, rx) = futures_channel::oneshot::channel();
                 staging.map_async(wgpu::MapMode::Read, ..len, move |r| {
                     let _ = tx.send(r);
                 });
-                in_flight.push_back((part, staging, rx));
+                in_flight.push_back((part, staging, rx, index));
             }
-            let Some((part, staging, rx)) = in_flight.pop_front() else {
+            let Some((part, staging, rx, index)) = in_flight.pop_front() else {
                 return Ok(());
             };
-            self.poll_wait()?;
+            // This part only: the next part's transfer runs during its copy.
+            self.wait_for(index)?;
             let copied = async {
                 rx.await
                     .map_err(|_| Error::Device("the readback was cancelled".into()))?
@@ -763,14 +764,6 @@ impl Gpu {
             self.recycle_staging(staging);
             copied?;
         }
-    }
-
-    fn poll_wait(&self) -> Result<()> {
-        #[cfg(not(target_arch = "wasm32"))]
-        self.device
-            .poll(wgpu::PollType::wait_indefinitely())
-            .map_err(|e| Error::Device(format!("waiting for the GPU failed: {e}")))?;
-        Ok(())
     }
 }
 
