@@ -584,34 +584,55 @@ impl Gpu {
         {
             return Ok(pool.swap_remove(i));
         }
-        let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
-        let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
-            label: Some(what),
-            size,
-            usage: wgpu::BufferUsages::STORAGE
-                | wgpu::BufferUsages::COPY_DST
-                | wgpu::BufferUsages::COPY_SRC,
-            mapped_at_creation: false,
-        });
-        if let Some(e) = scope.pop().await {
-            buffer.destroy();
-            return Err(Error::OutOfMemory {
-                what: format!("{what} ({size} bytes): {e}"),
+        let create = || async {
+            let scope = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
+            let buffer = self.device.create_buffer(&wgpu::BufferDescriptor {
+                label: Some(what),
+                size,
+                usage: wgpu::BufferUsages::STORAGE
+                    | wgpu::BufferUsages::COPY_DST
+                    | wgpu::BufferUsages::COPY_SRC,
+                mapped_at_creation: false,
             });
+            match scope.pop().await {
+                Some(e) => {
+                    buffer.destroy();
+                    Err(e)
+                }
+                None => Ok(buffer),
+            }
+        };
+        let mut created = create().await;
+        if created.is_err() && self.pooled_bytes() > 0 {
+            // Pooled buffers of other sizes may hold the memory: free them.
+            self.trim();
+            created = create().await;
         }
+        let buffer = created.map_err(|e| Error::OutOfMemory {
+            what: format!("{what} ({size} bytes): {e}"),
+        })?;
         self.live_bytes.fetch_add(size, Ordering::Relaxed);
         Ok(buffer)
     }
 
-    /// Returns a buffer to the pool; the pool keeps at most a quarter of the
-    /// memory budget and destroys the rest.
+    fn pooled_bytes(&self) -> u64 {
+        self.pool
+            .lock()
+            .map_or(0, |pool| pool.iter().map(|b| b.size()).sum())
+    }
+
+    /// Returns a buffer to the pool; the pool keeps at most the memory
+    /// budget and destroys the rest (an allocation that fails frees the
+    /// pool and tries again). Large operations reuse their buffers from one
+    /// call to the next: fresh ones cost allocation and clearing (SLIC on a
+    /// 400^3 volume holds about 2 GB).
     pub(crate) fn recycle(&self, buffer: wgpu::Buffer) {
         let Ok(mut pool) = self.pool.lock() else {
             self.destroy(buffer);
             return;
         };
         let pooled: u64 = pool.iter().map(|b| b.size()).sum();
-        if pooled + buffer.size() <= self.memory_budget / 4 {
+        if pooled + buffer.size() <= self.memory_budget {
             pool.push(buffer);
         } else {
             drop(pool);
