@@ -622,21 +622,31 @@ impl Gpu {
     }
 
     /// Returns a buffer to the pool; the pool keeps at most the memory
-    /// budget and destroys the rest (an allocation that fails frees the
-    /// pool and tries again). Large operations reuse their buffers from one
-    /// call to the next: fresh ones cost allocation and clearing (SLIC on a
-    /// 400^3 volume holds about 2 GB).
+    /// budget, the most recently returned buffers first (an allocation that
+    /// fails frees the pool and tries again). Large operations reuse their
+    /// buffers from one call to the next: fresh ones cost allocation and
+    /// clearing (SLIC on a 400^3 volume holds about 2 GB).
     pub(crate) fn recycle(&self, buffer: wgpu::Buffer) {
+        if buffer.size() > self.memory_budget {
+            self.destroy(buffer);
+            return;
+        }
         let Ok(mut pool) = self.pool.lock() else {
             self.destroy(buffer);
             return;
         };
-        let pooled: u64 = pool.iter().map(|b| b.size()).sum();
-        if pooled + buffer.size() <= self.memory_budget {
-            pool.push(buffer);
-        } else {
-            drop(pool);
-            self.destroy(buffer);
+        let mut pooled: u64 = pool.iter().map(|b| b.size()).sum();
+        let mut evicted = Vec::new();
+        // Oldest first: a call of another size leaves its buffers behind.
+        while pooled + buffer.size() > self.memory_budget && !pool.is_empty() {
+            let old = pool.remove(0);
+            pooled -= old.size();
+            evicted.push(old);
+        }
+        pool.push(buffer);
+        drop(pool);
+        for b in evicted {
+            self.destroy(b);
         }
     }
 
