@@ -342,30 +342,46 @@ fn host_memory_does_not_grow_with_the_stack() {
         let input = dir.join(format!("in{nz}.npy"));
         let a = Array::new(vec![nz, h, w], ArrayData::U8(m)).unwrap();
         gpuscope_io::write(&input, &a).unwrap();
+        // Each peak is the median of three runs: a single run's baseline
+        // varied by ~5 MB on a loaded CI machine (lavapipe's threads).
+        let median_peak = |args: &[&str], check: &dyn Fn(&Value)| -> u64 {
+            let mut runs: Vec<u64> = (0..3)
+                .map(|_| {
+                    let v = json(&gpuscope(args));
+                    assert_eq!(v["streamed"], true);
+                    check(&v);
+                    v["peak_rss_bytes"].as_u64().expect("VmHWM on Linux")
+                })
+                .collect();
+            runs.sort_unstable();
+            runs[1]
+        };
         // sources: clip passes, threshold (the 1s), labels, catalogue.
-        let v = json(&gpuscope(&[
-            "--memory-budget",
-            "1M",
-            "sources",
-            input.to_str().unwrap(),
-            "--catalogue",
-            dir.join(format!("c{nz}.csv")).to_str().unwrap(),
-            "--json",
-        ]));
-        assert_eq!(v["streamed"], true);
-        assert!(v["n_sources"].as_u64().unwrap() > 500, "{v}");
-        peak_sources.push(v["peak_rss_bytes"].as_u64().unwrap());
+        let catalogue = dir.join(format!("c{nz}.csv"));
+        peak_sources.push(median_peak(
+            &[
+                "--memory-budget",
+                "1M",
+                "sources",
+                input.to_str().unwrap(),
+                "--catalogue",
+                catalogue.to_str().unwrap(),
+                "--json",
+            ],
+            &|v| assert!(v["n_sources"].as_u64().unwrap() > 500, "{v}"),
+        ));
         let out = dir.join(format!("o{nz}.npy"));
-        let v = json(&gpuscope(&[
-            "--memory-budget",
-            "1M",
-            "label",
-            input.to_str().unwrap(),
-            out.to_str().unwrap(),
-            "--json",
-        ]));
-        assert_eq!(v["streamed"], true);
-        peak.push(v["peak_rss_bytes"].as_u64().expect("VmHWM on Linux"));
+        peak.push(median_peak(
+            &[
+                "--memory-budget",
+                "1M",
+                "label",
+                input.to_str().unwrap(),
+                out.to_str().unwrap(),
+                "--json",
+            ],
+            &|_| {},
+        ));
     }
     eprintln!("peak RSS, 8 and 48 planes: label {peak:?}, sources {peak_sources:?}");
     for p in [&peak, &peak_sources] {
