@@ -621,6 +621,23 @@ impl Gpu {
             .map_or(0, |pool| pool.iter().map(|b| b.size()).sum())
     }
 
+    /// Destroys pooled buffers, oldest first, until `bytes` are freed or
+    /// the pool is empty.
+    fn evict_oldest(&self, bytes: u64) {
+        let mut evicted = Vec::new();
+        if let Ok(mut pool) = self.pool.lock() {
+            let mut freed = 0;
+            while freed < bytes && !pool.is_empty() {
+                let old = pool.remove(0);
+                freed += old.size();
+                evicted.push(old);
+            }
+        }
+        for b in evicted {
+            self.destroy(b);
+        }
+    }
+
     /// Returns a buffer to the pool; the pool keeps at most the memory
     /// budget, the most recently returned buffers first (an allocation that
     /// fails frees the pool and tries again). Large operations reuse their
@@ -631,22 +648,12 @@ impl Gpu {
             self.destroy(buffer);
             return;
         }
-        let Ok(mut pool) = self.pool.lock() else {
-            self.destroy(buffer);
-            return;
-        };
-        let mut pooled: u64 = pool.iter().map(|b| b.size()).sum();
-        let mut evicted = Vec::new();
         // Oldest first: a call of another size leaves its buffers behind.
-        while pooled + buffer.size() > self.memory_budget && !pool.is_empty() {
-            let old = pool.remove(0);
-            pooled -= old.size();
-            evicted.push(old);
-        }
-        pool.push(buffer);
-        drop(pool);
-        for b in evicted {
-            self.destroy(b);
+        let excess = (self.pooled_bytes() + buffer.size()).saturating_sub(self.memory_budget);
+        self.evict_oldest(excess);
+        match self.pool.lock() {
+            Ok(mut pool) => pool.push(buffer),
+            Err(_) => self.destroy(buffer),
         }
     }
 
@@ -1153,6 +1160,35 @@ mod tests {
             let c = size_class(b);
             assert!(c >= b && c <= b + b / 4 + 1, "{b} -> {c}");
         }
+    }
+
+    #[test]
+    fn pool_keeps_the_newest_buffers_within_the_budget() {
+        const KB16: u64 = 16 << 10;
+        let gpu = pollster::block_on(Gpu::new(GpuOptions {
+            memory_budget: Some(5 * KB16 / 2),
+            ..GpuOptions::default()
+        }))
+        .expect("GPU tests need a Vulkan driver (apt-get install mesa-vulkan-drivers)");
+        let take = || pollster::block_on(gpu.storage(KB16, "test")).unwrap();
+        let (a, b, c) = (take(), take(), take());
+        assert_eq!(gpu.live_bytes(), 3 * KB16);
+        gpu.recycle(a.clone());
+        gpu.recycle(b.clone());
+        gpu.recycle(c.clone());
+        // Two fit the budget: the oldest (a) went.
+        assert_eq!(gpu.live_bytes(), 2 * KB16);
+        assert_eq!(gpu.pooled_bytes(), 2 * KB16);
+        let again = take();
+        assert!(again != a && (again == b || again == c));
+        assert_eq!(gpu.live_bytes(), 2 * KB16);
+        // Larger than the whole budget: never pooled.
+        let big = pollster::block_on(gpu.storage(4 * KB16, "test")).unwrap();
+        gpu.recycle(big);
+        assert_eq!(gpu.live_bytes(), 2 * KB16);
+        gpu.recycle(again);
+        gpu.trim();
+        assert_eq!(gpu.live_bytes(), 0);
     }
 
     #[test]
