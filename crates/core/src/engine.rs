@@ -4,8 +4,8 @@
 //! (WebGPU); only `poll` differs.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use wgpu::util::DeviceExt;
 
@@ -59,7 +59,7 @@ pub struct Gpu {
     timestamp_period_ns: Option<f32>,
     pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
     pool: Mutex<Vec<wgpu::Buffer>>,
-    live_bytes: AtomicU64,
+    live_bytes: Arc<AtomicU64>,
     last_kernel_ns: AtomicU64,
     total_kernel_ns: AtomicU64,
     /// Readback buffers kept for reuse by streaming operations.
@@ -90,6 +90,13 @@ pub(crate) struct UploadBuffer {
 /// with [`Gpu::finish`]. Streaming operations keep a few of these in flight
 /// so that transfers and kernels of consecutive chunks overlap.
 pub(crate) struct Pending {
+    /// Taken when collected; a Pending dropped uncollected (an error before
+    /// it was its turn) frees its readback buffer itself.
+    inner: Option<PendingReadback>,
+    live_bytes: Arc<AtomicU64>,
+}
+
+struct PendingReadback {
     staging: wgpu::Buffer,
     bytes: u64,
     /// Offset and count of the pass timestamps copied behind the data.
@@ -98,6 +105,16 @@ pub(crate) struct Pending {
     names: Vec<String>,
     index: wgpu::SubmissionIndex,
     mapped: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if let Some(p) = self.inner.take() {
+            self.live_bytes
+                .fetch_sub(p.staging.size(), Ordering::Relaxed);
+            p.staging.destroy();
+        }
+    }
 }
 
 /// Lists the adapters this machine offers (native only; browsers expose one).
@@ -205,7 +222,7 @@ impl Gpu {
             timestamp_period_ns,
             pipelines: Mutex::new(HashMap::new()),
             pool: Mutex::new(Vec::new()),
-            live_bytes: AtomicU64::new(0),
+            live_bytes: Arc::new(AtomicU64::new(0)),
             last_kernel_ns: AtomicU64::new(0),
             total_kernel_ns: AtomicU64::new(0),
             staging: Mutex::new(Vec::new()),
@@ -318,19 +335,22 @@ impl Gpu {
     /// Waits for `pending` and hands its bytes, still mapped, to `take`.
     pub(crate) async fn finish_with<R>(
         &self,
-        pending: Pending,
+        mut pending: Pending,
         take: impl FnOnce(&[u8]) -> Result<R>,
     ) -> Result<R> {
-        let Pending {
+        let Some(PendingReadback {
             staging,
             bytes,
             timestamps,
             names,
             index,
             mapped,
-        } = pending;
-        self.wait_for(index)?;
+        }) = pending.inner.take()
+        else {
+            return Err(Error::Device("a readback collected twice".into()));
+        };
         let outcome = async {
+            self.wait_for(index)?;
             mapped
                 .await
                 .map_err(|_| Error::Device("the readback was cancelled".into()))?
@@ -1050,12 +1070,15 @@ impl Recorder<'_> {
             up.ready = Some((ready, index.clone()));
         }
         Pending {
-            staging,
-            bytes,
-            timestamps,
-            names,
-            index,
-            mapped,
+            inner: Some(PendingReadback {
+                staging,
+                bytes,
+                timestamps,
+                names,
+                index,
+                mapped,
+            }),
+            live_bytes: gpu.live_bytes.clone(),
         }
     }
 }

@@ -361,3 +361,61 @@ fn repeated_calls_of_many_sizes_leave_no_device_memory_behind() {
     device.trim();
     assert_eq!(device.live_bytes(), before);
 }
+
+/// A sink that fails once it has taken `limit` values (a full disk).
+struct FailingSink {
+    taken: usize,
+    limit: usize,
+}
+
+impl gpuscope_core::stream::SliceSink<u32> for FailingSink {
+    fn write(&mut self, slices: &[u32]) -> gpuscope_core::Result<()> {
+        if self.taken + slices.len() > self.limit {
+            return Err(gpuscope_core::Error::InvalidInput(
+                "the disk is full".into(),
+            ));
+        }
+        self.taken += slices.len();
+        Ok(())
+    }
+}
+
+#[test]
+fn a_sink_failing_mid_stream_fails_the_call_and_leaves_no_device_memory() {
+    // 64 KiB bindings: many chunks, so the failure comes while later chunks
+    // are in flight and the next upload is being written.
+    let device = &pollster::block_on(Gpu::new(GpuOptions {
+        max_binding_size: Some(64 << 10),
+        ..GpuOptions::default()
+    }))
+    .unwrap();
+    let shape = [8usize, 70, 90];
+    let plane = 70 * 90;
+    let v: Vec<f32> = noise(8 * plane, 5).iter().map(|&x| x as f32).collect();
+    let words: &[u32] = bytemuck::cast_slice(&v);
+    let fp = Footprint::size(3, &[1, 3, 3]).unwrap();
+    for limit in [0, 3 * plane, 7 * plane] {
+        let before = device.live_bytes();
+        let mut source = gpuscope_core::stream::MemorySource::new(words, shape);
+        let mut sink = FailingSink { taken: 0, limit };
+        let mut written = 0;
+        let r = pollster::block_on(median::median_filter_stream(
+            device,
+            Samples::F32(&[]),
+            &shape,
+            &fp,
+            Boundary::default(),
+            &mut source,
+            &mut sink,
+            &mut |done, _| written = done,
+        ));
+        let e = r.expect_err("the sink's failure must fail the call");
+        assert!(e.to_string().contains("the disk is full"), "{e}");
+        assert!(
+            written * plane <= limit,
+            "{written} slices reported written"
+        );
+        device.trim();
+        assert_eq!(device.live_bytes(), before, "limit {limit}");
+    }
+}

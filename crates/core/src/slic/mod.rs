@@ -1174,39 +1174,45 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     // Features through a pooled mapped buffer: a fresh staging buffer of
     // this size per call (`queue.write_buffer`) costs more than the copy.
     let mut up = gpu.upload_buffer(4 * (depth * plane * nc) as u64);
-    for z0 in (0..prep.dims[0]).step_by(depth) {
-        let dz = depth.min(prep.dims[0] - z0);
-        let (lo, hi) = (z0 * plane, (z0 + dz) * plane);
-        let m = hi - lo;
-        let features = bufs.get(4 * (m * nc) as u64, "slic features").await?;
-        let labels = bufs.get(4 * m as u64, "slic labels").await?;
-        let mask = bufs.get(4 * m.div_ceil(32) as u64, "slic mask").await?;
-        let bytes: &[u8] = match raw {
-            Some(v) => bytemuck::cast_slice(&v[lo..hi]),
-            None => bytemuck::cast_slice(&prep.features[lo * nc..hi * nc]),
-        };
-        gpu.fill(&mut up, bytes).await?;
-        let mut rec = gpu.recorder();
-        rec.copy_in(&up, &features, bytes.len() as u64);
-        rec.submit_refilling(&mut up).await?;
-        if let Some(mk) = &prep.mask {
-            let mut bits = vec![0u32; m.div_ceil(32)];
-            for (i, &v) in mk[lo..hi].iter().enumerate() {
-                if v {
-                    bits[i / 32] |= 1 << (i % 32);
+    // Every slab, then the upload buffer back to the pool whatever happened.
+    let filled: Result<()> = async {
+        for z0 in (0..prep.dims[0]).step_by(depth) {
+            let dz = depth.min(prep.dims[0] - z0);
+            let (lo, hi) = (z0 * plane, (z0 + dz) * plane);
+            let m = hi - lo;
+            let features = bufs.get(4 * (m * nc) as u64, "slic features").await?;
+            let labels = bufs.get(4 * m as u64, "slic labels").await?;
+            let mask = bufs.get(4 * m.div_ceil(32) as u64, "slic mask").await?;
+            let bytes: &[u8] = match raw {
+                Some(v) => bytemuck::cast_slice(&v[lo..hi]),
+                None => bytemuck::cast_slice(&prep.features[lo * nc..hi * nc]),
+            };
+            gpu.fill(&mut up, bytes).await?;
+            let mut rec = gpu.recorder();
+            rec.copy_in(&up, &features, bytes.len() as u64);
+            rec.submit_refilling(&mut up).await?;
+            if let Some(mk) = &prep.mask {
+                let mut bits = vec![0u32; m.div_ceil(32)];
+                for (i, &v) in mk[lo..hi].iter().enumerate() {
+                    if v {
+                        bits[i / 32] |= 1 << (i % 32);
+                    }
                 }
+                gpu.upload(&mask, bytemuck::cast_slice(&bits));
             }
-            gpu.upload(&mask, bytemuck::cast_slice(&bits));
+            slabs.push(Slab {
+                z0,
+                n: m,
+                features,
+                labels,
+                mask,
+            });
         }
-        slabs.push(Slab {
-            z0,
-            n: m,
-            features,
-            labels,
-            mask,
-        });
+        Ok(())
     }
+    .await;
     gpu.release_upload(up);
+    filled?;
     // One uniform per slab (its offset and size), rebuilt when `kp` changes.
     let uniforms = |kp: &KParams| -> Vec<wgpu::Buffer> {
         slabs
