@@ -146,7 +146,7 @@ pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
 
 /// [`parallel_copy`] on at most `threads` threads (one on wasm, whose
 /// [`copy_threads`] is 1).
-pub fn parallel_copy_with(dst: &mut [u8], src: &[u8], threads: usize) {
+fn parallel_copy_with(dst: &mut [u8], src: &[u8], threads: usize) {
     if src.len() >= 8 << 20 && threads > 1 && dst.len() == src.len() {
         let part = src.len().div_ceil(threads);
         std::thread::scope(|s| {

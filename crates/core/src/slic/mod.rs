@@ -266,8 +266,9 @@ fn linear_rgb2lab(lin: [f64; 3]) -> [f64; 3] {
     ]
 }
 
-/// Runs `work` over `data` split into parts of whole `unit`s, one part per
-/// core (native builds; one part in the browser).
+/// Runs `work(start, part)` over `data` split into parts of whole `unit`s,
+/// one part per core (native builds; one part in the browser); `start` is
+/// the part's first index in `data`.
 fn on_every_core<T: Send>(data: &mut [T], unit: usize, work: impl Fn(usize, &mut [T]) + Sync) {
     #[cfg(not(target_arch = "wasm32"))]
     {
