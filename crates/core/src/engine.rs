@@ -641,23 +641,6 @@ impl Gpu {
             .map_or(0, |pool| pool.iter().map(|b| b.size()).sum())
     }
 
-    /// Destroys pooled buffers, oldest first, until `bytes` are freed or
-    /// the pool is empty.
-    fn evict_oldest(&self, bytes: u64) {
-        let mut evicted = Vec::new();
-        if let Ok(mut pool) = self.pool.lock() {
-            let mut freed = 0;
-            while freed < bytes && !pool.is_empty() {
-                let old = pool.remove(0);
-                freed += old.size();
-                evicted.push(old);
-            }
-        }
-        for b in evicted {
-            self.destroy(b);
-        }
-    }
-
     /// Returns a buffer to the pool; the pool keeps at most the memory
     /// budget, the most recently returned buffers first (an allocation that
     /// fails frees the pool and tries again). Large operations reuse their
@@ -668,12 +651,22 @@ impl Gpu {
             self.destroy(buffer);
             return;
         }
+        let Ok(mut pool) = self.pool.lock() else {
+            self.destroy(buffer);
+            return;
+        };
         // Oldest first: a call of another size leaves its buffers behind.
-        let excess = (self.pooled_bytes() + buffer.size()).saturating_sub(self.memory_budget);
-        self.evict_oldest(excess);
-        match self.pool.lock() {
-            Ok(mut pool) => pool.push(buffer),
-            Err(_) => self.destroy(buffer),
+        let mut pooled: u64 = pool.iter().map(|b| b.size()).sum();
+        let mut evicted = Vec::new();
+        while pooled + buffer.size() > self.memory_budget && !pool.is_empty() {
+            let old = pool.remove(0);
+            pooled -= old.size();
+            evicted.push(old);
+        }
+        pool.push(buffer);
+        drop(pool);
+        for b in evicted {
+            self.destroy(b);
         }
     }
 
