@@ -84,7 +84,7 @@ fn workgroup_tiles_equal_the_reference_at_every_edge() {
     // workgroup tile for footprints of 10 elements or more where it fits
     // (x and y not multiples of 32 and 8, so the last tiles are partial);
     // the 49-tall column fills a 64-bit tile to 14 KiB; 3x3 in the plane
-    // takes the rows entry (eight outputs per invocation; 61 rows leave a
+    // takes the rows entry (four outputs per invocation; 61 rows leave a
     // partial last group), 3x3x3 and 49 along z (too large a tile) the
     // plain grid entry.
     let shape = [3, 61, 70];
@@ -219,6 +219,63 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
 }
 
 #[test]
+fn rows_3x3_outliers_with_nan_and_a_split_along_y() {
+    // The 3x3 rows entry on f32 with NaN and infinities inside and on every
+    // edge: every mode, 2-D and per-slice footprints, the outlier kinds
+    // (NaN centres stay, NaN neighbours count as -inf), and a run split
+    // along y by a tiny binding limit.
+    let shape = [2, 61, 136];
+    let n = 2 * 61 * 136;
+    let mut w: Vec<f32> = noise(n, 31).iter().map(|&x| (100.0 * x) as f32).collect();
+    for i in (0..n).step_by(7) {
+        w[i] = f32::NAN;
+    }
+    for i in (3..n).step_by(11) {
+        w[i] = if i % 2 == 0 {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        };
+    }
+    let input = SampleVec::F32(w.clone());
+    let plane = Footprint::size(3, &[1, 3, 3]).unwrap();
+    for mode in MODES {
+        let b = Boundary { mode, cval: 0.5 };
+        median_both(gpu(), &input, &shape, &plane, b);
+    }
+    let first = SampleVec::F32(w[..61 * 136].to_vec());
+    median_both(
+        gpu(),
+        &first,
+        &[61, 136],
+        &Footprint::size(2, &[3]).unwrap(),
+        Boundary::default(),
+    );
+    for kind in [
+        Outliers::Bright,
+        Outliers::Dark,
+        Outliers::Both,
+        Outliers::Tomopy,
+    ] {
+        let r = OutlierRemoval::new(20.0, 3, kind).unwrap();
+        outliers_both(gpu(), &first, &[61, 136], &r);
+    }
+    // 64 KiB bindings hold 128 rows of 128: two boxes along y, 65 rows each.
+    let tall = [3, 130, 128];
+    let v: Vec<f32> = noise(3 * 130 * 128, 32).iter().map(|&x| x as f32).collect();
+    for mode in [Mode::Wrap, Mode::Constant, Mode::Reflect] {
+        let b = Boundary { mode, cval: -1.0 };
+        let s = Samples::F32(&v);
+        let g = pollster::block_on(median::median_filter(tiny_gpu(), s, &tall, &plane, b)).unwrap();
+        assert_eq!(
+            g,
+            cpu::median_filter(s, &tall, &plane, b).unwrap(),
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
 fn tiny_images_and_absurd_parameters() {
     let one = SampleVec::U16(vec![42]);
     for mode in MODES {
@@ -293,7 +350,9 @@ fn outliers_both(device: &Gpu, input: &SampleVec, shape: &[usize], r: &OutlierRe
     let s = input.as_samples();
     let g = pollster::block_on(median::remove_outliers(device, s, shape, r)).unwrap();
     let c = cpu::remove_outliers(s, shape, r).unwrap();
-    assert_eq!(g, c, "{} {r:?}", s.dtype_name());
+    // Bits, so that NaN compares equal to NaN.
+    assert_eq!(g.as_samples().dtype_name(), s.dtype_name());
+    assert_eq!(bits(&g), bits(&c), "{} {r:?}", s.dtype_name());
 }
 
 #[test]

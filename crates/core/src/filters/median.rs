@@ -700,7 +700,7 @@ async fn stream_keys<T: Pod>(
 }
 
 /// Outputs per invocation of `median_3x3_rows`, stacked along y.
-const ROWS_3X3: usize = 8;
+const ROWS_3X3: usize = 4;
 
 /// The full 3 x 3 footprint in the x-y plane (size (3, 3) or (1, 3, 3)),
 /// which `median_3x3_rows` filters from sorted rows shared by neighbouring
