@@ -62,10 +62,6 @@ pub struct Gpu {
     live_bytes: Arc<AtomicU64>,
     last_kernel_ns: AtomicU64,
     total_kernel_ns: AtomicU64,
-    /// Timestamps of submitted recordings still on their way back (native):
-    /// collected when a kernel time is asked for, so that a submission does
-    /// not wait for its own timing.
-    timings: Mutex<Vec<PendingTimes>>,
     /// Readback buffers kept for reuse by streaming operations.
     staging: Mutex<Vec<wgpu::Buffer>>,
     /// Upload buffers kept between streams (see [`Gpu::release_upload`]).
@@ -89,18 +85,6 @@ pub(crate) struct UploadBuffer {
         wgpu::SubmissionIndex,
     )>,
 }
-
-/// The pass timestamps of one submission, resolved into a readback buffer.
-struct PendingTimes {
-    staging: wgpu::Buffer,
-    bytes: u64,
-    names: Vec<String>,
-    mapped: futures_channel::oneshot::Receiver<std::result::Result<(), wgpu::BufferAsyncError>>,
-}
-
-/// Timing readbacks held before [`Gpu::settle_timings`] collects them anyway.
-#[cfg(not(target_arch = "wasm32"))]
-const MAX_PENDING_TIMINGS: usize = 32;
 
 /// Work submitted with its result on the way back to the host; collect it
 /// with [`Gpu::finish`]. Streaming operations keep a few of these in flight
@@ -240,7 +224,6 @@ impl Gpu {
             pool: Mutex::new(Vec::new()),
             live_bytes: Arc::new(AtomicU64::new(0)),
             last_kernel_ns: AtomicU64::new(0),
-            timings: Mutex::new(Vec::new()),
             total_kernel_ns: AtomicU64::new(0),
             staging: Mutex::new(Vec::new()),
             uploads: Mutex::new(Vec::new()),
@@ -278,14 +261,12 @@ impl Gpu {
     /// Bytes of device buffers currently allocated by this context, pooled
     /// or in use. Tests use it to prove that calls leave nothing behind.
     pub fn live_bytes(&self) -> u64 {
-        self.settle_timings();
         self.live_bytes.load(Ordering::Relaxed)
     }
 
     /// GPU time of the kernels of the last timed recording, in nanoseconds,
     /// when the adapter offers timestamp queries.
     pub fn last_kernel_ns(&self) -> Option<u64> {
-        self.settle_timings();
         self.timestamp_period_ns
             .map(|_| self.last_kernel_ns.load(Ordering::Relaxed))
     }
@@ -293,47 +274,13 @@ impl Gpu {
     /// GPU time of every timed kernel since the last [`Gpu::reset_kernel_time`],
     /// in nanoseconds, when the adapter offers timestamp queries.
     pub fn kernel_ns_total(&self) -> Option<u64> {
-        self.settle_timings();
         self.timestamp_period_ns
             .map(|_| self.total_kernel_ns.load(Ordering::Relaxed))
     }
 
     /// Starts a new sum for [`Gpu::kernel_ns_total`].
     pub fn reset_kernel_time(&self) {
-        self.settle_timings();
         self.total_kernel_ns.store(0, Ordering::Relaxed);
-    }
-
-    /// Waits for the timestamps of every submitted recording and adds them
-    /// up (in submission order, so the last one sets `last_kernel_ns`).
-    fn settle_timings(&self) {
-        let pending: Vec<PendingTimes> = match self.timings.lock() {
-            Ok(mut t) => t.drain(..).collect(),
-            Err(_) => return,
-        };
-        if pending.is_empty() {
-            return;
-        }
-        #[cfg(not(target_arch = "wasm32"))]
-        let _ = self.device.poll(wgpu::PollType::Wait {
-            submission_index: None,
-            timeout: None,
-        });
-        for mut t in pending {
-            // A failed or unfinished mapping loses that recording's time only.
-            if let Ok(Some(Ok(()))) = t.mapped.try_recv() {
-                if let Ok(view) = t.staging.get_mapped_range(..t.bytes)
-                    && let Ok(ticks) = bytemuck::try_cast_slice::<u8, u64>(&view)
-                {
-                    let ns = self.add_kernel_ticks(ticks, &t.names);
-                    self.last_kernel_ns.store(ns, Ordering::Relaxed);
-                }
-                t.staging.unmap();
-                self.recycle_staging(t.staging);
-            } else {
-                self.destroy(t.staging);
-            }
-        }
     }
 
     fn add_kernel_ticks(&self, ticks: &[u64], names: &[String]) -> u64 {
@@ -730,7 +677,6 @@ impl Gpu {
 
     /// Frees every pooled buffer.
     pub fn trim(&self) {
-        self.settle_timings();
         let mut buffers: Vec<_> = match self.pool.lock() {
             Ok(mut pool) => pool.drain(..).collect(),
             Err(_) => return,
@@ -1017,10 +963,7 @@ impl Recorder<'_> {
         Ok(())
     }
 
-    /// Submits the recording. When timed, its pass timestamps come back to
-    /// the host on the way: natively without waiting (collected when a
-    /// kernel time is asked for), in the browser awaited here (nothing can
-    /// block there to collect them later).
+    /// Submits the recording and, when timed, stores the summed kernel time.
     pub(crate) async fn submit(self) -> Result<()> {
         let Recorder {
             gpu,
@@ -1043,35 +986,7 @@ impl Recorder<'_> {
             }
             _ => None,
         };
-        #[cfg(not(target_arch = "wasm32"))]
-        if let Some((resolve, bytes)) = resolved {
-            let staging = gpu.staging_buffer(size_class(bytes));
-            encoder.copy_buffer_to_buffer(&resolve, 0, &staging, 0, bytes);
-            gpu.queue.submit([encoder.finish()]);
-            let (tx, mapped) = futures_channel::oneshot::channel();
-            staging.map_async(wgpu::MapMode::Read, ..bytes, move |r| {
-                let _ = tx.send(r);
-            });
-            // The submission holds the resolve buffer and queries until done.
-            let full = match gpu.timings.lock() {
-                Ok(mut t) => {
-                    t.push(PendingTimes {
-                        staging,
-                        bytes,
-                        names,
-                        mapped,
-                    });
-                    t.len() >= MAX_PENDING_TIMINGS
-                }
-                Err(_) => false,
-            };
-            if full {
-                gpu.settle_timings();
-            }
-            return Ok(());
-        }
         gpu.queue.submit([encoder.finish()]);
-        #[cfg(target_arch = "wasm32")]
         if let Some((resolve, bytes)) = resolved {
             let raw = gpu.read(&resolve, bytes).await?;
             resolve.destroy();
@@ -1079,9 +994,9 @@ impl Recorder<'_> {
                 .map_err(|_| Error::Device("unaligned timestamp readback".into()))?;
             let ns = gpu.add_kernel_ticks(ticks, &names);
             gpu.last_kernel_ns.store(ns, Ordering::Relaxed);
-            if let Some(q) = queries {
-                q.destroy();
-            }
+        }
+        if let Some(q) = queries {
+            q.destroy();
         }
         Ok(())
     }
