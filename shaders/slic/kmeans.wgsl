@@ -89,12 +89,15 @@ fn stride() -> u32 {
     return 4u + p.nc;
 }
 
-fn in_window(c: f32, q: u32, win: u32, n: u32) -> bool {
-    let two = f32(2u * win);
-    let lo = trunc(max(c - two, 0.0));
-    let hi = trunc(min(c + two + 1.0, f32(n)));
-    let qf = f32(q);
-    return lo <= qf && qf < hi;
+// skimage's window test along one axis, trunc(max(c - two, 0)) <= q <
+// trunc(min(c + two + 1, n)) with two = 2 win (slic/cpu.rs keeps it
+// literally), without trunc, max and min: for integers 0 <= q < n and
+// c >= 0, trunc(max(x, 0)) <= q <=> x < q + 1, and q < trunc(min(y, n))
+// <=> q + 1 <= y. The same f32 values are compared, so the result is the
+// same while q + 1 is exact in f32 (axes up to 2^24 pixels); `q1` =
+// f32(q + 1) and `two` are the pixel's, computed once.
+fn in_window(c: f32, q1: f32, two: f32) -> bool {
+    return c - two < q1 && q1 <= c + two + 1.0;
 }
 
 // Seed indices within `radius` cells of coordinate q: (first, last).
@@ -188,6 +191,8 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         let rx = cands(x, p.start_x, p.step_x, p.count_x);
         var best_d = 0.0;
         let st = stride();
+        let q1 = vec3<f32>(f32(x + 1u), f32(y + 1u), f32(z + 1u));
+        let two = vec3<f32>(f32(2u * p.win_x), f32(2u * p.win_y), f32(2u * p.win_z));
         // Grayscale (most volumes): the pixel's value read once, not per candidate.
         let grey = p.nc == 1u;
         var f0 = 0.0;
@@ -199,11 +204,20 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                 for (var ix = rx.x; ix <= rx.y; ix++) {
                     let k = (iz * p.count_y + iy) * p.count_x + ix;
                     let b = k * st;
+                    // Each coordinate loaded only if the previous test passed.
+                    if (centres[b + 3u] == 0.0) {
+                        continue;
+                    }
                     let cz = centres[b];
+                    if (!in_window(cz, q1.z, two.z)) {
+                        continue;
+                    }
                     let cy = centres[b + 1u];
+                    if (!in_window(cy, q1.y, two.y)) {
+                        continue;
+                    }
                     let cx = centres[b + 2u];
-                    if (centres[b + 3u] == 0.0 || !in_window(cz, z, p.win_z, p.depth)
-                        || !in_window(cy, y, p.win_y, p.ny) || !in_window(cx, x, p.win_x, p.nx)) {
+                    if (!in_window(cx, q1.x, two.x)) {
                         continue;
                     }
                     let dz = p.sz * (cz - f32(z));
