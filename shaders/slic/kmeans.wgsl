@@ -57,6 +57,10 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> features: array<f32>;  // n * nc
 @group(0) @binding(2) var<storage, read_write> centres: array<f32>;   // (z, y, x, alive, features...) per centre
+
+// The z of a dead centre: no window holds a pixel with it (c - two < q + 1
+// but never q + 1 <= c + two + 1), so `assign` needs no alive flag load.
+const DEAD_Z: f32 = -3.0e38;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
 @group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
@@ -204,10 +208,8 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                 for (var ix = rx.x; ix <= rx.y; ix++) {
                     let k = (iz * p.count_y + iy) * p.count_x + ix;
                     let b = k * st;
-                    // Each coordinate loaded only if the previous test passed.
-                    if (centres[b + 3u] == 0.0) {
-                        continue;
-                    }
+                    // Each coordinate loaded only if the previous test
+                    // passed; a dead centre fails the first (DEAD_Z).
                     let cz = centres[b];
                     if (!in_window(cz, q1.z, two.z)) {
                         continue;
@@ -313,6 +315,7 @@ fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&accum[w], 0u);
     let b = k * stride();
     if (count == 0u) {
+        centres[b] = DEAD_Z;
         centres[b + 3u] = 0.0;
         return;
     }

@@ -39,6 +39,8 @@ use crate::shaders;
 
 /// A pixel no centre reached (masked, or outside every window).
 pub(crate) const NONE: u32 = u32::MAX;
+/// The z of a dead centre (shaders/slic/kmeans.wgsl: DEAD_Z).
+pub(crate) const DEAD_Z: f32 = -3.0e38;
 /// Seed cells searched on each side of a pixel's own cell.
 pub(crate) const RADIUS: usize = 2;
 
@@ -158,12 +160,14 @@ impl Prepared {
                         * self.dims[2]
                         + g[2].start
                         + ix * g[2].step;
-                    // Alive unless outside the mask.
-                    c[o + 3] = if self.mask.as_ref().is_none_or(|m| m[i]) {
-                        1.0
+                    // Alive unless outside the mask. A dead centre's z is
+                    // DEAD_Z, which no window holds: the GPU's `assign`
+                    // tests the z window instead of loading the flag.
+                    if self.mask.as_ref().is_none_or(|m| m[i]) {
+                        c[o + 3] = 1.0;
                     } else {
-                        0.0
-                    };
+                        c[o] = DEAD_Z;
+                    }
                     k += 1;
                 }
             }
