@@ -7,7 +7,8 @@
 //   lower index, as skimage's loop over centres gives). The f32 arithmetic
 //   follows skimage's order; the CPU twin (slic/cpu.rs) repeats it.
 // - accumulate: integer sums per centre (count, coordinates, fixed-point
-//   features) in 64-bit two-word atomics: exact, so independent of order.
+//   features) in 64-bit two-word atomics, one set per run of equal labels
+//   in a workgroup: exact, so independent of order and grouping.
 // - finalize: one thread per centre turns its sums into the means and
 //   clears them for the next iteration; an empty centre dies (skimage's
 //   NaN centre never wins again).
@@ -259,12 +260,12 @@ fn words() -> u32 {
     return 1u + 2u * (3u + p.nc);
 }
 
-// Adds v (two's complement, sign-extended to 64 bits) to the word pair at w.
-fn add64(w: u32, v: i32) {
-    let u = bitcast<u32>(v);
-    let old = atomicAdd(&accum[w], u);
-    var hi = select(0u, 0xffffffffu, v < 0);
-    if (old + u < old) {
+// Adds the 64-bit two's complement value s (low word, high word) to the
+// word pair at w.
+fn add64(w: u32, s: vec2<u32>) {
+    let old = atomicAdd(&accum[w], s.x);
+    var hi = s.y;
+    if (old + s.x < old) {
         hi += 1u;
     }
     if (hi != 0u) {
@@ -272,25 +273,58 @@ fn add64(w: u32, v: i32) {
     }
 }
 
+// s + v in 64 bits, v sign-extended.
+fn plus(s: vec2<u32>, v: i32) -> vec2<u32> {
+    let u = bitcast<u32>(v);
+    let lo = s.x + u;
+    return vec2<u32>(lo, s.y + select(0u, 0xffffffffu, v < 0) + select(0u, 1u, lo < u));
+}
+
+var<workgroup> run_labels: array<u32, 256>;
+
+// One thread per run of equal labels within the workgroup adds the run's
+// sums: a centre's pixels are mostly neighbours, so far fewer atomics land
+// on the same words than with one set per pixel. The sums are integers,
+// so any grouping gives the same result.
 @compute @workgroup_size(256)
 fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
+              @builtin(local_invocation_index) li: u32,
               @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let i = thread_index(gid, groups);
-    if (i >= p.n) {
+    var k = NONE;
+    if (i < p.n) {
+        k = labels[i];
+    }
+    run_labels[li] = k;
+    workgroupBarrier();
+    if (k == NONE || (li > 0u && run_labels[li - 1u] == k)) {
         return;
     }
-    let k = labels[i];
-    if (k == NONE) {
-        return;
+    var end = li + 1u;
+    while (end < 256u && run_labels[end] == k) {
+        end++;
     }
+    let last = i + (end - li); // past the run; labels past p.n are NONE
     let w = k * words();
-    atomicAdd(&accum[w], 1u);
-    add64(w + 1u, i32(p.z0 + i / (p.nx * p.ny)));
-    add64(w + 3u, i32((i / p.nx) % p.ny));
-    add64(w + 5u, i32(i % p.nx));
+    atomicAdd(&accum[w], end - li);
+    var sz = vec2<u32>();
+    var sy = vec2<u32>();
+    var sx = vec2<u32>();
+    for (var j = i; j < last; j++) {
+        sz = plus(sz, i32(p.z0 + j / (p.nx * p.ny)));
+        sy = plus(sy, i32((j / p.nx) % p.ny));
+        sx = plus(sx, i32(j % p.nx));
+    }
+    add64(w + 1u, sz);
+    add64(w + 3u, sy);
+    add64(w + 5u, sx);
     for (var c = 0u; c < p.nc; c++) {
-        add64(w + 7u + 2u * c, i32(round(features[i * p.nc + c] * p.scale)));
+        var sf = vec2<u32>();
+        for (var j = i; j < last; j++) {
+            sf = plus(sf, i32(round(features[j * p.nc + c] * p.scale)));
+        }
+        add64(w + 7u + 2u * c, sf);
     }
 }
 
