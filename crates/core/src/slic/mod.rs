@@ -1385,6 +1385,12 @@ const ROUNDS: u32 = 4;
 /// MAX_TIMED_PASSES).
 const ROUNDS_PER_BATCH: u32 = 8 * ROUNDS;
 
+/// Search rounds of the first batch: each recorded round costs host time
+/// (a uniform, a bind group, a pass; about 40 us on the benchmark host),
+/// and volumes often resolve in a few rounds (slic-3d-100 on an H100: 8.0
+/// to 8.5 ms with a first batch of 32 rounds, 6.6 to 7.2 ms with 8).
+const FIRST_ROUNDS: u32 = 2 * ROUNDS;
+
 /// The connectivity step on the GPU; returns the final labels and their
 /// number of distinct values.
 async fn connect(
@@ -1436,8 +1442,8 @@ async fn connect(
         rec.dispatch(&pipeline, &refs, threads)?;
     }
     // Then search rounds until none is blocked by an unresolved earlier
-    // piece, ROUNDS_PER_BATCH to a submission, the first batch in the same
-    // submission as the pieces: chains of small pieces are short once a
+    // piece, FIRST_ROUNDS in the same submission as the pieces, then
+    // ROUNDS_PER_BATCH to a submission: chains of small pieces are short once a
     // piece waits only for the candidate it needs (28 rounds on astronaut).
     // Batches are multiples of 4, so the last round of each uses counter 3,
     // which holds that round's count alone: zero means the last round was
@@ -1446,8 +1452,9 @@ async fn connect(
     let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
     let mut round = 1u32;
     rec.dispatch(&clear, &refs, 4)?;
+    let mut batch = FIRST_ROUNDS;
     loop {
-        for _ in 0..ROUNDS_PER_BATCH {
+        for _ in 0..batch {
             let u = params(round);
             let bound = cb(&u);
             let r: Vec<&wgpu::Buffer> = bound.iter().collect();
@@ -1467,6 +1474,7 @@ async fn connect(
             ));
         }
         rec = gpu.recorder();
+        batch = ROUNDS_PER_BATCH;
     }
     gpu.host_done("slic connectivity: pieces and searches", clock);
     let clock = gpu.host_clock();
