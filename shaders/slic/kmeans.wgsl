@@ -58,10 +58,6 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> features: array<f32>;  // n * nc
 @group(0) @binding(2) var<storage, read_write> centres: array<f32>;   // (z, y, x, alive, features...) per centre
-
-// The z of a dead centre: no window holds a pixel with it (c - two < q + 1
-// but never q + 1 <= c + two + 1), so `assign` needs no alive flag load.
-const DEAD_Z: f32 = -3.0e38;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
 @group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
@@ -69,6 +65,10 @@ const DEAD_Z: f32 = -3.0e38;
 // [change flag, min key, max key, NaN (1) / inf (2) flags], then one change
 // flag per iteration of a batch (word `p.flag`)
 @group(0) @binding(7) var<storage, read_write> changed: array<atomic<u32>>;
+
+// The z of a dead centre: no window holds a pixel with it (c - two < q + 1
+// but never q + 1 <= c + two + 1), so `assign` needs no alive flag load.
+const DEAD_Z: f32 = -3.0e38;
 
 // Every entry point binds 0..7 (the recorder binds them all): this never
 // runs but keeps each binding in each entry's layout.
