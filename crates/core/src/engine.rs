@@ -86,6 +86,18 @@ pub(crate) struct UploadBuffer {
     )>,
 }
 
+impl UploadBuffer {
+    /// Maps the buffer again for the next fill once submission `index`
+    /// (the last one copying out of it) is done.
+    fn remap_after(&mut self, index: wgpu::SubmissionIndex) {
+        let (tx, ready) = futures_channel::oneshot::channel();
+        self.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
+            let _ = tx.send(r);
+        });
+        self.ready = Some((ready, index));
+    }
+}
+
 /// Work submitted with its result on the way back to the host; collect it
 /// with [`Gpu::finish`]. Streaming operations keep a few of these in flight
 /// so that transfers and kernels of consecutive chunks overlap.
@@ -954,12 +966,7 @@ impl Recorder<'_> {
         let gpu = self.gpu;
         self.submit().await?;
         // An empty submission marks the point after the copy: fills wait for it.
-        let index = gpu.queue.submit([]);
-        let (tx, ready) = futures_channel::oneshot::channel();
-        up.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
-            let _ = tx.send(r);
-        });
-        up.ready = Some((ready, index));
+        up.remap_after(gpu.queue.submit([]));
         Ok(())
     }
 
@@ -1056,11 +1063,7 @@ impl Recorder<'_> {
             let _ = tx.send(r);
         });
         if let Some(up) = upload {
-            let (tx, ready) = futures_channel::oneshot::channel();
-            up.buffer.map_async(wgpu::MapMode::Write, .., move |r| {
-                let _ = tx.send(r);
-            });
-            up.ready = Some((ready, index.clone()));
+            up.remap_after(index.clone());
         }
         Pending {
             inner: Some(PendingReadback {

@@ -293,6 +293,17 @@ fn on_every_core<T: Send>(data: &mut [T], unit: usize, work: impl Fn(usize, &mut
     work(0, data)
 }
 
+/// A mask as one bit per pixel, 32 to a word (the shaders' `maskw`).
+fn mask_bits(mask: &[bool]) -> Vec<u32> {
+    let mut bits = vec![0u32; mask.len().div_ceil(32)];
+    for (i, &v) in mask.iter().enumerate() {
+        if v {
+            bits[i / 32] |= 1 << (i % 32);
+        }
+    }
+    bits
+}
+
 /// The smallest and largest of 8-bit samples, as float64.
 fn byte_range<T: Copy + Ord + Into<f64>>(v: &[T]) -> (f64, f64) {
     let lo = v.iter().copied().min();
@@ -975,13 +986,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         );
         gpu.upload(&labels, bytemuck::cast_slice(&host[lo..lo + m]));
         if let Some(mk) = &prep.mask {
-            let mut bits = vec![0u32; m.div_ceil(32)];
-            for (j, &v) in mk[lo..lo + m].iter().enumerate() {
-                if v {
-                    bits[j / 32] |= 1 << (j % 32);
-                }
-            }
-            gpu.upload(&mask, bytemuck::cast_slice(&bits));
+            gpu.upload(&mask, bytemuck::cast_slice(&mask_bits(&mk[lo..lo + m])));
         }
     };
     let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
@@ -1197,13 +1202,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             rec.copy_in(&up, &features, bytes.len() as u64);
             rec.submit_refilling(&mut up).await?;
             if let Some(mk) = &prep.mask {
-                let mut bits = vec![0u32; m.div_ceil(32)];
-                for (i, &v) in mk[lo..hi].iter().enumerate() {
-                    if v {
-                        bits[i / 32] |= 1 << (i % 32);
-                    }
-                }
-                gpu.upload(&mask, bytemuck::cast_slice(&bits));
+                gpu.upload(&mask, bytemuck::cast_slice(&mask_bits(&mk[lo..hi])));
             }
             slabs.push(Slab {
                 z0,
