@@ -1,7 +1,7 @@
 // SLIC k-means iterations (skimage.segmentation.slic's _slic_cython),
 // pixel-centric and deterministic:
-// - assign: one thread per pixel looks at the centres seeded within
-//   `radius` grid cells of its own cell, in increasing index order, keeps
+// - assign: one thread per LANES pixels along x looks at the centres seeded within
+//   `radius` grid cells of each pixel's cell, in increasing index order, keeps
 //   those whose skimage window (trunc(c - 2 win) <= p < trunc(c + 2 win + 1))
 //   holds the pixel, and takes the strictly smallest distance (ties: the
 //   lower index, as skimage's loop over centres gives). The f32 arithmetic
@@ -125,6 +125,22 @@ fn colour_distance(i: u32, base: u32) -> f32 {
     return d;
 }
 
+// The colour distances of the LANES pixels from i0 on (reads past the
+// slab's end are clamped; those lanes are never used).
+fn colour_distances(i0: u32, base: u32) -> vec4<f32> {
+    let last = p.n - 1u;
+    var d = vec4<f32>(0.0);
+    for (var c = 0u; c < p.nc; c++) {
+        let f = vec4<f32>(features[min(i0, last) * p.nc + c],
+                          features[min(i0 + 1u, last) * p.nc + c],
+                          features[min(i0 + 2u, last) * p.nc + c],
+                          features[min(i0 + 3u, last) * p.nc + c]);
+        let t = f - vec4<f32>(centres[base + 4u + c]);
+        d += t * t;
+    }
+    return d;
+}
+
 // Raw float32 input: its minimum and maximum as order-preserving keys, and
 // flags for NaN and inf (tested on the bits: compilers may assume no NaN).
 @compute @workgroup_size(256)
@@ -178,32 +194,61 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
+// Pixels per `assign` thread, consecutive along x (slic/mod.rs:
+// ASSIGN_LANES): they share the candidate loop, the centre loads, the z and
+// y window tests and dz^2 + dy^2, which dominate the cost per candidate.
+const LANES: u32 = 4u;
+
 @compute @workgroup_size(256)
 fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
-    let i = thread_index(gid, groups);
-    if (i >= p.n) {
+    let t = thread_index(gid, groups);
+    let quads = (p.nx + LANES - 1u) / LANES;
+    let row = t / quads;
+    if (row >= p.n / p.nx) {
         return;
     }
-    let x = i % p.nx;
-    let y = (i / p.nx) % p.ny;
-    let z = p.z0 + i / (p.nx * p.ny);
-    var best = NONE;
-    if (in_mask(i)) {
+    let x0 = (t % quads) * LANES;
+    let y = row % p.ny;
+    let z = p.z0 + row / p.ny;
+    let i0 = row * p.nx + x0;
+    let lane = vec4<u32>(0u, 1u, 2u, 3u);
+    let xs = vec4<u32>(x0) + lane;
+    // Lanes past the row's end or outside the mask get an empty seed range,
+    // so they keep NONE, as a masked pixel does.
+    var lo = vec4<u32>(1u);
+    var hi = vec4<u32>(0u);
+    var f0 = vec4<f32>(0.0);
+    var any_lane = false;
+    for (var l = 0u; l < LANES; l++) {
+        if (xs[l] < p.nx && in_mask(i0 + l)) {
+            let r = cands(xs[l], p.start_x, p.step_x, p.count_x);
+            lo[l] = r.x;
+            hi[l] = r.y;
+            any_lane = true;
+            if (p.nc == 1u) {
+                f0[l] = features[i0 + l];
+            }
+        }
+    }
+    var best = vec4<u32>(NONE);
+    var best_d = vec4<f32>(0.0);
+    if (any_lane) {
         let rz = cands(z, p.start_z, p.step_z, p.count_z);
         let ry = cands(y, p.start_y, p.step_y, p.count_y);
-        let rx = cands(x, p.start_x, p.step_x, p.count_x);
-        var best_d = 0.0;
+        // The lanes' seed ranges along x are monotone in x: their union.
+        let rx = vec2<u32>(min(min(lo.x, lo.y), min(lo.z, lo.w)),
+                           max(max(hi.x, hi.y), max(hi.z, hi.w)));
         let st = stride();
-        let q1 = vec3<f32>(f32(x + 1u), f32(y + 1u), f32(z + 1u));
-        let two = vec3<f32>(f32(2u * p.win_x), f32(2u * p.win_y), f32(2u * p.win_z));
-        // Grayscale (most volumes): the pixel's value read once, not per candidate.
+        let q1z = f32(z + 1u);
+        let q1y = f32(y + 1u);
+        let q1x = vec4<f32>(xs + vec4<u32>(1u));
+        let xf = vec4<f32>(xs);
+        let two_x = f32(2u * p.win_x);
+        let two_y = f32(2u * p.win_y);
+        let two_z = f32(2u * p.win_z);
         let grey = p.nc == 1u;
-        var f0 = 0.0;
-        if (grey) {
-            f0 = features[i];
-        }
         for (var iz = rz.x; iz <= rz.y; iz++) {
             for (var iy = ry.x; iy <= ry.y; iy++) {
                 for (var ix = rx.x; ix <= rx.y; ix++) {
@@ -212,46 +257,53 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     // Each coordinate loaded only if the previous test
                     // passed; a dead centre fails the first (DEAD_Z).
                     let cz = centres[b];
-                    if (!in_window(cz, q1.z, two.z)) {
+                    if (!in_window(cz, q1z, two_z)) {
                         continue;
                     }
                     let cy = centres[b + 1u];
-                    if (!in_window(cy, q1.y, two.y)) {
+                    if (!in_window(cy, q1y, two_y)) {
                         continue;
                     }
                     let cx = centres[b + 2u];
-                    if (!in_window(cx, q1.x, two.x)) {
+                    let inside = (vec4<f32>(cx - two_x) < q1x) & (q1x <= vec4<f32>(cx + two_x + 1.0))
+                        & (vec4<u32>(ix) >= lo) & (vec4<u32>(ix) <= hi);
+                    if (!any(inside)) {
                         continue;
                     }
+                    // skimage's order, as in the CPU twin:
+                    // (dz^2 + dy^2 + dx^2) * weight + colour.
                     let dz = p.sz * (cz - f32(z));
                     let dy = p.sy * (cy - f32(y));
-                    let dx = p.sx * (cx - f32(x));
-                    var d = (dz * dz + dy * dy + dx * dx) * p.spatial_weight;
-                    var col = 0.0;
+                    let dzy = dz * dz + dy * dy;
+                    let dx = p.sx * (vec4<f32>(cx) - xf);
+                    var d = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
+                    var col = vec4<f32>(0.0);
                     if (grey) {
-                        let t = f0 - centres[b + 4u];
-                        col = t * t;
+                        let c = f0 - vec4<f32>(centres[b + 4u]);
+                        col = c * c;
                     } else {
-                        col = colour_distance(i, b);
+                        col = colour_distances(i0, b);
                     }
                     if (p.slic_zero != 0u) {
-                        col = col / bitcast<f32>(atomicLoad(&maxdist[k]));
+                        col = col / vec4<f32>(bitcast<f32>(atomicLoad(&maxdist[k])));
                     }
                     d = d + col;
-                    if (best == NONE || d < best_d) {
-                        best = k;
-                        best_d = d;
-                    }
+                    let better = inside & ((best == vec4<u32>(NONE)) | (d < best_d));
+                    best = select(best, vec4<u32>(k), better);
+                    best_d = select(best_d, d, better);
                 }
             }
         }
     }
-    if (labels[i] != best) {
-        labels[i] = best;
-        // Set once, not an atomic from every changed pixel (all of them
-        // change in the first pass).
-        if (atomicLoad(&changed[p.flag]) == 0u) {
-            atomicOr(&changed[p.flag], 1u);
+    for (var l = 0u; l < LANES; l++) {
+        let i = i0 + l;
+        if (xs[l] < p.nx && labels[i] != best[l]) {
+            labels[i] = best[l];
+            // Set once, not an atomic from every changed pixel (all of them
+            // change in the first pass).
+            if (atomicLoad(&changed[p.flag]) == 0u) {
+                atomicOr(&changed[p.flag], 1u);
+            }
         }
     }
 }

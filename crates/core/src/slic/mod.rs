@@ -41,6 +41,8 @@ use crate::shaders;
 pub(crate) const NONE: u32 = u32::MAX;
 /// The z of a dead centre (shaders/slic/kmeans.wgsl: DEAD_Z).
 pub(crate) const DEAD_Z: f32 = -3.0e38;
+/// Pixels per thread of `assign`, consecutive along x (kmeans.wgsl: LANES).
+const ASSIGN_LANES: usize = 4;
 /// Seed cells searched on each side of a pixel's own cell.
 pub(crate) const RADIUS: usize = 2;
 
@@ -1245,16 +1247,17 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         ]
         .map(|b| b.clone())
     };
-    // Records `entry` over every slab (one thread per pixel, or `threads`).
+    // Records `entry` over every slab, one thread per `lanes` pixels of a row.
     let over_slabs = |rec: &mut crate::engine::Recorder<'_>,
                       u: &[wgpu::Buffer],
                       pipeline: &wgpu::ComputePipeline,
-                      threads: Option<u64>|
+                      lanes: usize|
      -> Result<()> {
         for (i, s) in slabs.iter().enumerate() {
             let b = bind(u, i);
             let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-            rec.dispatch(pipeline, &refs, threads.unwrap_or(s.n as u64))?;
+            let threads = s.n / plane * prep.dims[1] * prep.dims[2].div_ceil(lanes);
+            rec.dispatch(pipeline, &refs, threads as u64)?;
         }
         Ok(())
     };
@@ -1266,7 +1269,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             &mut rec,
             &u,
             &gpu.pipeline(shaders::SLIC_KMEANS, "minmax")?,
-            None,
+            1,
         )?;
         rec.submit().await?;
         let w: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu.read(&changed, 16).await?);
@@ -1283,7 +1286,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             &mut rec,
             &u,
             &gpu.pipeline(shaders::SLIC_KMEANS, "rescale")?,
-            None,
+            1,
         )?;
         rec.submit().await?;
     }
@@ -1327,13 +1330,13 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         gpu.upload(&changed, &vec![0u8; 16 + 4 * count]);
         let mut rec = gpu.recorder();
         for u in &flagged[..count] {
-            over_slabs(&mut rec, u, &assign, None)?;
-            over_slabs(&mut rec, u, &accumulate, None)?;
+            over_slabs(&mut rec, u, &assign, ASSIGN_LANES)?;
+            over_slabs(&mut rec, u, &accumulate, 1)?;
             let b0 = bind(u, 0);
             let first: Vec<&wgpu::Buffer> = b0.iter().collect();
             rec.dispatch(&finalize, &first, k as u64)?;
             if prep.slic_zero {
-                over_slabs(&mut rec, u, &colour_max, None)?;
+                over_slabs(&mut rec, u, &colour_max, 1)?;
             }
         }
         rec.submit().await?;
