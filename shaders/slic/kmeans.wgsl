@@ -15,8 +15,8 @@
 // - colour_max: SLICO's per-centre maximum colour distance (atomicMax on
 //   the bits of non-negative floats, which order like the floats).
 
-// One slab of the volume along z: n = nx * ny * nz pixels from plane z0 of
-// `depth` planes; centres and sums are shared by all slabs.
+// One slab of the volume along z: n = nx * ny * nz pixels from plane z0;
+// centres and sums are shared by all slabs.
 struct Params {
     nx: u32,
     ny: u32,
@@ -45,11 +45,8 @@ struct Params {
     spatial_weight: f32,
     scale: f32,
     inv_scale: f32,
-    lo: f32,     // rescaling of raw float32 input (minmax, rescale)
-    hi: f32,
     ratio: f32,  // 1 / compactness
     z0: u32,
-    depth: u32,
     flag: u32, // the word of `changed` this iteration's assignment sets
 }
 
@@ -161,8 +158,15 @@ fn minmax(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicMax(&changed[2], key);
 }
 
+// The float32 value of an order-preserving key (minmax).
+fn unkey(k: u32) -> f32 {
+    return bitcast<f32>(select(~k, k & 0x7fffffffu, (k & 0x80000000u) != 0u));
+}
+
 // skimage's rescaling to [0, 1] and scaling by 1 / compactness, in float32
-// in the order of the CPU twin.
+// in the order of the CPU twin, with minmax's minimum and maximum read on
+// the GPU (no round trip between the two; NaN or inf input is reported
+// from the flags after the k-means submission).
 @compute @workgroup_size(256)
 fn rescale(@builtin(global_invocation_id) gid: vec3<u32>,
            @builtin(num_workgroups) groups: vec3<u32>) {
@@ -171,10 +175,12 @@ fn rescale(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i >= p.n) {
         return;
     }
-    let d = features[i] - p.lo;
+    let lo = unkey(atomicLoad(&changed[1]));
+    let hi = unkey(atomicLoad(&changed[2]));
+    let d = features[i] - lo;
     var v = d;
-    if (p.hi != p.lo) {
-        v = d / (p.hi - p.lo);
+    if (hi != lo) {
+        v = d / (hi - lo);
     }
     features[i] = v * p.ratio;
 }

@@ -714,6 +714,12 @@ impl Gpu {
         }
     }
 
+    /// Writes `bytes` into `buffer` from byte `offset` (a multiple of 4),
+    /// before the next submission.
+    pub(crate) fn upload_at(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        self.queue.write_buffer(buffer, offset, bytes);
+    }
+
     pub(crate) fn uniform<T: bytemuck::Pod>(&self, value: &T) -> wgpu::Buffer {
         self.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
@@ -1019,12 +1025,51 @@ impl Recorder<'_> {
         }
     }
 
+    /// Copies `bytes` bytes (a multiple of 4) of `from` at `from_offset` to
+    /// `to` at `to_offset`, after the dispatches recorded so far.
+    pub(crate) fn copy(
+        &mut self,
+        from: &wgpu::Buffer,
+        from_offset: u64,
+        to: &wgpu::Buffer,
+        to_offset: u64,
+        bytes: u64,
+    ) {
+        self.encoder
+            .copy_buffer_to_buffer(from, from_offset, to, to_offset, bytes);
+    }
+
     /// Submits the recording followed by a copy of the first `bytes` of
     /// `buffer` (and the pass timestamps) to a readback buffer, without
     /// waiting: collect the result with [`Gpu::finish`].
     pub(crate) fn submit_with_readback(
         self,
         buffer: &wgpu::Buffer,
+        bytes: u64,
+        upload: Option<&mut UploadBuffer>,
+    ) -> Pending {
+        self.submit_with_readback_at(buffer, 0, bytes, upload)
+    }
+
+    /// Submits the recording with a copy of `bytes` bytes of `buffer` from
+    /// byte `offset` (a multiple of 4) and waits for them: one round trip
+    /// where `submit` and then `Gpu::read_at` take two.
+    pub(crate) async fn submit_and_read(
+        self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        bytes: u64,
+    ) -> Result<Vec<u8>> {
+        let gpu = self.gpu;
+        let pending = self.submit_with_readback_at(buffer, offset, bytes, None);
+        gpu.finish_with(pending, |b| Ok(b.to_vec())).await
+    }
+
+    /// [`Recorder::submit_with_readback`] from byte `offset` of `buffer`.
+    fn submit_with_readback_at(
+        self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
         bytes: u64,
         upload: Option<&mut UploadBuffer>,
     ) -> Pending {
@@ -1043,7 +1088,7 @@ impl Recorder<'_> {
         let size = data + timed.map_or(0, |(_, n)| 8 * u64::from(n));
         let staging = gpu.staging_buffer(size_class(size.max(8)));
         if bytes > 0 {
-            encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes.div_ceil(4) * 4);
+            encoder.copy_buffer_to_buffer(buffer, offset, &staging, 0, bytes.div_ceil(4) * 4);
         }
         let mut timestamps = None;
         if let Some((q, n)) = timed {

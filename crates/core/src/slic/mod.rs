@@ -860,11 +860,8 @@ struct KParams {
     spatial_weight: f32,
     scale: f32,
     inv_scale: f32,
-    lo: f32,
-    hi: f32,
     ratio: f32,
     z0: u32,
-    depth: u32,
     /// The word of the change flags the assignment sets.
     flag: u32,
 }
@@ -1119,24 +1116,11 @@ fn kparams(prep: &Prepared) -> KParams {
         spatial_weight: prep.spatial_weight,
         scale: prep.scale(),
         inv_scale: 2f32.powi(-prep.shift),
-        lo: 0.0,
-        hi: 0.0,
         ratio: prep.ratio,
         z0: 0,
-        depth: prep.dims[0] as u32,
         flag: 0,
     }
 }
-
-/// Order-preserving u32 key of a float32 (as the `minmax` kernel).
-fn unkey(k: u32) -> f32 {
-    f32::from_bits(if k & 0x8000_0000 != 0 {
-        k & 0x7fff_ffff
-    } else {
-        !k
-    })
-}
-
 /// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
 /// minimum and maximum and rescales it in place).
 pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Result<Segments> {
@@ -1173,8 +1157,10 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         .await?;
     gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
-    gpu.upload(&changed, bytemuck::cast_slice(&[0u32, u32::MAX, 0, 0]));
-    let mut kp = kparams(prep);
+    let mut flags = vec![0u32; 4 + ITERATIONS_PER_SUBMIT];
+    flags[1] = u32::MAX;
+    gpu.upload(&changed, bytemuck::cast_slice(&flags));
+    let kp = kparams(prep);
     struct Slab {
         z0: usize,
         n: usize,
@@ -1261,41 +1247,18 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         }
         Ok(())
     };
+    let u = uniforms(&kp);
+    let mut rec = gpu.recorder();
     if raw.is_some() {
         // skimage's rescaling to [0, 1], then 1 / compactness, on the GPU.
-        let u = uniforms(&kp);
-        let mut rec = gpu.recorder();
-        over_slabs(
-            &mut rec,
-            &u,
-            &gpu.pipeline(shaders::SLIC_KMEANS, "minmax")?,
-            1,
-        )?;
-        rec.submit().await?;
-        let w: Vec<u32> = bytemuck::pod_collect_to_vec(&gpu.read(&changed, 16).await?);
-        if w[3] & 1 != 0 {
-            return Err(nan_error());
+        for entry in ["minmax", "rescale"] {
+            over_slabs(&mut rec, &u, &gpu.pipeline(shaders::SLIC_KMEANS, entry)?, 1)?;
         }
-        if w[3] & 2 != 0 {
-            return Err(inf_error());
-        }
-        (kp.lo, kp.hi) = (unkey(w[1]), unkey(w[2]));
-        let u = uniforms(&kp);
-        let mut rec = gpu.recorder();
-        over_slabs(
-            &mut rec,
-            &u,
-            &gpu.pipeline(shaders::SLIC_KMEANS, "rescale")?,
-            1,
-        )?;
-        rec.submit().await?;
     }
-    let u = uniforms(&kp);
     let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
     let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
     let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
     let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
-    let mut rec = gpu.recorder();
     // Labels to NONE, sums to 0.
     let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
     for (i, s) in slabs.iter().enumerate() {
@@ -1303,14 +1266,14 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         let refs: Vec<&wgpu::Buffer> = b.iter().collect();
         rec.dispatch(&init, &refs, s.n.max(k * stride) as u64)?;
     }
-    rec.submit().await?;
     gpu.host_done("slic upload", clock);
     let clock = gpu.host_clock();
     // Several iterations to a submission on small images, where the
     // round trip costs more than an iteration: one change flag each, and
     // the iterations after the first without a change repeat its fixed
     // point (the same labels give the same centres), so the result is
-    // skimage's early stop.
+    // skimage's early stop. The rescaling and the first batch share a
+    // submission; the NaN/inf flags come back with its change flags.
     let per_submit = if n <= BATCHED_ITERATIONS_MAX_PIXELS {
         ITERATIONS_PER_SUBMIT
     } else {
@@ -1325,10 +1288,16 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         })
         .collect();
     let mut iterations = 0;
-    while iterations < prep.max_num_iter {
+    let mut first = Some(rec);
+    loop {
         let count = per_submit.min(prep.max_num_iter - iterations);
-        gpu.upload(&changed, &vec![0u8; 16 + 4 * count]);
-        let mut rec = gpu.recorder();
+        let mut rec = match first.take() {
+            Some(rec) => rec,
+            None => {
+                gpu.upload_at(&changed, 16, &vec![0u8; 4 * count]);
+                gpu.recorder()
+            }
+        };
         for u in &flagged[..count] {
             over_slabs(&mut rec, u, &assign, ASSIGN_LANES)?;
             over_slabs(&mut rec, u, &accumulate, 1)?;
@@ -1339,15 +1308,25 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
                 over_slabs(&mut rec, u, &colour_max, 1)?;
             }
         }
-        rec.submit().await?;
-        let flags: Vec<u32> =
-            bytemuck::pod_collect_to_vec(&gpu.read_at(&changed, 16, 4 * count as u64).await?);
-        match flags.iter().position(|&f| f == 0) {
+        let words: Vec<u32> = bytemuck::pod_collect_to_vec(
+            &rec.submit_and_read(&changed, 0, 16 + 4 * count as u64)
+                .await?,
+        );
+        if words[3] & 1 != 0 {
+            return Err(nan_error());
+        }
+        if words[3] & 2 != 0 {
+            return Err(inf_error());
+        }
+        match words[4..].iter().position(|&f| f == 0) {
             Some(j) => {
                 iterations += j + 1;
                 break;
             }
             None => iterations += count,
+        }
+        if iterations >= prep.max_num_iter {
+            break;
         }
     }
     // The connectivity step on the GPU when one slab holds the volume and
@@ -1406,8 +1385,9 @@ async fn connect(
     let clock = gpu.host_clock();
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
-    // Per root, then 4 blocked-search counters and the largest label + 1.
-    let state = bufs.get(4 * (n as u64 + 5), "slic piece states").await?;
+    // Per root, then 4 blocked-search counters, the largest label + 1 and
+    // the number of kept pieces (copied from `blocks` for one readback).
+    let state = bufs.get(4 * (n as u64 + 6), "slic piece states").await?;
     let out = bufs.get(4 * n as u64, "slic piece labels").await?;
     let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
     let queue = bufs.get(8 * n as u64, "slic search queue").await?;
@@ -1463,9 +1443,8 @@ async fn connect(
             rec.dispatch(&bfs, &r, n as u64)?;
             round += 1;
         }
-        rec.submit().await?;
-        let last = gpu
-            .read_at(&state, 4 * (n as u64 + u64::from(ROUNDS) - 1), 4)
+        let last = rec
+            .submit_and_read(&state, 4 * (n as u64 + u64::from(ROUNDS) - 1), 4)
             .await?;
         if last == [0u8; 4] {
             break;
@@ -1483,15 +1462,15 @@ async fn connect(
     let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
     let mut rec = gpu.recorder();
     rec.dispatch(&gather, &refs, n as u64)?;
-    rec.submit().await?;
+    rec.copy(&blocks, 4 * n_blocks as u64, &state, 4 * (n as u64 + 5), 4);
+    let tail: Vec<u32> =
+        bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, 4 * (n as u64 + 4), 8).await?);
     gpu.host_done("slic connectivity: gather", clock);
     let clock = gpu.host_clock();
     let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
     gpu.host_done("slic connectivity: labels to the host", clock);
-    let kept = gpu.read_at(&blocks, 4 * n_blocks as u64, 4).await?;
-    let top = gpu.read_at(&state, 4 * (n as u64 + 4), 4).await?;
-    let kept = u32::from_le_bytes([kept[0], kept[1], kept[2], kept[3]]) as i64;
-    let top = i64::from(u32::from_le_bytes([top[0], top[1], top[2], top[3]])) - 1;
+    let top = i64::from(tail[0]) - 1;
+    let kept = i64::from(tail[1]);
     // Kept piece j has label start + j; small pieces take one of those
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
