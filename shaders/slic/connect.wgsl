@@ -28,7 +28,6 @@ struct Params {
     min_size: u32,
     start_label: i32,
     n_blocks: u32,
-    round: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -41,14 +40,19 @@ const BLOCK: u32 = 1024u;
 @group(0) @binding(3) var<storage, read_write> size: array<atomic<u32>>;
 // Per root: 0 = unresolved, else the round that resolved it; then 4
 // counters of blocked searches (round t counts into (t - 1) % 4 and clears
-// t % 4 for the next round, so each holds one round's count), and the
-// largest label + 1.
+// t % 4 for the next round, so each holds one round's count), the largest
+// label + 1, the number of the next round (bfs_round reads it, `advance`
+// counts it up: the rounds of a batch share one uniform and bind group) and
+// the number of kept pieces (copied there for one readback).
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
 // Per pixel: (stamp of the visit, next pixel in the search queue); at a
 // small piece's root, after find_candidates: (last, previous) candidate.
 @group(0) @binding(7) var<storage, read_write> queue: array<u32>;
+
+// The round being run: 0 outside bfs_round.
+var<private> this_round: u32;
 
 fn keep() {
     if (p.n == NONE) {
@@ -78,6 +82,7 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     queue[2u * i] = 0u;
     if (i == 0u) {
         atomicStore(&state[p.n + 4u], 0u);
+        atomicStore(&state[p.n + 5u], 1u);
     }
 }
 
@@ -291,7 +296,7 @@ fn label_of(r: u32) -> u32 {
         return piece_label[r];
     }
     let t = atomicLoad(&state[r]);
-    if (t != 0u && t < p.round) {
+    if (t != 0u && t < this_round) {
         return piece_label[r];
     }
     return NONE;
@@ -399,7 +404,7 @@ fn find_candidates(@builtin(global_invocation_id) gid: vec3<u32>,
 }
 
 fn blocked() {
-    atomicAdd(&state[p.n + (p.round - 1u) % 4u], 1u);
+    atomicAdd(&state[p.n + (this_round - 1u) % 4u], 1u);
 }
 
 // One round: each unresolved small piece takes the label of the last
@@ -412,9 +417,10 @@ fn blocked() {
 fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
              @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
+    this_round = atomicLoad(&state[p.n + 5u]);
     let r = thread_index(gid, groups);
     if (r == 0u) {
-        atomicStore(&state[p.n + p.round % 4u], 0u);
+        atomicStore(&state[p.n + this_round % 4u], 0u);
     }
     if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
         return;
@@ -440,7 +446,7 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
         }
     }
     if (!settled) {
-        let s = search(r, p.round, true);
+        let s = search(r, this_round, true);
         if (s.blocked) {
             blocked();
             return;
@@ -448,7 +454,14 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
         adjacent = s.adjacent;
     }
     piece_label[r] = adjacent;
-    atomicStore(&state[r], p.round);
+    atomicStore(&state[r], this_round);
+}
+
+// After each round: the next round's number.
+@compute @workgroup_size(1)
+fn advance() {
+    keep();
+    atomicAdd(&state[p.n + 5u], 1u);
 }
 
 @compute @workgroup_size(256)

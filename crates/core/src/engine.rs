@@ -918,6 +918,49 @@ impl Recorder<'_> {
         buffers: &[&wgpu::Buffer],
         groups: [u32; 3],
     ) {
+        let bind_group = self.bind_group(pipeline, buffers);
+        let mut pass = self.begin_pass(pipeline);
+        pass.set_pipeline(pipeline);
+        pass.set_bind_group(0, &bind_group, &[]);
+        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+    }
+
+    /// Records `steps` (pipeline, bindings, threads) `times` over in one
+    /// compute pass, each step's bind group made once: a loop of small
+    /// dispatches (SLIC's search rounds) otherwise costs more host time to
+    /// record than GPU time. wgpu still orders the dispatches (a barrier
+    /// between storage writes and reads); the profile counts the pass under
+    /// the first step's entry point.
+    pub(crate) fn dispatch_repeated(
+        &mut self,
+        steps: &[(&wgpu::ComputePipeline, &[&wgpu::Buffer], u64)],
+        times: u32,
+    ) -> Result<()> {
+        let Some(&(first, _, _)) = steps.first() else {
+            return Ok(());
+        };
+        let max = self.gpu.device.limits().max_compute_workgroups_per_dimension;
+        let mut bound = Vec::new();
+        for &(pipeline, buffers, threads) in steps {
+            let (x, y) = grid(threads.max(1), max)?;
+            bound.push((pipeline, self.bind_group(pipeline, buffers), [x, y]));
+        }
+        let mut pass = self.begin_pass(first);
+        for _ in 0..times {
+            for (pipeline, bind_group, [x, y]) in &bound {
+                pass.set_pipeline(pipeline);
+                pass.set_bind_group(0, bind_group, &[]);
+                pass.dispatch_workgroups(*x, *y, 1);
+            }
+        }
+        Ok(())
+    }
+
+    fn bind_group(
+        &self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+    ) -> wgpu::BindGroup {
         let layout = pipeline.get_bind_group_layout(0);
         let entries: Vec<wgpu::BindGroupEntry> = buffers
             .iter()
@@ -927,43 +970,50 @@ impl Recorder<'_> {
                 resource: b.as_entire_binding(),
             })
             .collect();
-        let bind_group = self
-            .gpu
+        self.gpu
             .device
             .create_bind_group(&wgpu::BindGroupDescriptor {
                 label: None,
                 layout: &layout,
                 entries: &entries,
-            });
-        let timestamp_writes = match &self.queries {
-            Some(q) if self.passes < MAX_TIMED_PASSES => Some(wgpu::ComputePassTimestampWrites {
+            })
+    }
+
+    /// A compute pass, with timestamps while the query set has room, profiled
+    /// under `pipeline`'s entry point.
+    fn begin_pass(&mut self, pipeline: &wgpu::ComputePipeline) -> wgpu::ComputePass<'_> {
+        let index = self.timestamp_index(pipeline);
+        let timestamp_writes = index.zip(self.queries.as_ref()).map(|(i, q)| {
+            wgpu::ComputePassTimestampWrites {
                 query_set: q,
-                beginning_of_pass_write_index: Some(2 * self.passes),
-                end_of_pass_write_index: Some(2 * self.passes + 1),
-            }),
-            _ => None,
-        };
-        if timestamp_writes.is_some() {
-            self.passes += 1;
-            if self.gpu.profile.is_some() {
-                let name = self
-                    .gpu
-                    .entry_names
-                    .lock()
-                    .ok()
-                    .and_then(|n| n.get(pipeline).cloned());
-                self.names.push(name.unwrap_or_default());
+                beginning_of_pass_write_index: Some(2 * i),
+                end_of_pass_write_index: Some(2 * i + 1),
             }
-        }
-        let mut pass = self
-            .encoder
+        });
+        self.encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,
                 timestamp_writes,
-            });
-        pass.set_pipeline(pipeline);
-        pass.set_bind_group(0, &bind_group, &[]);
-        pass.dispatch_workgroups(groups[0], groups[1], groups[2]);
+            })
+    }
+
+    /// The index of the next pass's timestamps, while the query set has room.
+    fn timestamp_index(&mut self, pipeline: &wgpu::ComputePipeline) -> Option<u32> {
+        if self.queries.is_none() || self.passes >= MAX_TIMED_PASSES {
+            return None;
+        }
+        let index = self.passes;
+        self.passes += 1;
+        if self.gpu.profile.is_some() {
+            let name = self
+                .gpu
+                .entry_names
+                .lock()
+                .ok()
+                .and_then(|n| n.get(pipeline).cloned());
+            self.names.push(name.unwrap_or_default());
+        }
+        Some(index)
     }
 
     /// [`Recorder::submit`], then `up` (copied from in this recording) is

@@ -876,7 +876,6 @@ struct CParams {
     min_size: u32,
     start_label: i32,
     n_blocks: u32,
-    round: u32,
 }
 
 /// Elements per workgroup of the connectivity step's ranking kernels.
@@ -1385,31 +1384,23 @@ async fn connect(
     let clock = gpu.host_clock();
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
-    // Per root, then 4 blocked-search counters, the largest label + 1 and
-    // the number of kept pieces (copied from `blocks` for one readback).
-    let state = bufs.get(4 * (n as u64 + 6), "slic piece states").await?;
+    // Per root, then 4 blocked-search counters, the largest label + 1, the
+    // next round's number and the number of kept pieces (connect.wgsl).
+    let state = bufs.get(4 * (n as u64 + 7), "slic piece states").await?;
     let out = bufs.get(4 * n as u64, "slic piece labels").await?;
     let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
     let queue = bufs.get(8 * n as u64, "slic search queue").await?;
-    let params = |round: u32| {
-        gpu.uniform(&CParams {
-            nx: prep.dims[2] as u32,
-            ny: prep.dims[1] as u32,
-            nz: prep.dims[0] as u32,
-            n: n as u32,
-            min_size: prep.min_size.min(u32::MAX as usize) as u32,
-            start_label: prep.start_label,
-            n_blocks: n_blocks as u32,
-            round,
-        })
-    };
-    let first = params(0);
-    let cb = |u: &wgpu::Buffer| -> [wgpu::Buffer; 8] {
-        [u, labels, &parent, &size, &state, &blocks, &out, &queue].map(|b| b.clone())
-    };
+    let params = gpu.uniform(&CParams {
+        nx: prep.dims[2] as u32,
+        ny: prep.dims[1] as u32,
+        nz: prep.dims[0] as u32,
+        n: n as u32,
+        min_size: prep.min_size.min(u32::MAX as usize) as u32,
+        start_label: prep.start_label,
+        n_blocks: n_blocks as u32,
+    });
     let mut rec = gpu.recorder();
-    let bound = cb(&first);
-    let refs: Vec<&wgpu::Buffer> = bound.iter().collect();
+    let refs = [&params, labels, &parent, &size, &state, &blocks, &out, &queue];
     for (entry, threads) in [
         ("init", n as u64),
         ("unite_faces", n as u64),
@@ -1432,17 +1423,13 @@ async fn connect(
     // blocked nowhere, so every piece is resolved.
     let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
     let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
+    let advance = gpu.pipeline(shaders::SLIC_CONNECT, "advance")?;
     let mut round = 1u32;
     rec.dispatch(&clear, &refs, 4)?;
     let mut batch = FIRST_ROUNDS;
     loop {
-        for _ in 0..batch {
-            let u = params(round);
-            let bound = cb(&u);
-            let r: Vec<&wgpu::Buffer> = bound.iter().collect();
-            rec.dispatch(&bfs, &r, n as u64)?;
-            round += 1;
-        }
+        rec.dispatch_repeated(&[(&bfs, &refs, n as u64), (&advance, &refs, 1)], batch)?;
+        round += batch;
         let last = rec
             .submit_and_read(&state, 4 * (n as u64 + u64::from(ROUNDS) - 1), 4)
             .await?;
@@ -1462,15 +1449,15 @@ async fn connect(
     let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
     let mut rec = gpu.recorder();
     rec.dispatch(&gather, &refs, n as u64)?;
-    rec.copy(&blocks, 4 * n_blocks as u64, &state, 4 * (n as u64 + 5), 4);
+    rec.copy(&blocks, 4 * n_blocks as u64, &state, 4 * (n as u64 + 6), 4);
     let tail: Vec<u32> =
-        bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, 4 * (n as u64 + 4), 8).await?);
+        bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, 4 * (n as u64 + 4), 12).await?);
     gpu.host_done("slic connectivity: gather", clock);
     let clock = gpu.host_clock();
     let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
     gpu.host_done("slic connectivity: labels to the host", clock);
     let top = i64::from(tail[0]) - 1;
-    let kept = i64::from(tail[1]);
+    let kept = i64::from(tail[2]);
     // Kept piece j has label start + j; small pieces take one of those
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
