@@ -47,7 +47,6 @@ struct Params {
     inv_scale: f32,
     ratio: f32,  // 1 / compactness
     z0: u32,
-    flag: u32, // the word of `changed` this iteration's assignment sets
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -59,8 +58,9 @@ const NONE: u32 = 0xffffffffu;
 @group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
 @group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
 @group(0) @binding(6) var<storage, read> maskw: array<u32>;            // one bit per pixel
-// [change flag, min key, max key, NaN (1) / inf (2) flags], then one change
-// flag per iteration of a batch (word `p.flag`)
+// [iteration of the batch (finalize counts it up), min key, max key, NaN (1)
+// / inf (2) flags], then one change flag per iteration of a batch (word 4 +
+// the iteration): the iterations of a batch share one uniform and bind group.
 @group(0) @binding(7) var<storage, read_write> changed: array<atomic<u32>>;
 
 // The z of a dead centre: no window holds a pixel with it (c - two < q + 1
@@ -307,8 +307,9 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
             labels[i] = best[l];
             // Set once, not an atomic from every changed pixel (all of them
             // change in the first pass).
-            if (atomicLoad(&changed[p.flag]) == 0u) {
-                atomicOr(&changed[p.flag], 1u);
+            let flag = 4u + atomicLoad(&changed[0]);
+            if (atomicLoad(&changed[flag]) == 0u) {
+                atomicOr(&changed[flag], 1u);
             }
         }
     }
@@ -399,6 +400,10 @@ fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
             @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let k = thread_index(gid, groups);
+    if (k == 0u) {
+        // The next iteration's change flag (assign reads the count).
+        atomicAdd(&changed[0], 1u);
+    }
     if (k >= p.n_centres) {
         return;
     }

@@ -939,7 +939,11 @@ impl Recorder<'_> {
         let Some(&(first, _, _)) = steps.first() else {
             return Ok(());
         };
-        let max = self.gpu.device.limits().max_compute_workgroups_per_dimension;
+        let max = self
+            .gpu
+            .device
+            .limits()
+            .max_compute_workgroups_per_dimension;
         let mut bound = Vec::new();
         for &(pipeline, buffers, threads) in steps {
             let (x, y) = grid(threads.max(1), max)?;
@@ -983,13 +987,14 @@ impl Recorder<'_> {
     /// under `pipeline`'s entry point.
     fn begin_pass(&mut self, pipeline: &wgpu::ComputePipeline) -> wgpu::ComputePass<'_> {
         let index = self.timestamp_index(pipeline);
-        let timestamp_writes = index.zip(self.queries.as_ref()).map(|(i, q)| {
-            wgpu::ComputePassTimestampWrites {
-                query_set: q,
-                beginning_of_pass_write_index: Some(2 * i),
-                end_of_pass_write_index: Some(2 * i + 1),
-            }
-        });
+        let timestamp_writes =
+            index
+                .zip(self.queries.as_ref())
+                .map(|(i, q)| wgpu::ComputePassTimestampWrites {
+                    query_set: q,
+                    beginning_of_pass_write_index: Some(2 * i),
+                    end_of_pass_write_index: Some(2 * i + 1),
+                });
         self.encoder
             .begin_compute_pass(&wgpu::ComputePassDescriptor {
                 label: None,

@@ -862,8 +862,6 @@ struct KParams {
     inv_scale: f32,
     ratio: f32,
     z0: u32,
-    /// The word of the change flags the assignment sets.
-    flag: u32,
 }
 
 #[repr(C)]
@@ -938,13 +936,14 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
     let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
-    let changed = bufs.get(16, "slic change flag").await?;
+    // [iteration (finalize counts it up), min key, max key, NaN/inf flags,
+    // change flag of iteration 0]: reset before every iteration.
+    let changed = bufs.get(20, "slic change flag").await?;
     let features = bufs.get(4 * (m_max * nc) as u64, "slic features").await?;
     let labels = bufs.get(4 * m_max as u64, "slic labels").await?;
     let mask = bufs.get(4 * m_max.div_ceil(32) as u64, "slic mask").await?;
     gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
-    gpu.upload(&changed, &[0u8; 16]);
     let kp = kparams(prep);
     let slabs: Vec<(usize, usize)> = (0..prep.dims[0])
         .step_by(depth)
@@ -1003,7 +1002,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let mut host = vec![NONE; n];
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
-        gpu.upload(&changed, &[0u8; 4]);
+        gpu.upload(&changed, &[0u8; 20]);
         for (i, &(z0, m)) in slabs.iter().enumerate() {
             load(i, &host);
             let b = bound(i);
@@ -1031,7 +1030,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
             }
         }
         iterations += 1;
-        if gpu.read(&changed, 4).await? == [0u8; 4] {
+        if gpu.read(&changed, 20).await?[16..] == [0u8; 4] {
             break;
         }
     }
@@ -1117,7 +1116,6 @@ fn kparams(prep: &Prepared) -> KParams {
         inv_scale: 2f32.powi(-prep.shift),
         ratio: prep.ratio,
         z0: 0,
-        flag: 0,
     }
 }
 /// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
@@ -1278,14 +1276,28 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     } else {
         1
     };
-    let flagged: Vec<Vec<wgpu::Buffer>> = (0..per_submit)
-        .map(|j| {
-            uniforms(&KParams {
-                flag: 4 + j as u32,
-                ..kp
-            })
-        })
-        .collect();
+    // One iteration's dispatches: assign and accumulate over every slab,
+    // finalize (which counts the batch's iteration up on the GPU, so the
+    // iterations of a batch share these bind groups), then SLICO's colour
+    // maxima.
+    let slab_binds: Vec<[wgpu::Buffer; 8]> = (0..slabs.len()).map(|i| bind(&u, i)).collect();
+    let slab_refs: Vec<Vec<&wgpu::Buffer>> =
+        slab_binds.iter().map(|b| b.iter().collect()).collect();
+    let row_threads =
+        |s: &Slab, lanes: usize| (s.n / plane * prep.dims[1] * prep.dims[2].div_ceil(lanes)) as u64;
+    let mut steps: Vec<(&wgpu::ComputePipeline, &[&wgpu::Buffer], u64)> = Vec::new();
+    for (s, refs) in slabs.iter().zip(&slab_refs) {
+        steps.push((&assign, refs, row_threads(s, ASSIGN_LANES)));
+    }
+    for (s, refs) in slabs.iter().zip(&slab_refs) {
+        steps.push((&accumulate, refs, row_threads(s, 1)));
+    }
+    steps.push((&finalize, &slab_refs[0], k as u64));
+    if prep.slic_zero {
+        for (s, refs) in slabs.iter().zip(&slab_refs) {
+            steps.push((&colour_max, refs, row_threads(s, 1)));
+        }
+    }
     let mut iterations = 0;
     let mut first = Some(rec);
     loop {
@@ -1293,20 +1305,14 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         let mut rec = match first.take() {
             Some(rec) => rec,
             None => {
+                // The iteration counter and this batch's change flags to 0
+                // (the min/max keys and NaN/inf flags are not read again).
+                gpu.upload_at(&changed, 0, &[0u8; 4]);
                 gpu.upload_at(&changed, 16, &vec![0u8; 4 * count]);
                 gpu.recorder()
             }
         };
-        for u in &flagged[..count] {
-            over_slabs(&mut rec, u, &assign, ASSIGN_LANES)?;
-            over_slabs(&mut rec, u, &accumulate, 1)?;
-            let b0 = bind(u, 0);
-            let first: Vec<&wgpu::Buffer> = b0.iter().collect();
-            rec.dispatch(&finalize, &first, k as u64)?;
-            if prep.slic_zero {
-                over_slabs(&mut rec, u, &colour_max, 1)?;
-            }
-        }
+        rec.dispatch_repeated(&steps, count as u32)?;
         let words: Vec<u32> = bytemuck::pod_collect_to_vec(
             &rec.submit_and_read(&changed, 0, 16 + 4 * count as u64)
                 .await?,
@@ -1400,7 +1406,9 @@ async fn connect(
         n_blocks: n_blocks as u32,
     });
     let mut rec = gpu.recorder();
-    let refs = [&params, labels, &parent, &size, &state, &blocks, &out, &queue];
+    let refs = [
+        &params, labels, &parent, &size, &state, &blocks, &out, &queue,
+    ];
     for (entry, threads) in [
         ("init", n as u64),
         ("unite_faces", n as u64),
