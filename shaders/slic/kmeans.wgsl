@@ -53,7 +53,9 @@ const NONE: u32 = 0xffffffffu;
 
 @group(0) @binding(0) var<uniform> p: Params;
 @group(0) @binding(1) var<storage, read_write> features: array<f32>;  // n * nc
-@group(0) @binding(2) var<storage, read_write> centres: array<f32>;   // (z, y, x, alive, features...) per centre
+// (z, y, x, features...) per centre, padded to whole vec4s (stride()): a
+// grey centre is one 16-byte load in `assign`. A dead centre's z is DEAD_Z.
+@group(0) @binding(2) var<storage, read_write> centres: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read_write> labels: array<u32>;
 @group(0) @binding(4) var<storage, read_write> accum: array<atomic<u32>>; // count, 2 words per sum
 @group(0) @binding(5) var<storage, read_write> maxdist: array<atomic<u32>>;
@@ -71,7 +73,7 @@ const DEAD_Z: f32 = -3.0e38;
 // runs but keeps each binding in each entry's layout.
 fn keep() {
     if (p.n == NONE) {
-        centres[0] = features[0];
+        centres[0] = vec4<f32>(features[0]);
         labels[0] = maskw[0];
         atomicAdd(&accum[0], 0u);
         atomicMax(&maxdist[0], 0u);
@@ -87,8 +89,18 @@ fn in_mask(i: u32) -> bool {
     return p.use_mask == 0u || ((maskw[i >> 5u] >> (i & 31u)) & 1u) != 0u;
 }
 
+// Floats per centre (slic/mod.rs: gpu_stride).
 fn stride() -> u32 {
-    return 4u + p.nc;
+    return (p.nc + 6u) / 4u * 4u;
+}
+
+// Float i of the centres.
+fn cget(i: u32) -> f32 {
+    return centres[i >> 2u][i & 3u];
+}
+
+fn cset(i: u32, v: f32) {
+    centres[i >> 2u][i & 3u] = v;
 }
 
 // skimage's window test along one axis, trunc(max(c - two, 0)) <= q <
@@ -116,7 +128,7 @@ fn cands(q: u32, start: u32, step: u32, count: u32) -> vec2<u32> {
 fn colour_distance(i: u32, base: u32) -> f32 {
     var d = 0.0;
     for (var c = 0u; c < p.nc; c++) {
-        let t = features[i * p.nc + c] - centres[base + 4u + c];
+        let t = features[i * p.nc + c] - cget(base + 3u + c);
         d += t * t;
     }
     return d;
@@ -132,7 +144,7 @@ fn colour_distances(i0: u32, base: u32) -> vec4<f32> {
                           features[min(i0 + 1u, last) * p.nc + c],
                           features[min(i0 + 2u, last) * p.nc + c],
                           features[min(i0 + 3u, last) * p.nc + c]);
-        let t = f - vec4<f32>(centres[base + 4u + c]);
+        let t = f - vec4<f32>(cget(base + 3u + c));
         d += t * t;
     }
     return d;
@@ -260,17 +272,18 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                 for (var ix = rx.x; ix <= rx.y; ix++) {
                     let k = (iz * p.count_y + iy) * p.count_x + ix;
                     let b = k * st;
-                    // Each coordinate loaded only if the previous test
-                    // passed; a dead centre fails the first (DEAD_Z).
-                    let cz = centres[b];
+                    // One load for the coordinates (and a grey centre's
+                    // feature); a dead centre fails the first test (DEAD_Z).
+                    let c4 = centres[b >> 2u];
+                    let cz = c4.x;
                     if (!in_window(cz, q1z, two_z)) {
                         continue;
                     }
-                    let cy = centres[b + 1u];
+                    let cy = c4.y;
                     if (!in_window(cy, q1y, two_y)) {
                         continue;
                     }
-                    let cx = centres[b + 2u];
+                    let cx = c4.z;
                     let inside = (vec4<f32>(cx - two_x) < q1x) & (q1x <= vec4<f32>(cx + two_x + 1.0))
                         & (vec4<u32>(ix) >= lo) & (vec4<u32>(ix) <= hi);
                     if (!any(inside)) {
@@ -285,7 +298,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     var d = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
                     var col = vec4<f32>(0.0);
                     if (grey) {
-                        let c = f0 - vec4<f32>(centres[b + 4u]);
+                        let c = f0 - vec4<f32>(c4.w);
                         col = c * c;
                     } else {
                         col = colour_distances(i0, b);
@@ -412,16 +425,15 @@ fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&accum[w], 0u);
     let b = k * stride();
     if (count == 0u) {
-        centres[b] = DEAD_Z;
-        centres[b + 3u] = 0.0;
+        cset(b, DEAD_Z);
         return;
     }
     let n = f32(count);
     for (var a = 0u; a < 3u; a++) {
-        centres[b + a] = sum_at(w + 1u + 2u * a) / n;
+        cset(b + a, sum_at(w + 1u + 2u * a) / n);
     }
     for (var c = 0u; c < p.nc; c++) {
-        centres[b + 4u + c] = sum_at(w + 7u + 2u * c) / n * p.inv_scale;
+        cset(b + 3u + c, sum_at(w + 7u + 2u * c) / n * p.inv_scale);
     }
 }
 

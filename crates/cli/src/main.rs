@@ -228,7 +228,8 @@ fn devices(json: bool) -> CliResult {
             json!({
                 "name": d.name, "backend": d.backend, "type": d.device_type, "driver": d.driver,
                 "max_binding_size": d.max_binding_size, "max_buffer_size": d.max_buffer_size,
-                "memory_budget": d.memory_budget, "timestamps": d.timestamps,
+                "memory_budget": d.memory_budget, "pool_limit": d.pool_limit,
+                "timestamps": d.timestamps,
             })
         });
         println!("{}", json!({ "adapters": adapters, "default": d }));
@@ -242,10 +243,12 @@ fn devices(json: bool) -> CliResult {
         }
         if let Some(d) = default {
             println!(
-                "default: {} ({}), bindings up to {} MiB, timestamps {}",
+                "default: {} ({}), bindings up to {} MiB, memory budget {} MiB, buffer pool up to {} MiB, timestamps {}",
                 d.name,
                 d.backend,
                 d.max_binding_size >> 20,
+                d.memory_budget >> 20,
+                d.pool_limit >> 20,
                 if d.timestamps { "yes" } else { "no" }
             );
         }

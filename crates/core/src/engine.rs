@@ -27,8 +27,12 @@ pub struct GpuOptions {
     /// the N-th adapter of [`adapters`]; `None` takes the high-performance
     /// default.
     pub adapter: Option<String>,
-    /// Device memory the operations may use at once, in bytes. `None`: half
-    /// of the largest buffer the device allows, at most 4 GiB.
+    /// Device memory the operations may use at once, in bytes; the buffer
+    /// pool also keeps at most this much between calls. `None`: half of the
+    /// largest buffer the device allows, at most 4 GiB, for planning, and a
+    /// pool of up to a quarter of a discrete GPU's own memory where the
+    /// driver reports it (Vulkan), so that large operations reuse their
+    /// buffers from call to call.
     pub memory_budget: Option<u64>,
     /// Cap on one storage binding below the device's own limit, in bytes.
     /// Tests use it to force the chunked paths on small inputs.
@@ -45,6 +49,8 @@ pub struct DeviceSummary {
     pub max_binding_size: u64,
     pub max_buffer_size: u64,
     pub memory_budget: u64,
+    /// Bytes the buffer pool keeps at most between calls.
+    pub pool_limit: u64,
     pub timestamps: bool,
 }
 
@@ -56,6 +62,8 @@ pub struct Gpu {
     max_binding: u64,
     max_buffer: u64,
     memory_budget: u64,
+    /// The most the buffer pool keeps between calls (see `GpuOptions`).
+    pool_limit: u64,
     timestamp_period_ns: Option<f32>,
     pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
     pool: Mutex<Vec<wgpu::Buffer>>,
@@ -223,6 +231,16 @@ impl Gpu {
             .memory_budget
             .unwrap_or_else(|| (max_buffer / 2).min(4 << 30))
             .max(4096);
+        // Fresh buffers of a few GB cost more than the work of a call
+        // (slic-3d-500 on an H100: 333 ms a call with a 2 GiB pool, 218 ms
+        // with all of its ~4.5 GB pooled). CuPy's pool keeps everything.
+        let pool_limit = match options.memory_budget {
+            Some(_) => memory_budget,
+            None if info.device_type == wgpu::DeviceType::DiscreteGpu => {
+                memory_budget.max(device_memory(&adapter).unwrap_or(0) / 4)
+            }
+            None => memory_budget,
+        };
         let timestamp_period_ns = timestamps.then(|| queue.get_timestamp_period());
         Ok(Gpu {
             device,
@@ -231,6 +249,7 @@ impl Gpu {
             max_binding,
             max_buffer,
             memory_budget,
+            pool_limit,
             timestamp_period_ns,
             pipelines: Mutex::new(HashMap::new()),
             pool: Mutex::new(Vec::new()),
@@ -256,6 +275,7 @@ impl Gpu {
             max_binding_size: self.max_binding,
             max_buffer_size: self.max_buffer,
             memory_budget: self.memory_budget,
+            pool_limit: self.pool_limit,
             timestamps: self.timestamp_period_ns.is_some(),
         }
     }
@@ -319,6 +339,15 @@ impl Gpu {
         self.profile.as_ref().map(|_| std::time::Instant::now())
     }
 
+    /// Adds `span` to the profile as "host: <name>".
+    fn host_span(&self, name: &str, span: std::time::Duration) {
+        if let Some(Ok(mut profile)) = self.profile.as_ref().map(Mutex::lock) {
+            let e = profile.entry(format!("host: {name}")).or_default();
+            e.0 += span.as_nanos() as u64;
+            e.1 += 1;
+        }
+    }
+
     /// Adds the wall time since `clock` to the profile as "host: <name>".
     pub(crate) fn host_done(&self, name: &str, clock: Option<std::time::Instant>) {
         if let (Some(t), Some(Ok(mut profile))) = (clock, self.profile.as_ref().map(Mutex::lock)) {
@@ -362,11 +391,13 @@ impl Gpu {
             return Err(Error::Device("a readback collected twice".into()));
         };
         let outcome = async {
+            let clock = self.host_clock();
             self.wait_for(index)?;
             mapped
                 .await
                 .map_err(|_| Error::Device("the readback was cancelled".into()))?
                 .map_err(|e| Error::Device(format!("reading a result back failed: {e}")))?;
+            self.host_done("readback: wait", clock);
             let view = staging
                 .get_mapped_range(..)
                 .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
@@ -375,7 +406,9 @@ impl Gpu {
                 let ticks: Vec<u64> = bytemuck::pod_collect_to_vec(raw);
                 self.add_kernel_ticks(&ticks, &names);
             }
+            let clock = self.host_clock();
             let taken = take(&view[..bytes as usize]);
+            self.host_done("readback: take", clock);
             drop(view);
             staging.unmap();
             taken
@@ -439,6 +472,7 @@ impl Gpu {
         threads: usize,
         meanwhile: impl std::future::Future<Output = R>,
     ) -> Result<R> {
+        let clock = self.host_clock();
         if let Some((mapped, index)) = up.ready.take() {
             self.wait_for(index)?;
             mapped
@@ -446,6 +480,8 @@ impl Gpu {
                 .map_err(|_| Error::Device("an upload mapping was cancelled".into()))?
                 .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
         }
+        self.host_done("upload: wait for its buffer", clock);
+        let clock = self.host_clock();
         if bytes.len() as u64 > up.buffer.size() {
             return Err(Error::Device("an upload larger than its buffer".into()));
         }
@@ -468,18 +504,36 @@ impl Gpu {
             views.push((view, c));
         }
         #[cfg(not(target_arch = "wasm32"))]
-        let r = if parts > 1 {
+        let (r, copied) = if parts > 1 {
             std::thread::scope(|s| {
-                for (mut view, c) in views {
-                    s.spawn(move || view.slice(..c.len()).copy_from_slice(c));
+                let copies: Vec<_> = views
+                    .into_iter()
+                    .map(|(mut view, c)| {
+                        s.spawn(move || {
+                            let t = std::time::Instant::now();
+                            view.slice(..c.len()).copy_from_slice(c);
+                            (t, std::time::Instant::now())
+                        })
+                    })
+                    .collect();
+                let meanwhile = pollster::block_on(meanwhile);
+                self.host_done("upload: meanwhile", clock);
+                let spans: Vec<_> = copies.into_iter().map(|c| c.join()).collect();
+                let copied = spans.iter().all(|t| t.is_ok());
+                // The copy's own time: its first thread's start to its last
+                // thread's end.
+                let first = spans.iter().flatten().map(|t| t.0).min();
+                let last = spans.iter().flatten().map(|t| t.1).max();
+                if let (Some(a), Some(b), Some(_)) = (first, last, clock) {
+                    self.host_span("upload: copy threads", b - a);
                 }
-                pollster::block_on(meanwhile)
+                (meanwhile, copied)
             })
         } else {
             for (mut view, c) in views {
                 view.slice(..c.len()).copy_from_slice(c);
             }
-            meanwhile.await
+            (meanwhile.await, true)
         };
         #[cfg(target_arch = "wasm32")]
         let r = {
@@ -488,16 +542,32 @@ impl Gpu {
             }
             meanwhile.await
         };
+        self.host_done("upload: fill and meanwhile", clock);
         up.buffer.unmap();
+        #[cfg(not(target_arch = "wasm32"))]
+        if !copied {
+            return Err(Error::Device(
+                "a thread copying into upload memory failed".into(),
+            ));
+        }
         Ok(r)
     }
 
     /// Keeps `up` for the next stream of the same chunk size: a new mapped
     /// buffer costs the driver a pinning of its pages, as much as a copy.
+    /// The two newest are kept (a full pool that refused new buffers made
+    /// every call of a third size allocate afresh: SLIC on 300-500³ after
+    /// smaller volumes).
     pub(crate) fn release_upload(&self, up: UploadBuffer) {
-        match self.uploads.lock() {
-            Ok(mut pool) if pool.len() < 2 => pool.push(up),
-            _ => self.destroy(up.buffer),
+        let evicted = match self.uploads.lock() {
+            Ok(mut pool) => {
+                pool.push(up);
+                (pool.len() > UPLOADS_KEPT).then(|| pool.remove(0))
+            }
+            Err(_) => Some(up),
+        };
+        if let Some(old) = evicted {
+            self.destroy(old.buffer);
         }
     }
 
@@ -516,10 +586,17 @@ impl Gpu {
         })
     }
 
+    /// Keeps the newest readback buffers (see `release_upload`).
     fn recycle_staging(&self, buffer: wgpu::Buffer) {
-        match self.staging.lock() {
-            Ok(mut pool) if pool.len() < 4 => pool.push(buffer),
-            _ => self.destroy(buffer),
+        let evicted = match self.staging.lock() {
+            Ok(mut pool) => {
+                pool.push(buffer);
+                (pool.len() > STAGING_KEPT).then(|| pool.remove(0))
+            }
+            Err(_) => Some(buffer),
+        };
+        if let Some(old) = evicted {
+            self.destroy(old);
         }
     }
 
@@ -653,13 +730,14 @@ impl Gpu {
             .map_or(0, |pool| pool.iter().map(|b| b.size()).sum())
     }
 
-    /// Returns a buffer to the pool; the pool keeps at most the memory
-    /// budget, the most recently returned buffers first (an allocation that
+    /// Returns a buffer to the pool; the pool keeps at most its limit (the
+    /// memory budget, or more by default on discrete GPUs: `GpuOptions`),
+    /// the most recently returned buffers first (an allocation that
     /// fails frees the pool and tries again). Large operations reuse their
     /// buffers from one call to the next: fresh ones cost allocation and
     /// clearing (SLIC on a 400^3 volume holds about 2 GB).
     pub(crate) fn recycle(&self, buffer: wgpu::Buffer) {
-        if buffer.size() > self.memory_budget {
+        if buffer.size() > self.pool_limit {
             self.destroy(buffer);
             return;
         }
@@ -670,7 +748,7 @@ impl Gpu {
         // Oldest first: a call of another size leaves its buffers behind.
         let mut pooled: u64 = pool.iter().map(|b| b.size()).sum();
         let mut evicted = Vec::new();
-        while pooled + buffer.size() > self.memory_budget && !pool.is_empty() {
+        while pooled + buffer.size() > self.pool_limit && !pool.is_empty() {
             let old = pool.remove(0);
             pooled -= old.size();
             evicted.push(old);
@@ -1182,8 +1260,38 @@ impl Recorder<'_> {
 /// Bytes per part of a large read or write (see `Gpu::read_into`, `Gpu::upload`).
 const READ_CHUNK: u64 = 64 << 20;
 
+/// Upload and readback buffers kept between calls, the newest first.
+const UPLOADS_KEPT: usize = 2;
+const STAGING_KEPT: usize = 4;
+
 /// Splits `threads` invocations into an (x, y) workgroup grid within the
 /// per-dimension limit; shaders rebuild the linear index from both.
+/// The largest device-local memory heap, in bytes, where the adapter is a
+/// Vulkan one (the others report no heap sizes through wgpu).
+#[cfg(not(target_arch = "wasm32"))]
+fn device_memory(adapter: &wgpu::Adapter) -> Option<u64> {
+    // SAFETY: only reads the physical device's memory properties through
+    // the adapter's own instance; nothing is created or kept.
+    let hal = unsafe { adapter.as_hal::<wgpu::hal::api::Vulkan>() }?;
+    let props = unsafe {
+        hal.shared_instance()
+            .raw_instance()
+            .get_physical_device_memory_properties(hal.raw_physical_device())
+    };
+    let count = (props.memory_heap_count as usize).min(props.memory_heaps.len());
+    // VK_MEMORY_HEAP_DEVICE_LOCAL_BIT
+    props.memory_heaps[..count]
+        .iter()
+        .filter(|h| h.flags.as_raw() & 1 != 0)
+        .map(|h| h.size)
+        .max()
+}
+
+#[cfg(target_arch = "wasm32")]
+fn device_memory(_adapter: &wgpu::Adapter) -> Option<u64> {
+    None
+}
+
 fn grid(threads: u64, max_per_dim: u32) -> Result<(u32, u32)> {
     let groups = threads.div_ceil(u64::from(WORKGROUP_SIZE));
     let max = u64::from(max_per_dim.max(1));
@@ -1279,6 +1387,30 @@ mod tests {
             let c = size_class(b);
             assert!(c >= b && c <= b + b / 4 + 1, "{b} -> {c}");
         }
+    }
+
+    #[test]
+    fn upload_pool_keeps_the_newest_two_sizes() {
+        let gpu = pollster::block_on(Gpu::new(GpuOptions::default()))
+            .expect("GPU tests need a Vulkan driver (apt-get install mesa-vulkan-drivers)");
+        let sizes = [64u64 << 10, 128 << 10, 256 << 10];
+        for &s in &sizes {
+            let up = gpu.upload_buffer(s);
+            gpu.release_upload(up);
+        }
+        let kept = gpu.live_bytes();
+        // The last two sizes come back from the pool; the first was evicted
+        // (a pool that refused the third kept the first two instead).
+        for &s in &sizes[1..] {
+            let up = gpu.upload_buffer(s);
+            assert_eq!(gpu.live_bytes(), kept, "{s} bytes were not pooled");
+            gpu.release_upload(up);
+        }
+        let up = gpu.upload_buffer(sizes[0]);
+        assert!(gpu.live_bytes() > kept, "the oldest size was still pooled");
+        gpu.release_upload(up);
+        gpu.trim();
+        assert_eq!(gpu.live_bytes(), 0);
     }
 
     #[test]

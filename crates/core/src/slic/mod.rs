@@ -933,7 +933,9 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     };
     let m_max = depth * plane;
     let stride = 1 + 2 * (3 + nc);
-    let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
+    let centres = bufs
+        .get(4 * (k * gpu_stride(nc)) as u64, "slic centres")
+        .await?;
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
     let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
     // [iteration (finalize counts it up), min key, max key, NaN/inf flags,
@@ -942,7 +944,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let features = bufs.get(4 * (m_max * nc) as u64, "slic features").await?;
     let labels = bufs.get(4 * m_max as u64, "slic labels").await?;
     let mask = bufs.get(4 * m_max.div_ceil(32) as u64, "slic mask").await?;
-    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&centres, bytemuck::cast_slice(&gpu_centres(prep)));
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     let kp = kparams(prep);
     let slabs: Vec<(usize, usize)> = (0..prep.dims[0])
@@ -1143,7 +1145,9 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     }
     let n_slabs = prep.dims[0].div_ceil(per_slab);
     let depth = prep.dims[0].div_ceil(n_slabs);
-    let centres = bufs.get(4 * (k * (4 + nc)) as u64, "slic centres").await?;
+    let centres = bufs
+        .get(4 * (k * gpu_stride(nc)) as u64, "slic centres")
+        .await?;
     let stride = 1 + 2 * (3 + nc);
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
     let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
@@ -1152,7 +1156,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let changed = bufs
         .get(16 + 4 * ITERATIONS_PER_SUBMIT as u64, "slic change flags")
         .await?;
-    gpu.upload(&centres, bytemuck::cast_slice(&prep.seeds()));
+    gpu.upload(&centres, bytemuck::cast_slice(&gpu_centres(prep)));
     gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
     let mut flags = vec![0u32; 4 + ITERATIONS_PER_SUBMIT];
     flags[1] = u32::MAX;
@@ -1354,6 +1358,26 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         raw.extend(gpu.read_vec::<u32>(&s.labels, s.n).await?);
     }
     Ok(host_segments(&raw, prep, iterations))
+}
+
+/// Floats per centre on the GPU (kmeans.wgsl: stride): z, y, x, then the
+/// features, padded to whole vec4s, so that `assign` loads a grey centre's
+/// coordinates and feature in one 16-byte load. No alive flag: a dead
+/// centre's z is DEAD_Z.
+fn gpu_stride(nc: usize) -> usize {
+    (3 + nc).div_ceil(4) * 4
+}
+
+/// The seeds in the GPU's layout ([`gpu_stride`]).
+fn gpu_centres(prep: &Prepared) -> Vec<f32> {
+    let (from, to) = (4 + prep.nc, gpu_stride(prep.nc));
+    let seeds = prep.seeds();
+    let mut out = vec![0f32; prep.n_centres() * to];
+    for (c, o) in seeds.chunks_exact(from).zip(out.chunks_exact_mut(to)) {
+        o[..3].copy_from_slice(&c[..3]);
+        o[3..3 + prep.nc].copy_from_slice(&c[4..]);
+    }
+    out
 }
 
 /// k-means iterations recorded per submission on images of up to
