@@ -340,6 +340,7 @@ impl Gpu {
     }
 
     /// Adds `span` to the profile as "host: <name>".
+    #[cfg(not(target_arch = "wasm32"))]
     fn host_span(&self, name: &str, span: std::time::Duration) {
         if let Some(Ok(mut profile)) = self.profile.as_ref().map(Mutex::lock) {
             let e = profile.entry(format!("host: {name}")).or_default();
@@ -559,14 +560,7 @@ impl Gpu {
     /// every call of a third size allocate afresh: SLIC on 300-500³ after
     /// smaller volumes).
     pub(crate) fn release_upload(&self, up: UploadBuffer) {
-        let evicted = match self.uploads.lock() {
-            Ok(mut pool) => {
-                pool.push(up);
-                (pool.len() > UPLOADS_KEPT).then(|| pool.remove(0))
-            }
-            Err(_) => Some(up),
-        };
-        if let Some(old) = evicted {
+        if let Some(old) = keep_newest(&self.uploads, up, UPLOADS_KEPT) {
             self.destroy(old.buffer);
         }
     }
@@ -588,14 +582,7 @@ impl Gpu {
 
     /// Keeps the newest readback buffers (see `release_upload`).
     fn recycle_staging(&self, buffer: wgpu::Buffer) {
-        let evicted = match self.staging.lock() {
-            Ok(mut pool) => {
-                pool.push(buffer);
-                (pool.len() > STAGING_KEPT).then(|| pool.remove(0))
-            }
-            Err(_) => Some(buffer),
-        };
-        if let Some(old) = evicted {
+        if let Some(old) = keep_newest(&self.staging, buffer, STAGING_KEPT) {
             self.destroy(old);
         }
     }
@@ -1259,6 +1246,18 @@ impl Recorder<'_> {
 
 /// Bytes per part of a large read or write (see `Gpu::read_into`, `Gpu::upload`).
 const READ_CHUNK: u64 = 64 << 20;
+
+/// Adds `item` to `pool`; returns the oldest item when the pool then holds
+/// more than `kept` (or `item` itself if the lock is poisoned).
+fn keep_newest<T>(pool: &Mutex<Vec<T>>, item: T, kept: usize) -> Option<T> {
+    match pool.lock() {
+        Ok(mut pool) => {
+            pool.push(item);
+            (pool.len() > kept).then(|| pool.remove(0))
+        }
+        Err(_) => Some(item),
+    }
+}
 
 /// Upload and readback buffers kept between calls, the newest first.
 const UPLOADS_KEPT: usize = 2;
