@@ -18,7 +18,8 @@
 //   until no piece is blocked; a piece resolved in round t stamps `state`
 //   with t, and round t only reads stamps < t (written by earlier
 //   dispatches), so the result never depends on timing.
-// - gather: each pixel takes its piece's label (into `parent`).
+// - gather: each pixel takes its piece's label (into `parent`), once every
+//   piece is resolved.
 
 struct Params {
     nx: u32,
@@ -469,7 +470,9 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let i = thread_index(gid, groups);
-    if (i >= p.n) {
+    // Only once the last round was blocked nowhere (counter 3), so the host
+    // can record gather after a batch of rounds before it sees that count.
+    if (i >= p.n || atomicLoad(&state[p.n + 3u]) != 0u) {
         return;
     }
     if (labels[i] == NONE) {

@@ -8,6 +8,7 @@
 //! overlap the download of the other and the host's gathering of the next.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use bytemuck::Pod;
@@ -99,7 +100,7 @@ impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
         // The stream writes the next chunk's upload on other cores meanwhile.
         let threads = copy_threads().saturating_sub(STREAM_UPLOAD_THREADS).max(1);
         parallel_copy_with(
-            bytemuck::cast_slice_mut(dst),
+            as_uninit(bytemuck::cast_slice_mut(dst)),
             bytemuck::cast_slice(slices),
             threads,
         );
@@ -115,48 +116,63 @@ impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
 /// GPUSCOPE_NO_HUGE_PAGES=1 to compare.
 pub fn zeroed_output<T: bytemuck::Pod>(n: usize) -> Vec<T> {
     let v: Vec<T> = bytemuck::zeroed_vec(n);
-    #[cfg(target_os = "linux")]
-    advise_huge_pages(bytemuck::cast_slice(&v[..]));
+    advise_huge_pages(v.as_ptr() as usize, std::mem::size_of_val(&v[..]));
     v
 }
 
-#[cfg(target_os = "linux")]
-fn advise_huge_pages(bytes: &[u8]) {
+/// Asks for transparent huge pages on the whole 2 MiB pages of `len` bytes
+/// from address `begin`, which nothing has touched yet (Linux; advice only).
+pub(crate) fn advise_huge_pages(begin: usize, len: usize) {
     const HUGE: usize = 2 << 20;
-    if bytes.len() < 8 * HUGE || std::env::var_os("GPUSCOPE_NO_HUGE_PAGES").is_some() {
+    if len < 8 * HUGE || std::env::var_os("GPUSCOPE_NO_HUGE_PAGES").is_some() {
         return;
     }
-    let begin = bytes.as_ptr() as usize;
     let start = begin.next_multiple_of(HUGE);
-    let end = (begin + bytes.len()) / HUGE * HUGE;
+    let end = (begin + len) / HUGE * HUGE;
+    #[cfg(target_os = "linux")]
     if end > start {
-        // SAFETY: advice only, on whole pages inside `bytes`' allocation;
-        // the kernel may ignore it and the contents are unchanged.
+        // SAFETY: advice only, on whole pages inside the caller's
+        // allocation; the kernel may ignore it and the contents are unchanged.
         unsafe {
             libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
         }
     }
+    #[cfg(not(target_os = "linux"))]
+    let _ = (start, end);
 }
 
 /// `dst.copy_from_slice(src)`, split over threads for large copies: one
 /// core's memcpy is slower than the bus.
 pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
+    parallel_copy_with(as_uninit(dst), src, copy_threads());
+}
+
+/// `dst` as memory to be written: the copies write only initialised bytes.
+fn as_uninit(dst: &mut [u8]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: same layout; callers of the result only write initialised
+    // bytes (copies from `&[u8]`), so `dst` stays initialised.
+    unsafe { &mut *(dst as *mut [u8] as *mut [MaybeUninit<u8>]) }
+}
+
+/// [`parallel_copy`] into memory not yet initialised (a vector's spare
+/// capacity): every byte of `dst` is written.
+pub(crate) fn parallel_copy_to_uninit(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
     parallel_copy_with(dst, src, copy_threads());
 }
 
 /// [`parallel_copy`] on at most `threads` threads (one on wasm, whose
 /// [`copy_threads`] is 1).
-fn parallel_copy_with(dst: &mut [u8], src: &[u8], threads: usize) {
+fn parallel_copy_with(dst: &mut [MaybeUninit<u8>], src: &[u8], threads: usize) {
     if src.len() >= 8 << 20 && threads > 1 && dst.len() == src.len() {
         let part = src.len().div_ceil(threads);
         std::thread::scope(|s| {
             for (d, c) in dst.chunks_mut(part).zip(src.chunks(part)) {
-                s.spawn(move || d.copy_from_slice(c));
+                s.spawn(move || d.write_copy_of_slice(c));
             }
         });
         return;
     }
-    dst.copy_from_slice(src);
+    dst.write_copy_of_slice(src);
 }
 
 /// Threads writing a large upload into mapped upload memory. Where that

@@ -31,7 +31,9 @@ pub mod cpu;
 
 use bytemuck::{Pod, Zeroable};
 
-use crate::engine::Gpu;
+use std::collections::VecDeque;
+
+use crate::engine::{Gpu, Pending, Recorder, split_parts, vec_from_bytes};
 use crate::error::{Error, Result};
 use crate::filters::{Boundary, Filter, Mode, Output};
 use crate::keys::Samples;
@@ -1302,55 +1304,72 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             steps.push((&colour_max, refs, row_threads(s, 1)));
         }
     }
-    let mut iterations = 0;
-    let mut first = Some(rec);
-    loop {
-        let count = per_submit.min(prep.max_num_iter - iterations);
-        let mut rec = match first.take() {
-            Some(rec) => rec,
-            None => {
-                // The iteration counter and this batch's change flags to 0
-                // (the min/max keys and NaN/inf flags are not read again).
-                gpu.upload_at(&changed, 0, &[0u8; 4]);
-                gpu.upload_at(&changed, 16, &vec![0u8; 4 * count]);
-                gpu.recorder()
-            }
-        };
-        rec.dispatch_repeated(&steps, count as u32)?;
-        let words: Vec<u32> = bytemuck::pod_collect_to_vec(
-            &rec.submit_and_read(&changed, 0, 16 + 4 * count as u64)
-                .await?,
-        );
-        if words[3] & 1 != 0 {
-            return Err(nan_error());
-        }
-        if words[3] & 2 != 0 {
-            return Err(inf_error());
-        }
-        match words[4..].iter().position(|&f| f == 0) {
-            Some(j) => {
-                iterations += j + 1;
-                break;
-            }
-            None => iterations += count,
-        }
-        if iterations >= prep.max_num_iter {
-            break;
-        }
-    }
     // The connectivity step on the GPU when one slab holds the volume and
     // its search queue (8 bytes per pixel) fits a binding; otherwise on
     // the host from the k-means labels (the CPU twin's code).
+    let gpu_connect = prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size();
+    // The host waits for a batch's change flags only once the next batch
+    // is submitted, so the GPU runs the batches back to back; a batch past
+    // the early stop repeats its fixed point (at most one batch of wasted
+    // work, the same labels). The last batch is left open for the
+    // connectivity step, which reads its flags with its first readback.
+    let mut iterations = 0;
+    let mut submitted = 0;
+    let mut stopped = false;
+    let mut in_flight: VecDeque<(Pending, usize)> = VecDeque::new();
+    let mut open: Option<(Recorder<'_>, usize)> = None;
+    let mut first = Some(rec);
+    loop {
+        while in_flight.len() < 2 && open.is_none() && submitted < prep.max_num_iter {
+            let count = per_submit.min(prep.max_num_iter - submitted);
+            let mut rec = match first.take() {
+                Some(rec) => rec,
+                None => {
+                    // The iteration counter and this batch's change flags
+                    // to 0 (the min/max keys and NaN/inf flags stay).
+                    gpu.upload_at(&changed, 0, &[0u8; 4]);
+                    gpu.upload_at(&changed, 16, &vec![0u8; 4 * count]);
+                    gpu.recorder()
+                }
+            };
+            rec.dispatch_repeated(&steps, count as u32)?;
+            submitted += count;
+            if submitted == prep.max_num_iter && gpu_connect {
+                open = Some((rec, count));
+            } else {
+                let flags = [(&changed, 0, flag_bytes(count))];
+                in_flight.push_back((rec.submit_with_readback_parts(&flags, None), count));
+            }
+        }
+        let Some((pending, count)) = in_flight.pop_front() else {
+            break;
+        };
+        let words: Vec<u32> = gpu
+            .finish_with(pending, |b| Ok(bytemuck::pod_collect_to_vec(b)))
+            .await?;
+        let (done, stop) = batch_iterations(&words, count)?;
+        iterations += done;
+        if stop {
+            stopped = true;
+            break;
+        }
+    }
+    // Batches submitted past the early stop: nothing to read.
+    drop(in_flight);
     gpu.host_done("slic k-means", clock);
-    if prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size() {
+    if gpu_connect {
         let clock = gpu.host_clock();
-        let (labels, n_segments) = connect(gpu, prep, &slabs[0].labels, &mut bufs).await?;
+        let tail = open
+            .filter(|_| !stopped)
+            .map(|(rec, count)| (rec, &changed, count));
+        let (labels, n_segments, tail_iterations) =
+            connect(gpu, prep, &slabs[0].labels, &mut bufs, tail).await?;
         gpu.host_done("slic connectivity", clock);
         return Ok(Segments {
             labels,
             shape: prep.out_shape.clone(),
             n_segments,
-            iterations,
+            iterations: iterations + tail_iterations,
         });
     }
     let mut raw: Vec<u32> = Vec::with_capacity(n);
@@ -1380,6 +1399,31 @@ fn gpu_centres(prep: &Prepared) -> Vec<f32> {
     out
 }
 
+/// Bytes of the change flags a batch of `count` iterations reads back:
+/// [iteration, min key, max key, NaN/inf flags], then one flag each.
+fn flag_bytes(count: usize) -> u64 {
+    16 + 4 * count as u64
+}
+
+/// A batch's change flags read back: the iterations it counts (up to and
+/// including the first that changed no label) and whether that early stop
+/// came; an error for NaN or inf input (minmax's flags).
+fn batch_iterations(words: &[u32], count: usize) -> Result<(usize, bool)> {
+    let (Some(&flags), Some(changes)) = (words.get(3), words.get(4..4 + count)) else {
+        return Err(Error::Device("the k-means flags came back short".into()));
+    };
+    if flags & 1 != 0 {
+        return Err(nan_error());
+    }
+    if flags & 2 != 0 {
+        return Err(inf_error());
+    }
+    Ok(match changes.iter().position(|&f| f == 0) {
+        Some(j) => (j + 1, true),
+        None => (count, false),
+    })
+}
+
 /// k-means iterations recorded per submission on images of up to
 /// [`BATCHED_ITERATIONS_MAX_PIXELS`] pixels (larger ones submit each
 /// iteration alone: an iteration past the early stop costs more there than
@@ -1401,14 +1445,17 @@ const ROUNDS_PER_BATCH: u32 = 8 * ROUNDS;
 /// to 8.5 ms with a first batch of 32 rounds, 6.6 to 7.2 ms with 8).
 const FIRST_ROUNDS: u32 = 2 * ROUNDS;
 
-/// The connectivity step on the GPU; returns the final labels and their
-/// number of distinct values.
-async fn connect(
-    gpu: &Gpu,
+/// The connectivity step on the GPU; returns the final labels, their
+/// number of distinct values and the iterations of the k-means batch
+/// `kmeans` (a recording left open, the change-flag buffer and its
+/// iterations), whose flags come back with this step's first readback.
+async fn connect<'g>(
+    gpu: &'g Gpu,
     prep: &Prepared,
     labels: &wgpu::Buffer,
     bufs: &mut Buffers<'_>,
-) -> Result<(Vec<i32>, usize)> {
+    kmeans: Option<(Recorder<'g>, &wgpu::Buffer, usize)>,
+) -> Result<(Vec<i32>, usize, usize)> {
     let n = prep.n();
     let n_blocks = n.div_ceil(BLOCK);
     let clock = gpu.host_clock();
@@ -1429,7 +1476,10 @@ async fn connect(
         start_label: prep.start_label,
         n_blocks: n_blocks as u32,
     });
-    let mut rec = gpu.recorder();
+    let (mut rec, flags) = match kmeans {
+        Some((rec, changed, count)) => (rec, Some((changed, count))),
+        None => (gpu.recorder(), None),
+    };
     let refs = [
         &params, labels, &parent, &size, &state, &blocks, &out, &queue,
     ];
@@ -1456,45 +1506,112 @@ async fn connect(
     let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
     let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
     let advance = gpu.pipeline(shaders::SLIC_CONNECT, "advance")?;
-    let mut round = 1u32;
+    let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
+    // Every pixel's label, and the largest label + 1 and the number of
+    // kept pieces copied next to counter 3 (state words n + 3 ... n + 6).
+    // gather does nothing while counter 3 is not zero, so it can follow a
+    // batch of rounds before the host knows whether they resolved every
+    // piece.
+    let gather_into = |rec: &mut Recorder<'_>| -> Result<()> {
+        rec.dispatch(&gather, &refs, n as u64)?;
+        rec.copy(&blocks, 4 * n_blocks as u64, &state, 4 * (n as u64 + 6), 4);
+        Ok(())
+    };
+    let tail_at = 4 * (n as u64 + u64::from(ROUNDS) - 1);
     rec.dispatch(&clear, &refs, 4)?;
-    let mut batch = FIRST_ROUNDS;
-    loop {
-        rec.dispatch_repeated(&[(&bfs, &refs, n as u64), (&advance, &refs, 1)], batch)?;
-        round += batch;
-        let last = rec
-            .submit_and_read(&state, 4 * (n as u64 + u64::from(ROUNDS) - 1), 4)
-            .await?;
-        if last == [0u8; 4] {
-            break;
-        }
+    rec.dispatch_repeated(
+        &[(&bfs, &refs, n as u64), (&advance, &refs, 1)],
+        FIRST_ROUNDS,
+    )?;
+    // Volumes whose labels fit a pooled readback buffer: gather and the
+    // labels in this submission too, so that when the first rounds resolve
+    // every piece, one round trip serves the whole call (k-means included).
+    let whole = n <= ONE_READBACK_MAX_PIXELS;
+    if whole {
+        gather_into(&mut rec)?;
+    }
+    let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
+    if let Some((changed, count)) = flags {
+        parts.push((changed, 0, flag_bytes(count)));
+    }
+    parts.push((&state, tail_at, 16));
+    if whole {
+        parts.push((&parent, 0, 4 * n as u64));
+    }
+    let sizes: Vec<u64> = parts.iter().map(|p| p.2).collect();
+    let pending = rec.submit_with_readback_parts(&parts, None);
+    let (iterations, mut tail, labels) = gpu
+        .finish_with(pending, |bytes| {
+            let mut parts = split_parts(bytes, &sizes)?.into_iter();
+            let mut next = || {
+                parts
+                    .next()
+                    .ok_or_else(|| Error::Device("a readback part is missing".into()))
+            };
+            let iterations = match flags {
+                Some((_, count)) => {
+                    let words: Vec<u32> = bytemuck::pod_collect_to_vec(next()?);
+                    batch_iterations(&words, count)?.0
+                }
+                None => 0,
+            };
+            let tail: Vec<u32> = bytemuck::pod_collect_to_vec(next()?);
+            let labels = match tail.first() {
+                Some(0) if whole => Some(vec_from_bytes::<i32>(next()?)),
+                _ => None,
+            };
+            Ok((iterations, tail, labels))
+        })
+        .await?;
+    let mut round = 1 + FIRST_ROUNDS;
+    let mut gathered = whole;
+    while tail.first() != Some(&0) {
         if round > 1 << 20 {
             return Err(Error::Device(
                 "the connectivity step did not converge".into(),
             ));
         }
-        rec = gpu.recorder();
-        batch = ROUNDS_PER_BATCH;
+        let mut rec = gpu.recorder();
+        rec.dispatch_repeated(
+            &[(&bfs, &refs, n as u64), (&advance, &refs, 1)],
+            ROUNDS_PER_BATCH,
+        )?;
+        round += ROUNDS_PER_BATCH;
+        gather_into(&mut rec)?;
+        tail = bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, tail_at, 16).await?);
+        gathered = true;
+    }
+    if !gathered {
+        let mut rec = gpu.recorder();
+        gather_into(&mut rec)?;
+        tail = bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, tail_at, 16).await?);
     }
     gpu.host_done("slic connectivity: pieces and searches", clock);
-    let clock = gpu.host_clock();
-    let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
-    let mut rec = gpu.recorder();
-    rec.dispatch(&gather, &refs, n as u64)?;
-    rec.copy(&blocks, 4 * n_blocks as u64, &state, 4 * (n as u64 + 6), 4);
-    let tail: Vec<u32> =
-        bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, 4 * (n as u64 + 4), 12).await?);
-    gpu.host_done("slic connectivity: gather", clock);
-    let clock = gpu.host_clock();
-    let labels: Vec<i32> = gpu.read_vec(&parent, n).await?;
-    gpu.host_done("slic connectivity: labels to the host", clock);
-    let top = i64::from(tail[0]) - 1;
-    let kept = i64::from(tail[2]);
+    let labels = match labels {
+        Some(labels) => labels,
+        None => {
+            let clock = gpu.host_clock();
+            let labels = gpu.read_vec(&parent, n).await?;
+            gpu.host_done("slic connectivity: labels to the host", clock);
+            labels
+        }
+    };
+    let (Some(&top), Some(&kept)) = (tail.get(1), tail.get(3)) else {
+        return Err(Error::Device(
+            "the connectivity counts came back short".into(),
+        ));
+    };
+    let top = i64::from(top) - 1;
+    let kept = i64::from(kept);
     // Kept piece j has label start + j; small pieces take one of those
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
-    Ok((labels, count as usize))
+    Ok((labels, count as usize, iterations))
 }
+
+/// Volumes of up to this many pixels read their labels back with the
+/// k-means flags and the connectivity counts (a 64 MB readback buffer).
+const ONE_READBACK_MAX_PIXELS: usize = 1 << 24;
 
 #[cfg(test)]
 mod tests {
