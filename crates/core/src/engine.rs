@@ -851,10 +851,24 @@ impl Gpu {
         offset: u64,
         count: usize,
     ) -> Result<Vec<T>> {
-        let mut out: Vec<T> = Vec::with_capacity(count);
-        let bytes = std::mem::size_of::<T>() * count;
+        let out: Vec<T> = Vec::with_capacity(count);
+        crate::stream::advise_huge_pages(out.as_ptr() as usize, std::mem::size_of::<T>() * count);
+        self.read_vec_into(buffer, offset, out, count).await
+    }
+
+    /// [`Gpu::read_vec_at`] into `out`'s capacity (its values dropped
+    /// first; capacity added where it lacks room for `count`).
+    pub(crate) async fn read_vec_into<T: bytemuck::Pod>(
+        &self,
+        buffer: &wgpu::Buffer,
+        offset: u64,
+        mut out: Vec<T>,
+        count: usize,
+    ) -> Result<Vec<T>> {
+        out.clear();
+        out.reserve_exact(count);
         let spare = &mut out.spare_capacity_mut()[..count];
-        crate::stream::advise_huge_pages(spare.as_mut_ptr() as usize, bytes);
+        let bytes = std::mem::size_of_val(spare);
         // SAFETY: the same memory as bytes; a `MaybeUninit<u8>` slice may
         // hold anything.
         let dst: &mut [std::mem::MaybeUninit<u8>] =
@@ -1316,14 +1330,15 @@ pub(crate) fn split_parts<'a>(bytes: &'a [u8], sizes: &[u64]) -> Result<Vec<&'a 
     Ok(parts)
 }
 
-/// A vector of the values in `bytes` (its length a multiple of T's size),
-/// copied on several threads into memory not zeroed first.
-pub(crate) fn vec_from_bytes<T: bytemuck::Pod>(bytes: &[u8]) -> Vec<T> {
+/// The values in `bytes` (its length a multiple of T's size) in `out`'s
+/// capacity (its values dropped first; capacity added where it lacks
+/// room), copied on several threads into memory not zeroed first.
+pub(crate) fn vec_from_bytes<T: bytemuck::Pod>(mut out: Vec<T>, bytes: &[u8]) -> Vec<T> {
     let count = bytes.len() / std::mem::size_of::<T>();
-    let mut out: Vec<T> = Vec::with_capacity(count);
+    out.clear();
+    out.reserve_exact(count);
     let spare = &mut out.spare_capacity_mut()[..count];
     let len = std::mem::size_of_val(spare);
-    crate::stream::advise_huge_pages(spare.as_mut_ptr() as usize, len);
     // SAFETY: the same memory as bytes; a `MaybeUninit<u8>` slice may hold
     // anything.
     let dst: &mut [std::mem::MaybeUninit<u8>] =

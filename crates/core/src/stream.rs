@@ -141,6 +141,92 @@ pub(crate) fn advise_huge_pages(begin: usize, len: usize) {
     let _ = (start, end);
 }
 
+/// An empty vector with room for `count` values whose pages are faulted in
+/// on another thread ([`Populating`]) while the GPU works, so that results
+/// are later copied into memory already mapped.
+pub(crate) struct Prefaulted<T> {
+    // Declared first, so dropped (joined) before the vector is freed.
+    populating: Populating,
+    vec: Vec<T>,
+}
+
+impl<T> Prefaulted<T> {
+    pub(crate) fn new(count: usize) -> Self {
+        let vec: Vec<T> = Vec::with_capacity(count);
+        let (begin, len) = (vec.as_ptr() as usize, std::mem::size_of::<T>() * count);
+        advise_huge_pages(begin, len);
+        Prefaulted {
+            populating: Populating::start(begin, len),
+            vec,
+        }
+    }
+
+    /// The vector (empty, with its capacity) once its pages are in.
+    pub(crate) fn take(self) -> Vec<T> {
+        let Prefaulted { populating, vec } = self;
+        drop(populating);
+        vec
+    }
+}
+
+/// A thread faulting in the whole pages of a range of memory (Linux:
+/// MADV_POPULATE_WRITE, 8 MiB and more; elsewhere nothing): the first touch
+/// of fresh pages costs more than copying results into them (see
+/// [`zeroed_output`]), and this moves that cost to a time the host would
+/// wait for the GPU anyway (SLIC's k-means). Not for the stack streams,
+/// whose host threads never wait: faulting in a 1 GiB output beside them
+/// made median-stack three times slower (H200). Dropping it waits for the
+/// thread: keep it no longer than the memory. GPUSCOPE_NO_PREFAULT=1 turns
+/// it off.
+pub(crate) struct Populating(Option<std::thread::JoinHandle<()>>);
+
+impl Populating {
+    pub(crate) fn start(begin: usize, len: usize) -> Self {
+        if len < 8 << 20 || std::env::var_os("GPUSCOPE_NO_PREFAULT").is_some() {
+            return Populating(None);
+        }
+        let start = begin.next_multiple_of(4096);
+        let end = (begin + len) / 4096 * 4096;
+        #[cfg(target_os = "linux")]
+        return Populating(
+            std::thread::Builder::new()
+                .spawn(move || {
+                    // In steps: each call holds the process's memory map
+                    // lock, which mapping the GPU's buffers needs too.
+                    for at in (start..end).step_by(POPULATE_STEP) {
+                        let len = POPULATE_STEP.min(end - at);
+                        // SAFETY: the pages lie in memory that outlives
+                        // this thread (its owner keeps the Populating no
+                        // longer); populating maps them writable without
+                        // changing a byte, so it may run while other
+                        // threads write there.
+                        unsafe {
+                            libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
+                        }
+                    }
+                })
+                .ok(),
+        );
+        #[cfg(not(target_os = "linux"))]
+        {
+            let _ = (start, end);
+            Populating(None)
+        }
+    }
+}
+
+/// Bytes faulted in per call of [`Populating`]'s thread.
+#[cfg(target_os = "linux")]
+const POPULATE_STEP: usize = 4 << 20;
+
+impl Drop for Populating {
+    fn drop(&mut self) {
+        if let Some(worker) = self.0.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
 /// `dst.copy_from_slice(src)`, split over threads for large copies: one
 /// core's memcpy is slower than the bus.
 pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
@@ -559,4 +645,29 @@ pub(crate) async fn time_resident<T: Pod>(
     gpu.recycle(src);
     gpu.recycle(dst);
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Faulting pages in changes no byte, even while another thread fills
+    /// them, and the vector comes back empty with its capacity.
+    #[test]
+    fn prefaulting_keeps_what_is_written_meanwhile() {
+        let count = 5 << 20; // 20 MiB of u32: a populating thread runs
+        let mut data: Vec<u32> = zeroed_output(count);
+        let populating = Populating::start(data.as_ptr() as usize, 4 * count);
+        for (i, v) in data.iter_mut().enumerate().rev() {
+            *v = i as u32;
+        }
+        drop(populating);
+        assert!(data.iter().enumerate().all(|(i, &v)| v == i as u32));
+
+        let room = Prefaulted::<u32>::new(count).take();
+        assert!(room.is_empty() && room.capacity() >= count);
+        let src: Vec<u8> = (0..4 * count).map(|i| (i % 251) as u8).collect();
+        let out: Vec<u32> = crate::engine::vec_from_bytes(room, &src);
+        assert_eq!(bytemuck::cast_slice::<u32, u8>(&out), &src[..]);
+    }
 }

@@ -38,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::filters::{Boundary, Filter, Mode, Output};
 use crate::keys::Samples;
 use crate::shaders;
+use crate::stream::Prefaulted;
 
 /// A pixel no centre reached (masked, or outside every window).
 pub(crate) const NONE: u32 = u32::MAX;
@@ -1277,6 +1278,12 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     // point (the same labels give the same centres), so the result is
     // skimage's early stop. The rescaling and the first batch share a
     // submission; the NaN/inf flags come back with its change flags.
+    // The connectivity step on the GPU when one slab holds the volume and
+    // its search queue (8 bytes per pixel) fits a binding; otherwise on
+    // the host from the k-means labels (the CPU twin's code). The labels'
+    // host memory is faulted in meanwhile.
+    let gpu_connect = prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size();
+    let labels_out = Prefaulted::new(if gpu_connect { n } else { 0 });
     let per_submit = if n <= BATCHED_ITERATIONS_MAX_PIXELS {
         ITERATIONS_PER_SUBMIT
     } else {
@@ -1304,10 +1311,6 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             steps.push((&colour_max, refs, row_threads(s, 1)));
         }
     }
-    // The connectivity step on the GPU when one slab holds the volume and
-    // its search queue (8 bytes per pixel) fits a binding; otherwise on
-    // the host from the k-means labels (the CPU twin's code).
-    let gpu_connect = prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size();
     // The host waits for a batch's change flags only once the next batch
     // is submitted, so the GPU runs the batches back to back; a batch past
     // the early stop repeats its fixed point (at most one batch of wasted
@@ -1363,7 +1366,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             .filter(|_| !stopped)
             .map(|(rec, count)| (rec, &changed, count));
         let (labels, n_segments, tail_iterations) =
-            connect(gpu, prep, &slabs[0].labels, &mut bufs, tail).await?;
+            connect(gpu, prep, &slabs[0].labels, &mut bufs, tail, labels_out).await?;
         gpu.host_done("slic connectivity", clock);
         return Ok(Segments {
             labels,
@@ -1449,13 +1452,16 @@ const FIRST_ROUNDS: u32 = 2 * ROUNDS;
 /// number of distinct values and the iterations of the k-means batch
 /// `kmeans` (a recording left open, the change-flag buffer and its
 /// iterations), whose flags come back with this step's first readback.
+/// The labels go into `labels_out`.
 async fn connect<'g>(
     gpu: &'g Gpu,
     prep: &Prepared,
     labels: &wgpu::Buffer,
     bufs: &mut Buffers<'_>,
     kmeans: Option<(Recorder<'g>, &wgpu::Buffer, usize)>,
+    labels_out: Prefaulted<i32>,
 ) -> Result<(Vec<i32>, usize, usize)> {
+    let mut labels_out = Some(labels_out);
     let n = prep.n();
     let n_blocks = n.div_ceil(BLOCK);
     let clock = gpu.host_clock();
@@ -1557,7 +1563,10 @@ async fn connect<'g>(
             };
             let tail: Vec<u32> = bytemuck::pod_collect_to_vec(next()?);
             let labels = match tail.first() {
-                Some(0) if whole => Some(vec_from_bytes::<i32>(next()?)),
+                Some(0) if whole => {
+                    let room = labels_out.take().map_or_else(Vec::new, Prefaulted::take);
+                    Some(vec_from_bytes(room, next()?))
+                }
                 _ => None,
             };
             Ok((iterations, tail, labels))
@@ -1591,7 +1600,8 @@ async fn connect<'g>(
         Some(labels) => labels,
         None => {
             let clock = gpu.host_clock();
-            let labels = gpu.read_vec(&parent, n).await?;
+            let room = labels_out.take().map_or_else(Vec::new, Prefaulted::take);
+            let labels = gpu.read_vec_into(&parent, 0, room, n).await?;
             gpu.host_done("slic connectivity: labels to the host", clock);
             labels
         }
