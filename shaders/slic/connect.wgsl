@@ -157,15 +157,29 @@ fn flatten(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&parent[i], find(i));
 }
 
+var<workgroup> run_roots: array<u32, 256>;
+
 @compute @workgroup_size(256)
 fn measure(@builtin(global_invocation_id) gid: vec3<u32>,
+           @builtin(local_invocation_index) li: u32,
            @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let i = thread_index(gid, groups);
-    if (i >= p.n || labels[i] == NONE) {
+    var root = NONE;
+    if (i < p.n && labels[i] != NONE) {
+        root = atomicLoad(&parent[i]);
+    }
+    run_roots[li] = root;
+    workgroupBarrier();
+    // One atomic per run of pixels of the same piece in the workgroup.
+    if (root == NONE || (li > 0u && run_roots[li - 1u] == root)) {
         return;
     }
-    atomicAdd(&size[atomicLoad(&parent[i])], 1u);
+    var end = li + 1u;
+    while (end < 256u && run_roots[end] == root) {
+        end++;
+    }
+    atomicAdd(&size[root], end - li);
 }
 
 fn is_root(i: u32) -> bool {
@@ -465,22 +479,39 @@ fn advance() {
     atomicAdd(&state[p.n + 5u], 1u);
 }
 
+var<workgroup> tops: array<u32, 256>;
+
+// The largest label + 1 comes from one atomic per workgroup, not per pixel
+// (those all hit one word).
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(local_invocation_index) li: u32,
           @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let i = thread_index(gid, groups);
     // Only once the last round was blocked nowhere (counter 3), so the host
     // can record gather after a batch of rounds before it sees that count.
-    if (i >= p.n || atomicLoad(&state[p.n + 3u]) != 0u) {
-        return;
+    let resolved = atomicLoad(&state[p.n + 3u]) == 0u;
+    var top = 0u;
+    if (i < p.n && resolved) {
+        if (labels[i] == NONE) {
+            atomicStore(&parent[i], bitcast<u32>(p.start_label - 1));
+        } else {
+            let l = piece_label[atomicLoad(&parent[i])];
+            atomicStore(&parent[i], l);
+            // Labels are >= 0 here.
+            top = l + 1u;
+        }
     }
-    if (labels[i] == NONE) {
-        atomicStore(&parent[i], bitcast<u32>(p.start_label - 1));
-    } else {
-        let l = piece_label[atomicLoad(&parent[i])];
-        atomicStore(&parent[i], l);
-        // The largest label + 1 (labels are >= 0 here), for the count.
-        atomicMax(&state[p.n + 4u], l + 1u);
+    tops[li] = top;
+    workgroupBarrier();
+    for (var half = 128u; half > 0u; half >>= 1u) {
+        if (li < half) {
+            tops[li] = max(tops[li], tops[li + half]);
+        }
+        workgroupBarrier();
+    }
+    if (li == 0u && tops[0] > 0u) {
+        atomicMax(&state[p.n + 4u], tops[0]);
     }
 }

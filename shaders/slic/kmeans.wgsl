@@ -150,24 +150,45 @@ fn colour_distances(i0: u32, base: u32) -> vec4<f32> {
     return d;
 }
 
+var<workgroup> low_keys: array<u32, 256>;
+var<workgroup> high_keys: array<u32, 256>;
+
 // Raw float32 input: its minimum and maximum as order-preserving keys, and
 // flags for NaN and inf (tested on the bits: compilers may assume no NaN).
+// Each workgroup reduces its keys first: an atomic on the same two words
+// from every pixel serialised the pass (1.27 ms for 27 M pixels, H200).
 @compute @workgroup_size(256)
 fn minmax(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(local_invocation_index) li: u32,
           @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     let i = thread_index(gid, groups);
-    if (i >= p.n) {
-        return;
+    var low = 0xffffffffu;
+    var high = 0u;
+    if (i < p.n) {
+        let b = bitcast<u32>(features[i]);
+        if ((b & 0x7f800000u) == 0x7f800000u) {
+            atomicOr(&changed[3], select(2u, 1u, (b & 0x007fffffu) != 0u));
+        } else {
+            let key = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
+            low = key;
+            high = key;
+        }
     }
-    let b = bitcast<u32>(features[i]);
-    if ((b & 0x7f800000u) == 0x7f800000u) {
-        atomicOr(&changed[3], select(2u, 1u, (b & 0x007fffffu) != 0u));
-        return;
+    low_keys[li] = low;
+    high_keys[li] = high;
+    workgroupBarrier();
+    for (var half = 128u; half > 0u; half >>= 1u) {
+        if (li < half) {
+            low_keys[li] = min(low_keys[li], low_keys[li + half]);
+            high_keys[li] = max(high_keys[li], high_keys[li + half]);
+        }
+        workgroupBarrier();
     }
-    let key = select(b | 0x80000000u, ~b, (b & 0x80000000u) != 0u);
-    atomicMin(&changed[1], key);
-    atomicMax(&changed[2], key);
+    if (li == 0u && low_keys[0] <= high_keys[0]) {
+        atomicMin(&changed[1], low_keys[0]);
+        atomicMax(&changed[2], high_keys[0]);
+    }
 }
 
 // The float32 value of an order-preserving key (minmax).
