@@ -146,39 +146,43 @@ impl Prepared {
     pub fn n_centres(&self) -> usize {
         self.grid.iter().map(|a| a.count).product()
     }
-    /// Initial centres: seed positions, features zero (as skimage).
+    /// Initial centres: seed positions, features zero (as skimage), as
+    /// (z, y, x, alive, features) per centre.
     pub fn seeds(&self) -> Vec<f32> {
         let stride = 4 + self.nc;
         let mut c = vec![0f32; self.n_centres() * stride];
+        self.each_seed(|k, zyx, alive| {
+            c[k * stride..k * stride + 3].copy_from_slice(&zyx);
+            c[k * stride + 3] = if alive { 1.0 } else { 0.0 };
+        });
+        c
+    }
+
+    /// Calls `f(k, [z, y, x], alive)` for each seed, in index order: alive
+    /// unless outside the mask. A dead centre's z is DEAD_Z, which no
+    /// window holds (the GPU's `assign` tests the z window instead of
+    /// loading a flag).
+    fn each_seed(&self, mut f: impl FnMut(usize, [f32; 3], bool)) {
         let g = &self.grid;
         let mut k = 0;
         for iz in 0..g[0].count {
+            let z = g[0].start + iz * g[0].step;
             for iy in 0..g[1].count {
+                let y = g[1].start + iy * g[1].step;
                 for ix in 0..g[2].count {
-                    let o = k * stride;
-                    c[o] = (g[0].start + iz * g[0].step) as f32;
-                    c[o + 1] = (g[1].start + iy * g[1].step) as f32;
-                    c[o + 2] = (g[2].start + ix * g[2].step) as f32;
-                    let i = ((g[0].start + iz * g[0].step) * self.dims[1]
-                        + g[1].start
-                        + iy * g[1].step)
-                        * self.dims[2]
-                        + g[2].start
-                        + ix * g[2].step;
-                    // Alive unless outside the mask. A dead centre's z is
-                    // DEAD_Z, which no window holds: the GPU's `assign`
-                    // tests the z window instead of loading the flag.
-                    if self.mask.as_ref().is_none_or(|m| m[i]) {
-                        c[o + 3] = 1.0;
-                    } else {
-                        c[o] = DEAD_Z;
-                    }
+                    let x = g[2].start + ix * g[2].step;
+                    let alive = self
+                        .mask
+                        .as_ref()
+                        .is_none_or(|m| m[(z * self.dims[1] + y) * self.dims[2] + x]);
+                    let zf = if alive { z as f32 } else { DEAD_Z };
+                    f(k, [zf, y as f32, x as f32], alive);
                     k += 1;
                 }
             }
         }
-        c
     }
+
     pub fn scale(&self) -> f32 {
         2f32.powi(self.shift)
     }
@@ -794,11 +798,13 @@ pub(crate) fn prepare(
         min_size: 0,
         out_shape: spatial,
     };
-    let alive = prep
-        .seeds()
-        .chunks_exact(4 + nc)
-        .filter(|c| c[3] > 0.0)
-        .count();
+    let alive = if prep.mask.is_none() {
+        prep.n_centres()
+    } else {
+        let mut alive = 0;
+        prep.each_seed(|_, _, a| alive += usize::from(a));
+        alive
+    };
     let segment_size = in_mask as f64 / alive.max(1) as f64;
     prep.min_size = (p.min_size_factor * segment_size) as usize;
     Ok(prep)
@@ -1392,13 +1398,9 @@ fn gpu_stride(nc: usize) -> usize {
 
 /// The seeds in the GPU's layout ([`gpu_stride`]).
 fn gpu_centres(prep: &Prepared) -> Vec<f32> {
-    let (from, to) = (4 + prep.nc, gpu_stride(prep.nc));
-    let seeds = prep.seeds();
-    let mut out = vec![0f32; prep.n_centres() * to];
-    for (c, o) in seeds.chunks_exact(from).zip(out.chunks_exact_mut(to)) {
-        o[..3].copy_from_slice(&c[..3]);
-        o[3..3 + prep.nc].copy_from_slice(&c[4..]);
-    }
+    let stride = gpu_stride(prep.nc);
+    let mut out = vec![0f32; prep.n_centres() * stride];
+    prep.each_seed(|k, zyx, _| out[k * stride..k * stride + 3].copy_from_slice(&zyx));
     out
 }
 
