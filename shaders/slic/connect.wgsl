@@ -43,11 +43,15 @@ const BLOCK: u32 = 1024u;
 // counters of blocked searches (round t counts into (t - 1) % 4 and clears
 // t % 4 for the next round, so each holds one round's count), the largest
 // label + 1, the number of the next round (bfs_round reads it, `advance`
-// counts it up: the rounds of a batch share one uniform and bind group) and
-// the number of kept pieces (copied there for one readback).
+// counts it up: the rounds of a batch share one uniform and bind group),
+// the number of kept pieces (copied there for one readback), a spare word,
+// then the waiting roots' bits (WAITING_OFFSET).
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
+// state[n + WAITING_OFFSET + w], bit b: pixel 32 w + b is a small piece's root not
+// resolved yet (rounds look at these words, not at every pixel).
+const WAITING_OFFSET: u32 = 8u;
 // Per pixel: (stamp of the visit, next pixel in the search queue); at a
 // small piece's root, after find_candidates: (last, previous) candidate.
 @group(0) @binding(7) var<storage, read_write> queue: array<u32>;
@@ -81,6 +85,9 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     atomicStore(&size[i], 0u);
     atomicStore(&state[i], 0u);
     queue[2u * i] = 0u;
+    if (i % 32u == 0u) {
+        atomicStore(&state[p.n + WAITING_OFFSET + i / 32u], 0u);
+    }
     if (i == 0u) {
         atomicStore(&state[p.n + 4u], 0u);
         atomicStore(&state[p.n + 5u], 1u);
@@ -416,6 +423,7 @@ fn find_candidates(@builtin(global_invocation_id) gid: vec3<u32>,
     let s = search(r, CANDIDATES, false);
     queue[2u * r] = s.last;
     queue[2u * r + 1u] = s.previous;
+    atomicOr(&state[p.n + WAITING_OFFSET + r / 32u], 1u << (r % 32u));
 }
 
 fn blocked() {
@@ -433,13 +441,31 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
              @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
     this_round = atomicLoad(&state[p.n + 5u]);
-    let r = thread_index(gid, groups);
-    if (r == 0u) {
+    // One thread per word of waiting roots (32 pixels): rounds cost little
+    // once few pieces wait.
+    let w = thread_index(gid, groups);
+    if (w == 0u) {
         atomicStore(&state[p.n + this_round % 4u], 0u);
     }
-    if (!is_root(r) || atomicLoad(&size[r]) >= p.min_size || atomicLoad(&state[r]) != 0u) {
+    if (w >= (p.n + 31u) / 32u) {
         return;
     }
+    let word = p.n + WAITING_OFFSET + w;
+    var waiting = atomicLoad(&state[word]);
+    var left = waiting;
+    while (left != 0u) {
+        let b = firstTrailingBit(left);
+        left &= left - 1u;
+        if (resolve_piece(32u * w + b)) {
+            waiting &= ~(1u << b);
+        }
+    }
+    atomicStore(&state[word], waiting);
+}
+
+// Small piece r (its root, not resolved yet) in this round: whether it
+// was resolved (else it counts as blocked).
+fn resolve_piece(r: u32) -> bool {
     let current = piece_label[r];
     var adjacent = current;
     var settled = false;
@@ -453,7 +479,7 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
         let l = label_of(candidate);
         if (l == NONE) {
             blocked();
-            return;
+            return false;
         }
         if (l != current) {
             adjacent = l;
@@ -464,12 +490,13 @@ fn bfs_round(@builtin(global_invocation_id) gid: vec3<u32>,
         let s = search(r, this_round, true);
         if (s.blocked) {
             blocked();
-            return;
+            return false;
         }
         adjacent = s.adjacent;
     }
     piece_label[r] = adjacent;
     atomicStore(&state[r], this_round);
+    return true;
 }
 
 // After each round: the next round's number.

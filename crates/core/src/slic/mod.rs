@@ -1470,8 +1470,12 @@ async fn connect<'g>(
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
     // Per root, then 4 blocked-search counters, the largest label + 1, the
-    // next round's number and the number of kept pieces (connect.wgsl).
-    let state = bufs.get(4 * (n as u64 + 7), "slic piece states").await?;
+    // next round's number, the number of kept pieces, a spare word and a
+    // bit per pixel for the small pieces waiting (connect.wgsl).
+    let waiting_words = n.div_ceil(32) as u64;
+    let state = bufs
+        .get(4 * (n as u64 + 8 + waiting_words), "slic piece states")
+        .await?;
     let out = bufs.get(4 * n as u64, "slic piece labels").await?;
     let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
     let queue = bufs.get(8 * n as u64, "slic search queue").await?;
@@ -1528,7 +1532,7 @@ async fn connect<'g>(
     let tail_at = 4 * (n as u64 + u64::from(ROUNDS) - 1);
     rec.dispatch(&clear, &refs, 4)?;
     rec.dispatch_repeated(
-        &[(&bfs, &refs, n as u64), (&advance, &refs, 1)],
+        &[(&bfs, &refs, waiting_words), (&advance, &refs, 1)],
         FIRST_ROUNDS,
     )?;
     // Volumes whose labels fit a pooled readback buffer: gather and the
@@ -1584,7 +1588,7 @@ async fn connect<'g>(
         }
         let mut rec = gpu.recorder();
         rec.dispatch_repeated(
-            &[(&bfs, &refs, n as u64), (&advance, &refs, 1)],
+            &[(&bfs, &refs, waiting_words), (&advance, &refs, 1)],
             ROUNDS_PER_BATCH,
         )?;
         round += ROUNDS_PER_BATCH;
