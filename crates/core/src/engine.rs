@@ -865,15 +865,8 @@ impl Gpu {
         mut out: Vec<T>,
         count: usize,
     ) -> Result<Vec<T>> {
-        out.clear();
-        out.reserve_exact(count);
-        let spare = &mut out.spare_capacity_mut()[..count];
-        let bytes = std::mem::size_of_val(spare);
-        // SAFETY: the same memory as bytes; a `MaybeUninit<u8>` slice may
-        // hold anything.
-        let dst: &mut [std::mem::MaybeUninit<u8>] =
-            unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), bytes) };
-        self.read_into(buffer, offset, dst).await?;
+        self.read_into(buffer, offset, spare_bytes(&mut out, count))
+            .await?;
         // SAFETY: `read_into` returned Ok, so it wrote all `count` values,
         // and any bytes are a valid `T` (Pod).
         unsafe { out.set_len(count) };
@@ -1335,19 +1328,28 @@ pub(crate) fn split_parts<'a>(bytes: &'a [u8], sizes: &[u64]) -> Result<Vec<&'a 
 /// room), copied on several threads into memory not zeroed first.
 pub(crate) fn vec_from_bytes<T: bytemuck::Pod>(mut out: Vec<T>, bytes: &[u8]) -> Vec<T> {
     let count = bytes.len() / std::mem::size_of::<T>();
+    let len = count * std::mem::size_of::<T>();
+    crate::stream::parallel_copy_to_uninit(spare_bytes(&mut out, count), &bytes[..len]);
+    // SAFETY: every byte of the `count` values was written just now, and
+    // any bytes are a valid `T` (Pod).
+    unsafe { out.set_len(count) };
+    out
+}
+
+/// The bytes of the first `count` values of `out`'s spare capacity, to be
+/// written before `set_len(count)` (`out` emptied first, capacity added
+/// where it lacks room).
+fn spare_bytes<T: bytemuck::Pod>(
+    out: &mut Vec<T>,
+    count: usize,
+) -> &mut [std::mem::MaybeUninit<u8>] {
     out.clear();
     out.reserve_exact(count);
     let spare = &mut out.spare_capacity_mut()[..count];
     let len = std::mem::size_of_val(spare);
     // SAFETY: the same memory as bytes; a `MaybeUninit<u8>` slice may hold
     // anything.
-    let dst: &mut [std::mem::MaybeUninit<u8>] =
-        unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) };
-    crate::stream::parallel_copy_to_uninit(dst, &bytes[..len]);
-    // SAFETY: every byte of the `count` values was written just now, and
-    // any bytes are a valid `T` (Pod).
-    unsafe { out.set_len(count) };
-    out
+    unsafe { std::slice::from_raw_parts_mut(spare.as_mut_ptr().cast(), len) }
 }
 
 /// Adds `item` to `pool`; returns the oldest item when the pool then holds

@@ -1278,18 +1278,18 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     }
     gpu.host_done("slic upload", clock);
     let clock = gpu.host_clock();
-    // Several iterations to a submission on small images, where the
-    // round trip costs more than an iteration: one change flag each, and
-    // the iterations after the first without a change repeat its fixed
-    // point (the same labels give the same centres), so the result is
-    // skimage's early stop. The rescaling and the first batch share a
-    // submission; the NaN/inf flags come back with its change flags.
     // The connectivity step on the GPU when one slab holds the volume and
     // its search queue (8 bytes per pixel) fits a binding; otherwise on
     // the host from the k-means labels (the CPU twin's code). The labels'
     // host memory is faulted in meanwhile.
     let gpu_connect = prep.enforce && slabs.len() == 1 && 8 * n as u64 <= gpu.max_binding_size();
     let labels_out = Prefaulted::new(if gpu_connect { n } else { 0 });
+    // Several iterations to a submission on small images, where the
+    // round trip costs more than an iteration: one change flag each, and
+    // the iterations after the first without a change repeat its fixed
+    // point (the same labels give the same centres), so the result is
+    // skimage's early stop. The rescaling and the first batch share a
+    // submission; the NaN/inf flags come back with its change flags.
     let per_submit = if n <= BATCHED_ITERATIONS_MAX_PIXELS {
         ITERATIONS_PER_SUBMIT
     } else {
