@@ -373,6 +373,12 @@ fn plus(s: vec2<u32>, v: i32) -> vec2<u32> {
     return vec2<u32>(lo, s.y + select(0u, 0xffffffffu, v < 0) + select(0u, 1u, lo < u));
 }
 
+// s + v in 64 bits, v unsigned.
+fn plus_u32(s: vec2<u32>, v: u32) -> vec2<u32> {
+    let lo = s.x + v;
+    return vec2<u32>(lo, s.y + select(0u, 1u, lo < v));
+}
+
 var<workgroup> run_labels: array<u32, 256>;
 
 // One thread per run of equal labels within the workgroup adds the run's
@@ -398,16 +404,30 @@ fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
     while (end < 256u && run_labels[end] == k) {
         end++;
     }
-    let last = i + (end - li); // past the run; labels past p.n are NONE
+    let len = end - li;
+    let last = i + len; // past the run; labels past p.n are NONE
     let w = k * words();
-    atomicAdd(&accum[w], end - li);
+    atomicAdd(&accum[w], len);
     var sz = vec2<u32>();
     var sy = vec2<u32>();
     var sx = vec2<u32>();
-    for (var j = i; j < last; j++) {
-        sz = plus(sz, i32(p.z0 + j / (p.nx * p.ny)));
-        sy = plus(sy, i32((j / p.nx) % p.ny));
-        sx = plus(sx, i32(j % p.nx));
+    let x = i % p.nx;
+    if (x + len <= p.nx) {
+        // Within one row (nearly every run): the sums in closed form, not a
+        // loop of three divisions per pixel by one thread of the run (the
+        // pass was bound by those loops). Coordinates are below 2^24, so
+        // len * coordinate < 2^32.
+        let y = (i / p.nx) % p.ny;
+        let z = p.z0 + i / (p.nx * p.ny);
+        sz = plus_u32(sz, len * z);
+        sy = plus_u32(sy, len * y);
+        sx = plus_u32(plus_u32(sx, len * x), len * (len - 1u) / 2u);
+    } else {
+        for (var j = i; j < last; j++) {
+            sz = plus(sz, i32(p.z0 + j / (p.nx * p.ny)));
+            sy = plus(sy, i32((j / p.nx) % p.ny));
+            sx = plus(sx, i32(j % p.nx));
+        }
     }
     add64(w + 1u, sz);
     add64(w + 3u, sy);
