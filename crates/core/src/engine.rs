@@ -1243,7 +1243,8 @@ impl Recorder<'_> {
             passes,
             names,
         } = self;
-        let bytes = parts_len(parts.iter().map(|p| p.2));
+        let starts = part_starts(parts.iter().map(|p| p.2));
+        let bytes = parts.last().map_or(0, |p| starts[parts.len() - 1] + p.2);
         let data = bytes.div_ceil(8) * 8;
         let timed = queries
             .as_ref()
@@ -1251,13 +1252,10 @@ impl Recorder<'_> {
             .map(|q| (q, 2 * passes));
         let size = data + timed.map_or(0, |(_, n)| 8 * u64::from(n));
         let staging = gpu.staging_buffer(size_class(size.max(8)));
-        let mut at = 0;
-        for &(buffer, offset, len) in parts {
-            let len = len.div_ceil(4) * 4;
+        for (&(buffer, offset, len), &at) in parts.iter().zip(&starts) {
             if len > 0 {
-                encoder.copy_buffer_to_buffer(buffer, offset, &staging, at, len);
+                encoder.copy_buffer_to_buffer(buffer, offset, &staging, at, len.div_ceil(4) * 4);
             }
-            at += len;
         }
         let mut timestamps = None;
         if let Some((q, n)) = timed {
@@ -1296,31 +1294,31 @@ impl Recorder<'_> {
 /// Bytes per part of a large read or write (see `Gpu::read_into`, `Gpu::upload`).
 const READ_CHUNK: u64 = 64 << 20;
 
-/// Bytes of parts of these sizes laid one after another, each from a
-/// multiple of 4 ([`Recorder::submit_with_readback_parts`]).
-fn parts_len(sizes: impl Iterator<Item = u64>) -> u64 {
+/// Where parts of these sizes start when laid one after another, each
+/// from a multiple of 4 ([`Recorder::submit_with_readback_parts`]).
+fn part_starts(sizes: impl Iterator<Item = u64>) -> Vec<u64> {
     let mut at = 0;
-    let mut end = 0;
-    for len in sizes {
-        end = at + len;
-        at += len.div_ceil(4) * 4;
-    }
-    end
+    sizes
+        .map(|len| {
+            let start = at;
+            at += len.div_ceil(4) * 4;
+            start
+        })
+        .collect()
 }
 
 /// The parts of these sizes in the bytes read back by
 /// [`Recorder::submit_with_readback_parts`].
 pub(crate) fn split_parts<'a>(bytes: &'a [u8], sizes: &[u64]) -> Result<Vec<&'a [u8]>> {
-    let mut at = 0usize;
-    let mut parts = Vec::with_capacity(sizes.len());
-    for &len in sizes {
-        let part = bytes
-            .get(at..at + len as usize)
-            .ok_or_else(|| Error::Device("a readback was shorter than its parts".into()))?;
-        parts.push(part);
-        at += (len as usize).div_ceil(4) * 4;
-    }
-    Ok(parts)
+    part_starts(sizes.iter().copied())
+        .into_iter()
+        .zip(sizes)
+        .map(|(start, &len)| {
+            bytes
+                .get(start as usize..(start + len) as usize)
+                .ok_or_else(|| Error::Device("a readback was shorter than its parts".into()))
+        })
+        .collect()
 }
 
 /// The values in `bytes` (its length a multiple of T's size) in `out`'s

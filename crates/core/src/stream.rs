@@ -178,10 +178,10 @@ impl<T> Prefaulted<T> {
 /// made median-stack three times slower (H200). Dropping it waits for the
 /// thread: keep it no longer than the memory. GPUSCOPE_NO_PREFAULT=1 turns
 /// it off.
-pub(crate) struct Populating(Option<std::thread::JoinHandle<()>>);
+struct Populating(Option<std::thread::JoinHandle<()>>);
 
 impl Populating {
-    pub(crate) fn start(begin: usize, len: usize) -> Self {
+    fn start(begin: usize, len: usize) -> Self {
         if len < 8 << 20 || std::env::var_os("GPUSCOPE_NO_PREFAULT").is_some() {
             return Populating(None);
         }
