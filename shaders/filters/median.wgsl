@@ -30,8 +30,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> src: array<u32>;
-@group(0) @binding(2) var<storage, read_write> dst: array<u32>;
+// The sample buffers (bindings 1 and 2) and their word access, word_at and
+// word_store, come from median_words.wgsl (arrays of u32) or
+// median_quads.wgsl (arrays of vec4<u32>, for 16-byte loads and stores).
 
 // Key of input element i; NaN is selected as -inf.
 fn fetch(i: u32) -> Key {

@@ -5,20 +5,23 @@ alias Key = u32;
 // Key of f32 -inf (where NaN is selected, as Mantid Imaging does).
 fn neg_inf_key() -> Key { return 0x007fffffu; }
 
-fn key_at(i: u32) -> Key {
-    let w = src[i];
+fn key_of_word(w: u32) -> Key {
     if (p.f32_bits != 0u) {
         return key_of_f32_bits(w);
     }
     return w;
 }
-fn key_store(i: u32, k: Key) {
+fn word_of_key(k: Key) -> u32 {
     if (p.f32_bits != 0u) {
-        dst[i] = f32_bits_of_key(k);
-    } else {
-        dst[i] = k;
+        return f32_bits_of_key(k);
     }
+    return k;
 }
+fn key_at(i: u32) -> Key { return key_of_word(word_at(i)); }
+fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
+
+// Four keys side by side (median_quads.wgsl).
+alias Key4 = vec4<u32>;
 
 // f32 data travels as raw bits (no conversion pass on the host); NaN is key 0.
 fn key_of_f32_bits(b: u32) -> Key {

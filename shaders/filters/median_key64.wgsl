@@ -6,10 +6,10 @@ alias Key = vec2<u32>;
 // Key of f64 -inf (where NaN is selected, as Mantid Imaging does).
 fn neg_inf_key() -> Key { return vec2<u32>(0xffffffffu, 0x000fffffu); }
 
-fn key_at(i: u32) -> Key { return vec2<u32>(src[2u * i], src[2u * i + 1u]); }
+fn key_at(i: u32) -> Key { return vec2<u32>(word_at(2u * i), word_at(2u * i + 1u)); }
 fn key_store(i: u32, k: Key) {
-    dst[2u * i] = k.x;
-    dst[2u * i + 1u] = k.y;
+    word_store(2u * i, k.x);
+    word_store(2u * i + 1u, k.y);
 }
 fn key_param(v: vec2<u32>) -> Key { return v; }
 fn key_is_nan(k: Key) -> bool { return k.x == 0u && k.y == 0u; }

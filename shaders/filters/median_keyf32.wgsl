@@ -7,14 +7,13 @@ alias Key = f32;
 
 fn neg_inf_key() -> Key { return bitcast<f32>(p.neg_inf_bits); }
 
-fn key_at(i: u32) -> Key { return bitcast<f32>(src[i]); }
-fn key_store(i: u32, k: Key) {
-    if (key_is_nan(k)) {
-        dst[i] = 0x7fc00000u;
-    } else {
-        dst[i] = bitcast<u32>(k);
-    }
-}
+fn key_of_word(w: u32) -> Key { return bitcast<f32>(w); }
+fn word_of_key(k: Key) -> u32 { return select(bitcast<u32>(k), 0x7fc00000u, key_is_nan(k)); }
+fn key_at(i: u32) -> Key { return key_of_word(word_at(i)); }
+fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
+
+// Four keys side by side (median_quads.wgsl).
+alias Key4 = vec4<f32>;
 fn key_is_nan(k: Key) -> bool { return (bitcast<u32>(k) & 0x7fffffffu) > 0x7f800000u; }
 fn key_is_inf(k: Key) -> bool { return (bitcast<u32>(k) & 0x7fffffffu) == 0x7f800000u; }
 fn key_min(a: Key, b: Key) -> Key { return min(a, b); }

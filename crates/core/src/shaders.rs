@@ -16,12 +16,14 @@ pub const THRESHOLD: &str = shader!("segment/threshold.wgsl");
 pub const MEDIAN32: &str = shader!(
     "common/boundary.wgsl",
     "filters/median_key32.wgsl",
+    "filters/median_words.wgsl",
     "filters/median.wgsl",
     "filters/median_search.wgsl"
 );
 pub const MEDIAN64: &str = shader!(
     "common/boundary.wgsl",
     "filters/median_key64.wgsl",
+    "filters/median_words.wgsl",
     "filters/median.wgsl",
     "filters/median_search.wgsl"
 );
@@ -29,7 +31,22 @@ pub const MEDIAN64: &str = shader!(
 pub const MEDIAN_F32: &str = shader!(
     "common/boundary.wgsl",
     "filters/median_keyf32.wgsl",
+    "filters/median_words.wgsl",
     "filters/median.wgsl"
+);
+/// The in-plane 3 x 3 median on buffers of vec4 words: 32-bit keys, f32
+/// compared as floats.
+pub const MEDIAN32_QUADS: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/median_key32.wgsl",
+    "filters/median.wgsl",
+    "filters/median_quads.wgsl"
+);
+pub const MEDIAN_F32_QUADS: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/median_keyf32.wgsl",
+    "filters/median.wgsl",
+    "filters/median_quads.wgsl"
 );
 pub const LABEL: &str = shader!("segment/label.wgsl");
 pub const MEASURE: &str = shader!("segment/measure.wgsl");
@@ -48,6 +65,8 @@ pub const ALL: &[(&str, &str)] = &[
     ("filters/median.wgsl (32-bit keys)", MEDIAN32),
     ("filters/median.wgsl (64-bit keys)", MEDIAN64),
     ("filters/median.wgsl (f32 values)", MEDIAN_F32),
+    ("filters/median_quads.wgsl (32-bit keys)", MEDIAN32_QUADS),
+    ("filters/median_quads.wgsl (f32 values)", MEDIAN_F32_QUADS),
     ("segment/label.wgsl", LABEL),
     ("segment/measure.wgsl", MEASURE),
     ("stats/clip.wgsl", CLIP),

@@ -219,13 +219,53 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
 }
 
 #[test]
-fn rows_3x3_outliers_with_nan_and_a_split_along_y() {
-    // The 3x3 rows entry on f32 with NaN and infinities inside and on every
-    // edge: every mode, 2-D and per-slice footprints, the outlier kinds
+fn quads_3x3_equal_the_reference_for_every_dtype_mode_and_outlier_kind() {
+    // Rows of whole quads, 132 = 4 x 33 wide, 61 tall (a partial last group
+    // of 8 rows): the 3x3 quads entry (at least 32 x 8 invocations) for the
+    // 32-bit keys, the rows entry for the 64-bit ones.
+    let shape = [2, 61, 132];
+    let plane = Footprint::size(3, &[1, 3, 3]).unwrap();
+    let square = Footprint::size(2, &[3]).unwrap();
+    for (input, first) in dtypes(2 * 61 * 132, 23).iter().zip(dtypes(61 * 132, 24)) {
+        for mode in MODES {
+            median_both(gpu(), input, &shape, &plane, Boundary { mode, cval: 3.0 });
+        }
+        median_both(gpu(), &first, &[61, 132], &square, Boundary::default());
+        let diff = match input.as_samples() {
+            Samples::U8(_) => 25.0,
+            Samples::U16(_) | Samples::I16(_) => 6553.5,
+            Samples::U32(_) | Samples::I32(_) => 4e8,
+            Samples::F32(_) => 20.0,
+            Samples::F64(_) => 1e-10,
+            _ => 9e17,
+        };
+        for kind in [
+            Outliers::Bright,
+            Outliers::Dark,
+            Outliers::Both,
+            Outliers::Tomopy,
+        ] {
+            let r = OutlierRemoval::new(diff, 3, kind).unwrap();
+            outliers_both(gpu(), &first, &[61, 132], &r);
+        }
+    }
+}
+
+#[test]
+fn rows_and_quads_3x3_outliers_with_nan_and_a_split_along_y() {
+    // The 3x3 entries on f32 with NaN and infinities inside and on every
+    // edge, 136 wide (the quads entry) and 134 (not whole quads: the rows
+    // entry): every mode, 2-D and per-slice footprints, the outlier kinds
     // (NaN centres stay, NaN neighbours count as -inf), and a run split
     // along y by a tiny binding limit.
-    let shape = [2, 61, 136];
-    let n = 2 * 61 * 136;
+    for width in [136, 134] {
+        rows_3x3_outliers_with_nan_and_a_split_along_y(width);
+    }
+}
+
+fn rows_3x3_outliers_with_nan_and_a_split_along_y(width: usize) {
+    let shape = [2, 61, width];
+    let n = 2 * 61 * width;
     let mut w: Vec<f32> = noise(n, 31).iter().map(|&x| (100.0 * x) as f32).collect();
     for i in (0..n).step_by(7) {
         w[i] = f32::NAN;
@@ -243,11 +283,11 @@ fn rows_3x3_outliers_with_nan_and_a_split_along_y() {
         let b = Boundary { mode, cval: 0.5 };
         median_both(gpu(), &input, &shape, &plane, b);
     }
-    let first = SampleVec::F32(w[..61 * 136].to_vec());
+    let first = SampleVec::F32(w[..61 * width].to_vec());
     median_both(
         gpu(),
         &first,
-        &[61, 136],
+        &[61, width],
         &Footprint::size(2, &[3]).unwrap(),
         Boundary::default(),
     );
@@ -258,11 +298,15 @@ fn rows_3x3_outliers_with_nan_and_a_split_along_y() {
         Outliers::Tomopy,
     ] {
         let r = OutlierRemoval::new(20.0, 3, kind).unwrap();
-        outliers_both(gpu(), &first, &[61, 136], &r);
+        outliers_both(gpu(), &first, &[61, width], &r);
     }
-    // 64 KiB bindings hold 128 rows of 128: two boxes along y, 65 rows each.
-    let tall = [3, 130, 128];
-    let v: Vec<f32> = noise(3 * 130 * 128, 32).iter().map(|&x| x as f32).collect();
+    // 64 KiB bindings hold 128 rows of 128 (126 of 130): two boxes along y.
+    let tall_width = if width % 4 == 0 { 128 } else { 130 };
+    let tall = [3, 130, tall_width];
+    let v: Vec<f32> = noise(3 * 130 * tall_width, 32)
+        .iter()
+        .map(|&x| x as f32)
+        .collect();
     for mode in [Mode::Wrap, Mode::Constant, Mode::Reflect] {
         let b = Boundary { mode, cval: -1.0 };
         let s = Samples::F32(&v);

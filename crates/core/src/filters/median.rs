@@ -616,8 +616,14 @@ async fn stream_keys<T: Pod>(
     } else {
         "median_network_grid"
     });
-    // The full in-plane 3x3 runs on its own entry where its grid fits.
+    // The full in-plane 3x3 runs on its own entry where its grid fits: on
+    // vec4 words where the box's rows are whole quads of 32-bit keys.
     let rows_3x3 = network && is_plane_3x3(footprint);
+    let quads_source = match dtype {
+        _ if !rows_3x3 || wide => None,
+        Samples::F32(_) => Some(shaders::MEDIAN_F32_QUADS),
+        _ => Some(shaders::MEDIAN32_QUADS),
+    };
     let first_entry = match grid_entry {
         _ if rows_3x3 => "median_3x3_rows",
         Some(e) => e,
@@ -652,6 +658,17 @@ async fn stream_keys<T: Pod>(
             buffers.push(o);
         }
         let extent = [core[2], core[1], core[0]];
+        let quads = [core[2] / 4, core[1].div_ceil(QUAD_ROWS), core[0]];
+        if let Some(quads_source) = quads_source
+            && core[2] % 4 == 0
+            && c.pad[2] == 0
+            && c.box_shape()[2] == core[2]
+            && rec.grid_fits(quads)
+        {
+            let pipeline = gpu.pipeline(quads_source, "median_3x3_quads")?;
+            rec.dispatch_grid(&pipeline, &buffers, quads)?;
+            return Ok(true);
+        }
         let extent_3x3 = [core[2], core[1].div_ceil(ROWS_3X3), core[0]];
         if rows_3x3 && rec.grid_fits(extent_3x3) {
             let pipeline = gpu.pipeline(&source_text, "median_3x3_rows")?;
@@ -701,6 +718,10 @@ async fn stream_keys<T: Pod>(
 
 /// Outputs per invocation of `median_3x3_rows`, stacked along y.
 const ROWS_3X3: usize = 4;
+
+/// Rows of four outputs per invocation of `median_3x3_quads`
+/// (median_quads.wgsl: QUAD_ROWS).
+const QUAD_ROWS: usize = 8;
 
 /// The full 3 x 3 footprint in the x-y plane (size (3, 3) or (1, 3, 3)),
 /// which `median_3x3_rows` filters from sorted rows shared by neighbouring
