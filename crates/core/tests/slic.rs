@@ -90,6 +90,41 @@ fn gpu_equals_cpu_2d_gray() {
 }
 
 #[test]
+fn accumulate_tiles_with_more_labels_or_channels_than_they_hold() {
+    // accumulate sums each tile's labels in a table of 64 slots with up to
+    // 4 channels: a segment per pixel fills the table (8 x 8 x 4 tiles in
+    // the volume, 16 x 16 in the image), and 6 channels overflow it; both
+    // go to the global sums directly.
+    let shape = [9, 20, 21];
+    let img = blobs(&shape, 41);
+    let p = gray(SlicParams {
+        n_segments: 9 * 20 * 21,
+        enforce_connectivity: false,
+        ..SlicParams::default()
+    });
+    both(Samples::F32(&img), &shape, &p);
+    let plane = [33, 35];
+    both(Samples::F32(&img[..33 * 35]), &plane, &p);
+    let (h, w, channels) = (29, 37, 6);
+    let r = noise(h * w * channels, 42);
+    // The structure only in the channels past the table's 4.
+    let multi: Vec<f32> = (0..h * w * channels)
+        .map(|i| {
+            let step = ((i / channels % w) / 9 + (i / channels / w) / 7) as f32;
+            let structure = if i % channels >= 4 { step } else { 0.0 };
+            structure + 0.3 * r[i] as f32
+        })
+        .collect();
+    let p = SlicParams {
+        n_segments: 25,
+        convert2lab: Some(false),
+        ..SlicParams::default()
+    };
+    let s = both(Samples::F32(&multi), &[h, w, channels], &p);
+    assert!(s.n_segments > 5, "{}", s.n_segments);
+}
+
+#[test]
 fn gpu_equals_cpu_2d_rgb_and_channel_axis() {
     let (h, w) = (40, 52);
     let r = noise(h * w * 3, 7);

@@ -871,6 +871,9 @@ struct KParams {
     inv_scale: f32,
     ratio: f32,
     z0: u32,
+    tile_x: u32,
+    tile_y: u32,
+    tile_z: u32,
 }
 
 #[repr(C)]
@@ -962,14 +965,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         .collect();
     let uniforms: Vec<wgpu::Buffer> = slabs
         .iter()
-        .map(|&(z0, m)| {
-            gpu.uniform(&KParams {
-                z0: z0 as u32,
-                nz: (m / plane) as u32,
-                n: m as u32,
-                ..kp
-            })
-        })
+        .map(|&(z0, m)| gpu.uniform(&slab_params(&kp, z0, m)))
         .collect();
     let bound = |i: usize| -> [wgpu::Buffer; 8] {
         [
@@ -1020,7 +1016,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
             let refs: Vec<&wgpu::Buffer> = b.iter().collect();
             let mut rec = gpu.recorder();
             rec.dispatch(&assign, &refs, m as u64)?;
-            rec.dispatch(&accumulate, &refs, m as u64)?;
+            rec.dispatch(&accumulate, &refs, accumulate_threads(prep.dims, m))?;
             rec.submit().await?;
             let got: Vec<u32> = gpu.read_vec(&labels, m).await?;
             host[z0 * plane..z0 * plane + m].copy_from_slice(&got);
@@ -1127,7 +1123,40 @@ fn kparams(prep: &Prepared) -> KParams {
         inv_scale: 2f32.powi(-prep.shift),
         ratio: prep.ratio,
         z0: 0,
+        tile_x: 0,
+        tile_y: 0,
+        tile_z: 0,
     }
+}
+
+/// `accumulate`'s tile of 256 pixels (x, y, z) in a slab of `planes`
+/// planes: 8 x 8 x 4 in volumes (few centres to a tile), 16 x 16 in
+/// images.
+fn accumulate_tile(planes: usize) -> [usize; 3] {
+    if planes >= 4 { [8, 8, 4] } else { [16, 16, 1] }
+}
+
+/// The slab fields of the k-means parameters: first plane `z0`, `pixels`
+/// pixels.
+fn slab_params(kp: &KParams, z0: usize, pixels: usize) -> KParams {
+    let planes = pixels / (kp.nx as usize * kp.ny as usize);
+    let [tile_x, tile_y, tile_z] = accumulate_tile(planes).map(|v| v as u32);
+    KParams {
+        z0: z0 as u32,
+        nz: planes as u32,
+        n: pixels as u32,
+        tile_x,
+        tile_y,
+        tile_z,
+        ..*kp
+    }
+}
+
+/// Threads of `accumulate` over a slab of `pixels` pixels: 256 per tile.
+fn accumulate_threads(dims: [usize; 3], pixels: usize) -> u64 {
+    let planes = pixels / (dims[1] * dims[2]);
+    let t = accumulate_tile(planes);
+    (dims[2].div_ceil(t[0]) * dims[1].div_ceil(t[1]) * planes.div_ceil(t[2]) * 256) as u64
 }
 /// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
 /// minimum and maximum and rescales it in place).
@@ -1219,14 +1248,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let uniforms = |kp: &KParams| -> Vec<wgpu::Buffer> {
         slabs
             .iter()
-            .map(|s| {
-                gpu.uniform(&KParams {
-                    z0: s.z0 as u32,
-                    nz: (s.n / plane) as u32,
-                    n: s.n as u32,
-                    ..*kp
-                })
-            })
+            .map(|s| gpu.uniform(&slab_params(kp, s.z0, s.n)))
             .collect()
     };
     let bind = |u: &[wgpu::Buffer], i: usize| -> [wgpu::Buffer; 8] {
@@ -1309,7 +1331,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         steps.push((&assign, refs, row_threads(s, ASSIGN_LANES)));
     }
     for (s, refs) in slabs.iter().zip(&slab_refs) {
-        steps.push((&accumulate, refs, row_threads(s, 1)));
+        steps.push((&accumulate, refs, accumulate_threads(prep.dims, s.n)));
     }
     steps.push((&finalize, &slab_refs[0], k as u64));
     if prep.slic_zero {
@@ -1535,13 +1557,13 @@ async fn connect<'g>(
         &[(&bfs, &refs, waiting_words), (&advance, &refs, 1)],
         FIRST_ROUNDS,
     )?;
-    // Volumes whose labels fit a pooled readback buffer: gather and the
-    // labels in this submission too, so that when the first rounds resolve
-    // every piece, one round trip serves the whole call (k-means included).
+    // gather in this submission too (it waits for the rounds to resolve
+    // every piece), and the labels where they fit a pooled readback
+    // buffer: when the first rounds resolve every piece, one round trip
+    // serves the whole call (k-means included), or, for larger volumes,
+    // one before the labels are read.
     let whole = n <= ONE_READBACK_MAX_PIXELS;
-    if whole {
-        gather_into(&mut rec)?;
-    }
+    gather_into(&mut rec)?;
     let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
     if let Some((changed, count)) = flags {
         parts.push((changed, 0, flag_bytes(count)));
@@ -1579,7 +1601,6 @@ async fn connect<'g>(
         })
         .await?;
     let mut round = 1 + FIRST_ROUNDS;
-    let mut gathered = whole;
     while tail.first() != Some(&0) {
         if round > 1 << 20 {
             return Err(Error::Device(
@@ -1592,12 +1613,6 @@ async fn connect<'g>(
             ROUNDS_PER_BATCH,
         )?;
         round += ROUNDS_PER_BATCH;
-        gather_into(&mut rec)?;
-        tail = bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, tail_at, 16).await?);
-        gathered = true;
-    }
-    if !gathered {
-        let mut rec = gpu.recorder();
         gather_into(&mut rec)?;
         tail = bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, tail_at, 16).await?);
     }
