@@ -7,9 +7,10 @@
 // store. The selection is median_3x3_rows' (median.wgsl), lane by lane:
 // each row triple sorted once and shared by the three outputs whose
 // windows hold it, then med3(max of the row minima, med3 of the row
-// medians, min of the row maxima). On an H200 (2048² f32) this took
-// 0.0259-0.0268 ms with 8 rows, 0.0272 with 4 and 0.0296 with 2, against
-// 0.0283-0.0285 ms for median_3x3_rows (a word per access, 4 rows).
+// medians, min of the row maxima). On an H200 (2048² f32) this takes
+// 0.0245-0.0260 ms with 8 rows (4 rows: 0.0250-0.0253, 12: 0.0291-0.0294,
+// 16: 0.0337-0.0354; workgroups of 32 x 4 or 32 x 2: no faster), against
+// 0.0282-0.0284 ms for median_3x3_rows (a word per access, 4 rows).
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
@@ -19,11 +20,13 @@ fn word_store(i: u32, w: u32) { dst[i >> 2u][i & 3u] = w; }
 
 const QUAD_ROWS: u32 = 8u;
 
+// A row of the windows sorted per output column. The outputs' own keys
+// (for finish()) are loaded again when stored: carrying them with the rows
+// took 12 more registers, and the kernel 6-9% longer (H200).
 struct QuadRow {
     lo: Key4,
     mid: Key4,
     hi: Key4,
-    centre: Key4, // the middle keys as stored (NaN kept), for finish()
 }
 
 fn keys_of_words(w: vec4<u32>) -> Key4 {
@@ -42,18 +45,13 @@ fn med3_4(a: Key4, b: Key4, c: Key4) -> Key4 {
 // under the quad from x0, sorted per output column.
 fn quad_row(x0: u32, y: i32, z: u32) -> QuadRow {
     let nx = p.in_shape.x;
-    var centre = Key4(neg_inf_key()); // rows outside the box are never an output's centre
     var keys = Key4(key_param(p.cval));
     var left = keys.x;
     var right = keys.x;
     let my = map_coordinate(y, i32(p.in_shape.y), p.mode);
     if (my >= 0) {
         let i = (z * p.in_shape.y + u32(my)) * nx + x0;
-        let stored = keys_of_words(src[i >> 2u]);
-        keys = selectable4(stored);
-        if (my == y) {
-            centre = stored;
-        }
+        keys = selectable4(keys_of_words(src[i >> 2u]));
         if (x0 > 0u) {
             left = fetch(i - 1u);
         } else {
@@ -70,18 +68,20 @@ fn quad_row(x0: u32, y: i32, z: u32) -> QuadRow {
     let c = Key4(keys.y, keys.z, keys.w, right);
     let lo_ab = min(a, keys);
     let hi_ab = max(a, keys);
-    return QuadRow(min(lo_ab, c), max(lo_ab, min(hi_ab, c)), max(hi_ab, c), centre);
+    return QuadRow(min(lo_ab, c), max(lo_ab, min(hi_ab, c)), max(hi_ab, c));
 }
 
 fn store_quad(o: vec3<u32>, a: QuadRow, b: QuadRow, c: QuadRow) {
     if (o.y >= p.out_shape.y) {
         return;
     }
+    let q = o + p.offset.xyz;
+    let centre = keys_of_words(src[((q.z * p.in_shape.y + q.y) * p.in_shape.x + q.x) >> 2u]);
     let lo = max(max(a.lo, b.lo), c.lo);
     let hi = min(min(a.hi, b.hi), c.hi);
     let m = med3_4(lo, med3_4(a.mid, b.mid, c.mid), hi);
-    let words = vec4<u32>(word_of_key(finish(b.centre.x, m.x)), word_of_key(finish(b.centre.y, m.y)),
-                          word_of_key(finish(b.centre.z, m.z)), word_of_key(finish(b.centre.w, m.w)));
+    let words = vec4<u32>(word_of_key(finish(centre.x, m.x)), word_of_key(finish(centre.y, m.y)),
+                          word_of_key(finish(centre.z, m.z)), word_of_key(finish(centre.w, m.w)));
     dst[((o.z * p.out_shape.y + o.y) * p.out_shape.x + o.x) >> 2u] = words;
 }
 
