@@ -7,9 +7,8 @@
 //   lower index, as skimage's loop over centres gives). The f32 arithmetic
 //   follows skimage's order; the CPU twin (slic/cpu.rs) repeats it.
 // - accumulate: integer sums per centre (count, coordinates, fixed-point
-//   features) in 64-bit two-word atomics, one set per label of a tile of
-//   256 pixels (summed in workgroup memory first): exact, so independent
-//   of order and grouping.
+//   features) in 64-bit two-word atomics, one set per run of equal labels
+//   in a workgroup: exact, so independent of order and grouping.
 // - finalize: one thread per centre turns its sums into the means and
 //   clears them for the next iteration; an empty centre dies (skimage's
 //   NaN centre never wins again).
@@ -48,10 +47,6 @@ struct Params {
     inv_scale: f32,
     ratio: f32,  // 1 / compactness
     z0: u32,
-    // accumulate's tile of 256 pixels (x, y, z; slic/mod.rs: accumulate_tile)
-    tile_x: u32,
-    tile_y: u32,
-    tile_z: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -386,135 +381,63 @@ fn plus_u32(s: vec2<u32>, v: u32) -> vec2<u32> {
 
 var<workgroup> run_labels: array<u32, 256>;
 
-// accumulate's per-tile sums, one slot per label of the tile (a hash table
-// with linear probing): count, the coordinate sums relative to the tile's
-// origin (below 2^32: at most 256 pixels, each under 16 from the origin),
-// and 64-bit feature sums for up to TILE_CHANNELS channels.
-const SLOTS: u32 = 64u;
-const TILE_CHANNELS: u32 = 4u;
-var<workgroup> slot_label: array<atomic<u32>, SLOTS>;
-var<workgroup> slot_count: array<atomic<u32>, SLOTS>;
-var<workgroup> slot_coords: array<atomic<u32>, 192>;            // 3 per slot
-var<workgroup> slot_features: array<atomic<u32>, 512>;          // 2 * TILE_CHANNELS per slot
-
-// The slot of label k in the tile's table, claimed if new; SLOTS when the
-// table is full. A spurious failure of the weak exchange only spends a
-// slot: one label in two slots adds the same sums.
-fn tile_slot(k: u32) -> u32 {
-    var s = (k * 0x9e3779b1u) >> 26u;
-    for (var probe = 0u; probe < SLOTS; probe++) {
-        let r = atomicCompareExchangeWeak(&slot_label[s], NONE, k);
-        if (r.exchanged || r.old_value == k) {
-            return s;
-        }
-        s = (s + 1u) & (SLOTS - 1u);
-    }
-    return SLOTS;
-}
-
-// add64 into the slot sums.
-fn tile_add64(w: u32, v: vec2<u32>) {
-    let old = atomicAdd(&slot_features[w], v.x);
-    var hi = v.y;
-    if (old + v.x < old) {
-        hi += 1u;
-    }
-    if (hi != 0u) {
-        atomicAdd(&slot_features[w + 1u], hi);
-    }
-}
-
-// One workgroup per tile of up to 256 pixels (tile_x by tile_y by
-// tile_z). A thread per run of equal labels along a row of the tile sums
-// the run into its label's slot in workgroup memory; then one thread per
-// slot adds the slot to the label's global sums. A tile holds few centres
-// (8 x 8 x 4 pixels: about 8 at a step of 5), so this takes a few
-// global atomics per centre and tile, where a workgroup over 256 pixels of
-// a row took about five per run of equal labels (kernels at L=300 on an
-// H200: 28.0 -> 26.8 ms). The sums are integers, so any grouping gives
-// the same result.
+// One thread per run of equal labels within the workgroup adds the run's
+// sums: a centre's pixels are mostly neighbours, so far fewer atomics land
+// on the same words than with one set per pixel. The sums are integers,
+// so any grouping gives the same result.
 @compute @workgroup_size(256)
 fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
               @builtin(local_invocation_index) li: u32,
               @builtin(num_workgroups) groups: vec3<u32>) {
     keep();
-    if (li < SLOTS) {
-        atomicStore(&slot_label[li], NONE);
-        atomicStore(&slot_count[li], 0u);
-        for (var j = 0u; j < 3u; j++) {
-            atomicStore(&slot_coords[3u * li + j], 0u);
-        }
-        for (var j = 0u; j < 2u * TILE_CHANNELS; j++) {
-            atomicStore(&slot_features[2u * TILE_CHANNELS * li + j], 0u);
-        }
-    }
-    let tile = thread_index(gid, groups) / 256u;
-    let tiles_x = (p.nx + p.tile_x - 1u) / p.tile_x;
-    let tiles_y = (p.ny + p.tile_y - 1u) / p.tile_y;
-    let origin = vec3<u32>((tile % tiles_x) * p.tile_x,
-                           (tile / tiles_x % tiles_y) * p.tile_y,
-                           tile / (tiles_x * tiles_y) * p.tile_z); // z within the slab
-    let local = vec3<u32>(li % p.tile_x, li / p.tile_x % p.tile_y, li / (p.tile_x * p.tile_y));
-    let q = origin + local;
-    let i = (q.z * p.ny + q.y) * p.nx + q.x;
+    let i = thread_index(gid, groups);
     var k = NONE;
-    if (local.z < p.tile_z && q.x < p.nx && q.y < p.ny && q.z < p.nz) {
+    if (i < p.n) {
         k = labels[i];
     }
     run_labels[li] = k;
     workgroupBarrier();
-    if (k != NONE && (local.x == 0u || run_labels[li - 1u] != k)) {
-        // A run ends at the tile row's end (pixels past the image are NONE).
-        var len = 1u;
-        while (local.x + len < p.tile_x && run_labels[li + len] == k) {
-            len++;
-        }
-        let s = tile_slot(k);
-        let w = k * words();
-        if (s < SLOTS) {
-            atomicAdd(&slot_count[s], len);
-            atomicAdd(&slot_coords[3u * s], len * local.z);
-            atomicAdd(&slot_coords[3u * s + 1u], len * local.y);
-            atomicAdd(&slot_coords[3u * s + 2u], len * local.x + len * (len - 1u) / 2u);
-        } else {
-            // A full table: this run's sums straight to the global ones.
-            // Coordinates are below 2^24, so len * coordinate < 2^32.
-            atomicAdd(&accum[w], len);
-            add64(w + 1u, plus_u32(vec2<u32>(), len * (p.z0 + q.z)));
-            add64(w + 3u, plus_u32(vec2<u32>(), len * q.y));
-            add64(w + 5u, plus_u32(vec2<u32>(), len * q.x + len * (len - 1u) / 2u));
-        }
-        for (var c = 0u; c < p.nc; c++) {
-            var sf = vec2<u32>();
-            for (var j = i; j < i + len; j++) {
-                sf = plus(sf, i32(round(features[j * p.nc + c] * p.scale)));
-            }
-            if (s < SLOTS && c < TILE_CHANNELS) {
-                tile_add64(2u * (TILE_CHANNELS * s + c), sf);
-            } else {
-                add64(w + 7u + 2u * c, sf);
-            }
+    if (k == NONE || (li > 0u && run_labels[li - 1u] == k)) {
+        return;
+    }
+    var end = li + 1u;
+    while (end < 256u && run_labels[end] == k) {
+        end++;
+    }
+    let len = end - li;
+    let last = i + len; // past the run; labels past p.n are NONE
+    let w = k * words();
+    atomicAdd(&accum[w], len);
+    var sz = vec2<u32>();
+    var sy = vec2<u32>();
+    var sx = vec2<u32>();
+    let x = i % p.nx;
+    if (x + len <= p.nx) {
+        // Within one row (nearly every run): the sums in closed form, not a
+        // loop of three divisions per pixel by one thread of the run (the
+        // pass was bound by those loops). Coordinates are below 2^24, so
+        // len * coordinate < 2^32.
+        let y = (i / p.nx) % p.ny;
+        let z = p.z0 + i / (p.nx * p.ny);
+        sz = plus_u32(sz, len * z);
+        sy = plus_u32(sy, len * y);
+        sx = plus_u32(plus_u32(sx, len * x), len * (len - 1u) / 2u);
+    } else {
+        for (var j = i; j < last; j++) {
+            sz = plus(sz, i32(p.z0 + j / (p.nx * p.ny)));
+            sy = plus(sy, i32((j / p.nx) % p.ny));
+            sx = plus(sx, i32(j % p.nx));
         }
     }
-    workgroupBarrier();
-    if (li < SLOTS) {
-        let k = atomicLoad(&slot_label[li]);
-        if (k != NONE) {
-            let w = k * words();
-            let count = atomicLoad(&slot_count[li]);
-            atomicAdd(&accum[w], count);
-            // count * coordinate < 2^32 as above; the relative sums added in 64 bits.
-            let zs = plus_u32(vec2<u32>(atomicLoad(&slot_coords[3u * li]), 0u), count * (p.z0 + origin.z));
-            let ys = plus_u32(vec2<u32>(atomicLoad(&slot_coords[3u * li + 1u]), 0u), count * origin.y);
-            let xs = plus_u32(vec2<u32>(atomicLoad(&slot_coords[3u * li + 2u]), 0u), count * origin.x);
-            add64(w + 1u, zs);
-            add64(w + 3u, ys);
-            add64(w + 5u, xs);
-            for (var c = 0u; c < min(p.nc, TILE_CHANNELS); c++) {
-                let f = 2u * (TILE_CHANNELS * li + c);
-                add64(w + 7u + 2u * c, vec2<u32>(atomicLoad(&slot_features[f]), atomicLoad(&slot_features[f + 1u])));
-            }
+    add64(w + 1u, sz);
+    add64(w + 3u, sy);
+    add64(w + 5u, sx);
+    for (var c = 0u; c < p.nc; c++) {
+        var sf = vec2<u32>();
+        for (var j = i; j < last; j++) {
+            sf = plus(sf, i32(round(features[j * p.nc + c] * p.scale)));
         }
+        add64(w + 7u + 2u * c, sf);
     }
 }
 

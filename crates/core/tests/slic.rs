@@ -90,11 +90,10 @@ fn gpu_equals_cpu_2d_gray() {
 }
 
 #[test]
-fn accumulate_tiles_with_more_labels_or_channels_than_they_hold() {
-    // accumulate sums each tile's labels in a table of 64 slots with up to
-    // 4 channels: a segment per pixel fills the table (8 x 8 x 4 tiles in
-    // the volume, 16 x 16 in the image), and 6 channels overflow it; both
-    // go to the global sums directly.
+fn a_segment_per_pixel_and_six_channels_equal_the_cpu_twin() {
+    // As many segments as pixels, in a volume and in an image (every run
+    // of equal labels that accumulate sums is one pixel long), and six
+    // channels whose structure lies only in the last two.
     let shape = [9, 20, 21];
     let img = blobs(&shape, 41);
     let p = gray(SlicParams {
@@ -107,7 +106,6 @@ fn accumulate_tiles_with_more_labels_or_channels_than_they_hold() {
     both(Samples::F32(&img[..33 * 35]), &plane, &p);
     let (h, w, channels) = (29, 37, 6);
     let r = noise(h * w * channels, 42);
-    // The structure only in the channels past the table's 4.
     let multi: Vec<f32> = (0..h * w * channels)
         .map(|i| {
             let step = ((i / channels % w) / 9 + (i / channels / w) / 7) as f32;

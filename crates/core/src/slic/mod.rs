@@ -871,9 +871,6 @@ struct KParams {
     inv_scale: f32,
     ratio: f32,
     z0: u32,
-    tile_x: u32,
-    tile_y: u32,
-    tile_z: u32,
 }
 
 #[repr(C)]
@@ -1016,7 +1013,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
             let refs: Vec<&wgpu::Buffer> = b.iter().collect();
             let mut rec = gpu.recorder();
             rec.dispatch(&assign, &refs, m as u64)?;
-            rec.dispatch(&accumulate, &refs, accumulate_threads(prep.dims, m))?;
+            rec.dispatch(&accumulate, &refs, m as u64)?;
             rec.submit().await?;
             let got: Vec<u32> = gpu.read_vec(&labels, m).await?;
             host[z0 * plane..z0 * plane + m].copy_from_slice(&got);
@@ -1123,41 +1120,20 @@ fn kparams(prep: &Prepared) -> KParams {
         inv_scale: 2f32.powi(-prep.shift),
         ratio: prep.ratio,
         z0: 0,
-        tile_x: 0,
-        tile_y: 0,
-        tile_z: 0,
     }
-}
-
-/// `accumulate`'s tile of 256 pixels (x, y, z) in a slab of `planes`
-/// planes: 8 x 8 x 4 in volumes (few centres to a tile), 16 x 16 in
-/// images.
-fn accumulate_tile(planes: usize) -> [usize; 3] {
-    if planes >= 4 { [8, 8, 4] } else { [16, 16, 1] }
 }
 
 /// The slab fields of the k-means parameters: first plane `z0`, `pixels`
 /// pixels.
 fn slab_params(kp: &KParams, z0: usize, pixels: usize) -> KParams {
-    let planes = pixels / (kp.nx as usize * kp.ny as usize);
-    let [tile_x, tile_y, tile_z] = accumulate_tile(planes).map(|v| v as u32);
     KParams {
         z0: z0 as u32,
-        nz: planes as u32,
+        nz: (pixels / (kp.nx as usize * kp.ny as usize)) as u32,
         n: pixels as u32,
-        tile_x,
-        tile_y,
-        tile_z,
         ..*kp
     }
 }
 
-/// Threads of `accumulate` over a slab of `pixels` pixels: 256 per tile.
-fn accumulate_threads(dims: [usize; 3], pixels: usize) -> u64 {
-    let planes = pixels / (dims[1] * dims[2]);
-    let t = accumulate_tile(planes);
-    (dims[2].div_ceil(t[0]) * dims[1].div_ceil(t[1]) * planes.div_ceil(t[2]) * 256) as u64
-}
 /// `raw`: the float32 input when `prep.gpu_rescale` (the GPU computes its
 /// minimum and maximum and rescales it in place).
 pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Result<Segments> {
@@ -1331,7 +1307,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         steps.push((&assign, refs, row_threads(s, ASSIGN_LANES)));
     }
     for (s, refs) in slabs.iter().zip(&slab_refs) {
-        steps.push((&accumulate, refs, accumulate_threads(prep.dims, s.n)));
+        steps.push((&accumulate, refs, row_threads(s, 1)));
     }
     steps.push((&finalize, &slab_refs[0], k as u64));
     if prep.slic_zero {
