@@ -301,7 +301,7 @@ fn rows_3x3_outliers_with_nan_and_a_split_along_y(width: usize) {
         outliers_both(gpu(), &first, &[61, width], &r);
     }
     // 64 KiB bindings hold 128 rows of 128 (126 of 130): two boxes along y.
-    let tall_width = if width % 4 == 0 { 128 } else { 130 };
+    let tall_width = if width.is_multiple_of(4) { 128 } else { 130 };
     let tall = [3, 130, tall_width];
     let v: Vec<f32> = noise(3 * 130 * tall_width, 32)
         .iter()

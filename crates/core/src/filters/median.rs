@@ -660,7 +660,7 @@ async fn stream_keys<T: Pod>(
         let extent = [core[2], core[1], core[0]];
         let quads = [core[2] / 4, core[1].div_ceil(QUAD_ROWS), core[0]];
         if let Some(quads_source) = quads_source
-            && core[2] % 4 == 0
+            && core[2].is_multiple_of(4)
             && c.pad[2] == 0
             && c.box_shape()[2] == core[2]
             && rec.grid_fits(quads)
