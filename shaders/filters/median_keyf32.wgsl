@@ -14,6 +14,7 @@ fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
 
 // Four keys side by side (median_quads.wgsl).
 alias Key4 = vec4<f32>;
+
 fn key_is_nan(k: Key) -> bool { return (bitcast<u32>(k) & 0x7fffffffu) > 0x7f800000u; }
 fn key_is_inf(k: Key) -> bool { return (bitcast<u32>(k) & 0x7fffffffu) == 0x7f800000u; }
 fn key_min(a: Key, b: Key) -> Key { return min(a, b); }

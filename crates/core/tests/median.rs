@@ -259,11 +259,11 @@ fn rows_and_quads_3x3_outliers_with_nan_and_a_split_along_y() {
     // (NaN centres stay, NaN neighbours count as -inf), and a run split
     // along y by a tiny binding limit.
     for width in [136, 134] {
-        rows_3x3_outliers_with_nan_and_a_split_along_y(width);
+        nan_outliers_and_a_split_along_y_at_width(width);
     }
 }
 
-fn rows_3x3_outliers_with_nan_and_a_split_along_y(width: usize) {
+fn nan_outliers_and_a_split_along_y_at_width(width: usize) {
     let shape = [2, 61, width];
     let n = 2 * 61 * width;
     let mut w: Vec<f32> = noise(n, 31).iter().map(|&x| (100.0 * x) as f32).collect();

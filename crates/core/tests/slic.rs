@@ -91,9 +91,9 @@ fn gpu_equals_cpu_2d_gray() {
 
 #[test]
 fn a_segment_per_pixel_and_six_channels_equal_the_cpu_twin() {
-    // As many segments as pixels, in a volume and in an image (every run
-    // of equal labels that accumulate sums is one pixel long), and six
-    // channels whose structure lies only in the last two.
+    // As many segments as pixels, in a volume and in an image (runs of
+    // equal labels of a pixel or two for accumulate), and six channels
+    // whose structure lies only in the last two.
     let shape = [9, 20, 21];
     let img = blobs(&shape, 41);
     let p = gray(SlicParams {
