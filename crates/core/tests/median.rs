@@ -231,20 +231,8 @@ fn quads_3x3_equal_the_reference_for_every_dtype_mode_and_outlier_kind() {
             median_both(gpu(), input, &shape, &plane, Boundary { mode, cval: 3.0 });
         }
         median_both(gpu(), &first, &[61, 132], &square, Boundary::default());
-        let diff = match input.as_samples() {
-            Samples::U8(_) => 25.0,
-            Samples::U16(_) | Samples::I16(_) => 6553.5,
-            Samples::U32(_) | Samples::I32(_) => 4e8,
-            Samples::F32(_) => 20.0,
-            Samples::F64(_) => 1e-10,
-            _ => 9e17,
-        };
-        for kind in [
-            Outliers::Bright,
-            Outliers::Dark,
-            Outliers::Both,
-            Outliers::Tomopy,
-        ] {
+        let diff = outlier_diff(input);
+        for kind in OUTLIER_KINDS {
             let r = OutlierRemoval::new(diff, 3, kind).unwrap();
             outliers_both(gpu(), &first, &[61, 132], &r);
         }
@@ -291,12 +279,7 @@ fn nan_outliers_and_a_split_along_y_at_width(width: usize) {
         &Footprint::size(2, &[3]).unwrap(),
         Boundary::default(),
     );
-    for kind in [
-        Outliers::Bright,
-        Outliers::Dark,
-        Outliers::Both,
-        Outliers::Tomopy,
-    ] {
+    for kind in OUTLIER_KINDS {
         let r = OutlierRemoval::new(20.0, 3, kind).unwrap();
         outliers_both(gpu(), &first, &[61, width], &r);
     }
@@ -390,6 +373,26 @@ fn chunked_median_equals_unchunked() {
     }
 }
 
+const OUTLIER_KINDS: [Outliers; 4] = [
+    Outliers::Bright,
+    Outliers::Dark,
+    Outliers::Both,
+    Outliers::Tomopy,
+];
+
+/// An outlier `diff` of about a tenth of `input`'s range (dtypes()): it
+/// catches a fair share.
+fn outlier_diff(input: &SampleVec) -> f64 {
+    match input.as_samples() {
+        Samples::U8(_) => 25.0,
+        Samples::U16(_) | Samples::I16(_) => 6553.5,
+        Samples::U32(_) | Samples::I32(_) => 4e8,
+        Samples::F32(_) => 20.0,
+        Samples::F64(_) => 1e-10,
+        _ => 9e17,
+    }
+}
+
 fn outliers_both(device: &Gpu, input: &SampleVec, shape: &[usize], r: &OutlierRemoval) {
     let s = input.as_samples();
     let g = pollster::block_on(median::remove_outliers(device, s, shape, r)).unwrap();
@@ -404,21 +407,8 @@ fn outliers_equal_reference_for_every_kind_and_dtype() {
     // Large enough for the 3x3 rows entry (32 x 8 invocations of 8 rows).
     let shape = [2, 61, 40];
     for input in dtypes(2 * 61 * 40, 13) {
-        // A diff of about a tenth of the range catches a fair share.
-        let diff = match input.as_samples() {
-            Samples::U8(_) => 25.0,
-            Samples::U16(_) | Samples::I16(_) => 6553.5,
-            Samples::U32(_) | Samples::I32(_) => 4e8,
-            Samples::F32(_) => 20.0,
-            Samples::F64(_) => 1e-10,
-            _ => 9e17,
-        };
-        for kind in [
-            Outliers::Bright,
-            Outliers::Dark,
-            Outliers::Both,
-            Outliers::Tomopy,
-        ] {
+        let diff = outlier_diff(&input);
+        for kind in OUTLIER_KINDS {
             let r = OutlierRemoval::new(diff, 3, kind).unwrap();
             outliers_both(gpu(), &input, &shape, &r);
         }

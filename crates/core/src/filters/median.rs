@@ -662,7 +662,6 @@ async fn stream_keys<T: Pod>(
         if let Some(quads_source) = quads_source
             && core[2].is_multiple_of(4)
             && c.pad[2] == 0
-            && c.box_shape()[2] == core[2]
             && rec.grid_fits(quads)
         {
             let pipeline = gpu.pipeline(quads_source, "median_3x3_quads")?;
