@@ -23,6 +23,19 @@ fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
 // Four keys side by side (median_quads.wgsl).
 alias Key4 = vec4<u32>;
 
+fn selectable4(k: Key4) -> Key4 {
+    return Key4(selectable(k.x), selectable(k.y), selectable(k.z), selectable(k.w));
+}
+
+// The words stored for four outputs: medians m over the centres' stored
+// words (finish() decides).
+fn quad_words(centre: vec4<u32>, m: Key4) -> vec4<u32> {
+    return vec4<u32>(word_of_key(finish(key_of_word(centre.x), m.x)),
+                     word_of_key(finish(key_of_word(centre.y), m.y)),
+                     word_of_key(finish(key_of_word(centre.z), m.z)),
+                     word_of_key(finish(key_of_word(centre.w), m.w)));
+}
+
 // f32 data travels as raw bits (no conversion pass on the host); NaN is key 0.
 fn key_of_f32_bits(b: u32) -> Key {
     if ((b & 0x7fffffffu) > 0x7f800000u) { return 0u; }

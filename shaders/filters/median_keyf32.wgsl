@@ -15,6 +15,25 @@ fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
 // Four keys side by side (median_quads.wgsl).
 alias Key4 = vec4<f32>;
 
+fn selectable4(k: Key4) -> Key4 {
+    return Key4(selectable(k.x), selectable(k.y), selectable(k.z), selectable(k.w));
+}
+
+// The words stored for four outputs: medians m over the centres' stored
+// words. A plain median needs no finish(): m is never NaN (NaN samples
+// and a NaN cval are selected as -inf), and a NaN centre is kept as NaN.
+fn quad_words(centre: vec4<u32>, m: Key4) -> vec4<u32> {
+    if (p.outliers == 0u) {
+        let keep = ((centre & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u))
+            & vec4<bool>(p.nan_aware != 0u);
+        return select(bitcast<vec4<u32>>(m), vec4<u32>(0x7fc00000u), keep);
+    }
+    return vec4<u32>(word_of_key(finish(key_of_word(centre.x), m.x)),
+                     word_of_key(finish(key_of_word(centre.y), m.y)),
+                     word_of_key(finish(key_of_word(centre.z), m.z)),
+                     word_of_key(finish(key_of_word(centre.w), m.w)));
+}
+
 fn key_is_nan(k: Key) -> bool { return (bitcast<u32>(k) & 0x7fffffffu) > 0x7f800000u; }
 fn key_is_inf(k: Key) -> bool { return (bitcast<u32>(k) & 0x7fffffffu) == 0x7f800000u; }
 fn key_min(a: Key, b: Key) -> Key { return min(a, b); }

@@ -8,9 +8,14 @@
 // each row triple sorted once and shared by the three outputs whose
 // windows hold it, then med3(max of the row minima, med3 of the row
 // medians, min of the row maxima). On an H200 (2048² f32) this takes
-// 0.0245-0.0260 ms with 8 rows (4 rows: 0.0250-0.0253, 12: 0.0291-0.0294,
-// 16: 0.0337-0.0354; workgroups of 32 x 4 or 32 x 2: no faster), against
-// 0.0282-0.0284 ms for median_3x3_rows (a word per access, 4 rows).
+// 0.0223-0.0226 ms with 8 rows (4 rows: the same, 6: 0.0235-0.0237; before
+// quad_words, 12 and 16 rows were 15-40% slower; workgroups of 32 x 4 or
+// 32 x 2: no faster), against 0.0282-0.0284 ms for median_3x3_rows (a word
+// per access, 4 rows). Instruction count shows: the plain median's store
+// without finish() (quad_words) took 9% off. Measured and dropped: the
+// keys either side by subgroup shuffles (no faster, with or without halo
+// invocations), loads all issued before the stores (arrays or unrolled
+// rows: 40-80% slower, registers).
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
@@ -33,9 +38,6 @@ fn keys_of_words(w: vec4<u32>) -> Key4 {
     return Key4(key_of_word(w.x), key_of_word(w.y), key_of_word(w.z), key_of_word(w.w));
 }
 
-fn selectable4(k: Key4) -> Key4 {
-    return Key4(selectable(k.x), selectable(k.y), selectable(k.z), selectable(k.w));
-}
 
 fn med3_4(a: Key4, b: Key4, c: Key4) -> Key4 {
     return max(min(a, b), min(max(a, b), c));
@@ -76,13 +78,11 @@ fn store_quad(o: vec3<u32>, a: QuadRow, b: QuadRow, c: QuadRow) {
         return;
     }
     let q = o + p.offset.xyz;
-    let centre = keys_of_words(src[((q.z * p.in_shape.y + q.y) * p.in_shape.x + q.x) >> 2u]);
+    let centre = src[((q.z * p.in_shape.y + q.y) * p.in_shape.x + q.x) >> 2u];
     let lo = max(max(a.lo, b.lo), c.lo);
     let hi = min(min(a.hi, b.hi), c.hi);
     let m = med3_4(lo, med3_4(a.mid, b.mid, c.mid), hi);
-    let words = vec4<u32>(word_of_key(finish(centre.x, m.x)), word_of_key(finish(centre.y, m.y)),
-                          word_of_key(finish(centre.z, m.z)), word_of_key(finish(centre.w, m.w)));
-    dst[((o.z * p.out_shape.y + o.y) * p.out_shape.x + o.x) >> 2u] = words;
+    dst[((o.z * p.out_shape.y + o.y) * p.out_shape.x + o.x) >> 2u] = quad_words(centre, m);
 }
 
 // Grid of (out x / 4, ceil(out y / QUAD_ROWS), out z) invocations.

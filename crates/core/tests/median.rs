@@ -216,6 +216,25 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
         let b = Boundary { mode, cval: 0.5 };
         median_both(gpu(), &SampleVec::F32(w.clone()), &[61, 70], &fp, b);
     }
+    // 136 wide: the quads entry, whose plain median keeps a NaN centre
+    // without finish(); a NaN cval counts as -inf there too.
+    let mut q: Vec<f32> = noise(70 * 136, 6).iter().map(|&x| x as f32).collect();
+    for i in (0..q.len()).step_by(5) {
+        q[i] = f32::NAN;
+    }
+    for i in (2..q.len()).step_by(13) {
+        q[i] = if i % 2 == 0 {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        };
+    }
+    for mode in MODES {
+        for cval in [f64::NAN, 0.5] {
+            let b = Boundary { mode, cval };
+            median_both(gpu(), &SampleVec::F32(q.clone()), &[70, 136], &fp, b);
+        }
+    }
 }
 
 #[test]
