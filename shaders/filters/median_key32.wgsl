@@ -23,10 +23,6 @@ fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
 // Four keys side by side (median_quads.wgsl).
 alias Key4 = vec4<u32>;
 
-fn selectable4(k: Key4) -> Key4 {
-    return Key4(selectable(k.x), selectable(k.y), selectable(k.z), selectable(k.w));
-}
-
 // The words stored for four outputs: medians m over the centres' stored
 // words (finish() decides).
 fn quad_words(centre: vec4<u32>, m: Key4) -> vec4<u32> {

@@ -15,10 +15,6 @@ fn key_store(i: u32, k: Key) { word_store(i, word_of_key(k)); }
 // Four keys side by side (median_quads.wgsl).
 alias Key4 = vec4<f32>;
 
-fn selectable4(k: Key4) -> Key4 {
-    return Key4(selectable(k.x), selectable(k.y), selectable(k.z), selectable(k.w));
-}
-
 // The words stored for four outputs: medians m over the centres' stored
 // words. A plain median needs no finish(): m is never NaN (NaN samples
 // and a NaN cval are selected as -inf), and a NaN centre is kept as NaN.

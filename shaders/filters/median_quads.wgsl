@@ -38,6 +38,9 @@ fn keys_of_words(w: vec4<u32>) -> Key4 {
     return Key4(key_of_word(w.x), key_of_word(w.y), key_of_word(w.z), key_of_word(w.w));
 }
 
+fn selectable4(k: Key4) -> Key4 {
+    return Key4(selectable(k.x), selectable(k.y), selectable(k.z), selectable(k.w));
+}
 
 fn med3_4(a: Key4, b: Key4, c: Key4) -> Key4 {
     return max(min(a, b), min(max(a, b), c));
