@@ -165,6 +165,27 @@ fn three_d_footprints_1d_arrays_and_masks() {
     );
 }
 
+/// NaN at every `nan_step`-th element; from `inf_from`, every `inf_step`-th
+/// element +inf (even index) or -inf (odd).
+fn with_nan_and_inf(
+    mut v: Vec<f32>,
+    nan_step: usize,
+    inf_from: usize,
+    inf_step: usize,
+) -> Vec<f32> {
+    for i in (0..v.len()).step_by(nan_step) {
+        v[i] = f32::NAN;
+    }
+    for i in (inf_from..v.len()).step_by(inf_step) {
+        v[i] = if i % 2 == 0 {
+            f32::INFINITY
+        } else {
+            f32::NEG_INFINITY
+        };
+    }
+    v
+}
+
 #[test]
 fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
     let mut v: Vec<f32> = noise(15 * 15, 9).iter().map(|&x| x as f32).collect();
@@ -201,34 +222,24 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
     );
     // Large enough for the 3x3 rows entry: NaN and infinities in its
     // sorted rows, at the edges and inside.
-    let mut w: Vec<f32> = noise(61 * 70, 5).iter().map(|&x| x as f32).collect();
-    for i in (0..w.len()).step_by(7) {
-        w[i] = f32::NAN;
-    }
-    for i in (3..w.len()).step_by(11) {
-        w[i] = if i % 2 == 0 {
-            f32::INFINITY
-        } else {
-            f32::NEG_INFINITY
-        };
-    }
+    let w = with_nan_and_inf(
+        noise(61 * 70, 5).iter().map(|&x| x as f32).collect(),
+        7,
+        3,
+        11,
+    );
     for mode in MODES {
         let b = Boundary { mode, cval: 0.5 };
         median_both(gpu(), &SampleVec::F32(w.clone()), &[61, 70], &fp, b);
     }
     // 136 wide: the quads entry, whose plain median keeps a NaN centre
     // without finish(); a NaN cval counts as -inf there too.
-    let mut q: Vec<f32> = noise(70 * 136, 6).iter().map(|&x| x as f32).collect();
-    for i in (0..q.len()).step_by(5) {
-        q[i] = f32::NAN;
-    }
-    for i in (2..q.len()).step_by(13) {
-        q[i] = if i % 2 == 0 {
-            f32::INFINITY
-        } else {
-            f32::NEG_INFINITY
-        };
-    }
+    let q = with_nan_and_inf(
+        noise(70 * 136, 6).iter().map(|&x| x as f32).collect(),
+        5,
+        2,
+        13,
+    );
     for mode in MODES {
         for cval in [f64::NAN, 0.5] {
             let b = Boundary { mode, cval };
@@ -273,17 +284,12 @@ fn rows_and_quads_3x3_outliers_with_nan_and_a_split_along_y() {
 fn nan_outliers_and_a_split_along_y_at_width(width: usize) {
     let shape = [2, 61, width];
     let n = 2 * 61 * width;
-    let mut w: Vec<f32> = noise(n, 31).iter().map(|&x| (100.0 * x) as f32).collect();
-    for i in (0..n).step_by(7) {
-        w[i] = f32::NAN;
-    }
-    for i in (3..n).step_by(11) {
-        w[i] = if i % 2 == 0 {
-            f32::INFINITY
-        } else {
-            f32::NEG_INFINITY
-        };
-    }
+    let w = with_nan_and_inf(
+        noise(n, 31).iter().map(|&x| (100.0 * x) as f32).collect(),
+        7,
+        3,
+        11,
+    );
     let input = SampleVec::F32(w.clone());
     let plane = Footprint::size(3, &[1, 3, 3]).unwrap();
     for mode in MODES {
