@@ -65,6 +65,12 @@ const NONE: u32 = 0xffffffffu;
 // the iteration): the iterations of a batch share one uniform and bind group.
 @group(0) @binding(7) var<storage, read_write> changed: array<atomic<u32>>;
 
+// `assign` reads the features and centres through these read-only views
+// of bindings 1 and 2 (the other entry points write them): loads from
+// buffers declared read-only may take the GPU's read-only data path.
+@group(0) @binding(1) var<storage, read> features_in: array<f32>;
+@group(0) @binding(2) var<storage, read> centres_in: array<vec4<f32>>;
+
 // The z of a dead centre: no window holds a pixel with it (c - two < q + 1
 // but never q + 1 <= c + two + 1), so `assign` needs no alive flag load.
 const DEAD_Z: f32 = -3.0e38;
@@ -75,6 +81,16 @@ fn keep() {
     if (p.n == NONE) {
         centres[0] = vec4<f32>(features[0]);
         labels[0] = maskw[0];
+        atomicAdd(&accum[0], 0u);
+        atomicMax(&maxdist[0], 0u);
+        atomicOr(&changed[0], 0u);
+    }
+}
+
+// keep() for `assign`, through the read-only views.
+fn keep_assign() {
+    if (p.n == NONE) {
+        labels[0] = maskw[0] + bitcast<u32>(features_in[0] + centres_in[0].x);
         atomicAdd(&accum[0], 0u);
         atomicMax(&maxdist[0], 0u);
         atomicOr(&changed[0], 0u);
@@ -140,11 +156,12 @@ fn colour_distances(i0: u32, base: u32) -> vec4<f32> {
     let last = p.n - 1u;
     var d = vec4<f32>(0.0);
     for (var c = 0u; c < p.nc; c++) {
-        let f = vec4<f32>(features[min(i0, last) * p.nc + c],
-                          features[min(i0 + 1u, last) * p.nc + c],
-                          features[min(i0 + 2u, last) * p.nc + c],
-                          features[min(i0 + 3u, last) * p.nc + c]);
-        let t = f - vec4<f32>(cget(base + 3u + c));
+        let f = vec4<f32>(features_in[min(i0, last) * p.nc + c],
+                          features_in[min(i0 + 1u, last) * p.nc + c],
+                          features_in[min(i0 + 2u, last) * p.nc + c],
+                          features_in[min(i0 + 3u, last) * p.nc + c]);
+        let j = base + 3u + c;
+        let t = f - vec4<f32>(centres_in[j >> 2u][j & 3u]);
         d += t * t;
     }
     return d;
@@ -241,7 +258,7 @@ const LANES: u32 = 4u;
 @compute @workgroup_size(256)
 fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(num_workgroups) groups: vec3<u32>) {
-    keep();
+    keep_assign();
     let t = thread_index(gid, groups);
     let quads = (p.nx + LANES - 1u) / LANES;
     let row = t / quads;
@@ -267,7 +284,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
             hi[l] = r.y;
             any_lane = true;
             if (p.nc == 1u) {
-                f0[l] = features[i0 + l];
+                f0[l] = features_in[i0 + l];
             }
         }
     }
@@ -290,12 +307,17 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         let grey = p.nc == 1u;
         for (var iz = rz.x; iz <= rz.y; iz++) {
             for (var iy = ry.x; iy <= ry.y; iy++) {
+                let row = (iz * p.count_y + iy) * p.count_x;
+                // The next candidate's load is issued before this one's
+                // tests, so its latency overlaps them.
+                var next = centres_in[((row + rx.x) * st) >> 2u];
                 for (var ix = rx.x; ix <= rx.y; ix++) {
-                    let k = (iz * p.count_y + iy) * p.count_x + ix;
+                    let k = row + ix;
                     let b = k * st;
                     // One load for the coordinates (and a grey centre's
                     // feature); a dead centre fails the first test (DEAD_Z).
-                    let c4 = centres[b >> 2u];
+                    let c4 = next;
+                    next = centres_in[((row + min(ix + 1u, rx.y)) * st) >> 2u];
                     let cz = c4.x;
                     if (!in_window(cz, q1z, two_z)) {
                         continue;
