@@ -297,6 +297,11 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         let rx = vec2<u32>(min(min(lo.x, lo.y), min(lo.z, lo.w)),
                            max(max(hi.x, hi.y), max(hi.z, hi.w)));
         let st = stride();
+        // ix in [lo, hi] as one unsigned comparison, ix - lo <= hi - lo;
+        // an empty lane's (hi < lo) start is NONE, which no ix reaches.
+        let empty = hi < lo;
+        let lo_t = select(lo, vec4<u32>(NONE), empty);
+        let span = select(hi - lo, vec4<u32>(0u), empty);
         let q1z = f32(z + 1u);
         let q1y = f32(y + 1u);
         let q1x = vec4<f32>(xs + vec4<u32>(1u));
@@ -328,7 +333,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     }
                     let cx = c4.z;
                     let inside = (vec4<f32>(cx - two_x) < q1x) & (q1x <= vec4<f32>(cx + two_x + 1.0))
-                        & (vec4<u32>(ix) >= lo) & (vec4<u32>(ix) <= hi);
+                        & (vec4<u32>(ix) - lo_t <= span);
                     if (!any(inside)) {
                         continue;
                     }
