@@ -1348,21 +1348,24 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
                 in_flight.push_back((rec.submit_with_readback_parts(&flags, None), count));
             }
         }
+        // The last batch is left open for the connectivity step: the
+        // batches still in flight are read after it is submitted, not
+        // before (the GPU would idle while the host waits for them and
+        // then records the step). If one of them stopped early, the open
+        // batch repeats its fixed point.
+        if open.is_some() {
+            break;
+        }
         let Some((pending, count)) = in_flight.pop_front() else {
             break;
         };
-        let words: Vec<u32> = gpu
-            .finish_with(pending, |b| Ok(bytemuck::pod_collect_to_vec(b)))
-            .await?;
-        let (done, stop) = batch_iterations(&words, count)?;
+        let (done, stop) = collect_batch(gpu, pending, count).await?;
         iterations += done;
         if stop {
             stopped = true;
             break;
         }
     }
-    // Batches submitted past the early stop: nothing to read.
-    drop(in_flight);
     gpu.host_done("slic k-means", clock);
     if gpu_connect {
         let clock = gpu.host_clock();
@@ -1372,18 +1375,42 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
         let (labels, n_segments, tail_iterations) =
             connect(gpu, prep, &slabs[0].labels, &mut bufs, tail, labels_out).await?;
         gpu.host_done("slic connectivity", clock);
+        // The batches still in flight are done by now (the connectivity
+        // step came back after them); past an early stop they are not read.
+        let mut counted = tail_iterations;
+        if !stopped {
+            for (pending, count) in in_flight {
+                let (done, stop) = collect_batch(gpu, pending, count).await?;
+                iterations += done;
+                if stop {
+                    counted = 0;
+                    break;
+                }
+            }
+        }
         return Ok(Segments {
             labels,
             shape: prep.out_shape.clone(),
             n_segments,
-            iterations: iterations + tail_iterations,
+            iterations: iterations + counted,
         });
     }
+    // Batches submitted past the early stop: nothing to read.
+    drop(in_flight);
     let mut raw: Vec<u32> = Vec::with_capacity(n);
     for s in &slabs {
         raw.extend(gpu.read_vec::<u32>(&s.labels, s.n).await?);
     }
     Ok(host_segments(&raw, prep, iterations))
+}
+
+/// A k-means batch's change flags once it is done: the iterations it
+/// counts and whether it stopped early ([`batch_iterations`]).
+async fn collect_batch(gpu: &Gpu, pending: Pending, count: usize) -> Result<(usize, bool)> {
+    let words: Vec<u32> = gpu
+        .finish_with(pending, |b| Ok(bytemuck::pod_collect_to_vec(b)))
+        .await?;
+    batch_iterations(&words, count)
 }
 
 /// Floats per centre on the GPU (kmeans.wgsl: stride): z, y, x, then the
