@@ -203,6 +203,10 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         // GPU idle long enough for its clocks to drop (above); every
         // workload starts from the same warm GPU.
         hot(0.5)?;
+        // The profile (GPUSCOPE_PROFILE) then holds this workload's timed calls.
+        for g in &gpus {
+            g.reset_profile();
+        }
         let mut kernels = Vec::new();
         let mut walls = Vec::new();
         for _ in 0..args.repeat.max(1) {

@@ -358,8 +358,15 @@ impl Gpu {
         }
     }
 
+    /// Empties the profile (a benchmark's warm-up left out of it).
+    pub fn reset_profile(&self) {
+        if let Some(Ok(mut profile)) = self.profile.as_ref().map(Mutex::lock) {
+            profile.clear();
+        }
+    }
+
     /// GPU time per entry point (name, milliseconds, passes) since the
-    /// context was made, when the environment variable GPUSCOPE_PROFILE is
+    /// context was made or the last [`Gpu::reset_profile`], when the environment variable GPUSCOPE_PROFILE is
     /// set and the adapter has timestamp queries, and the wall time of the
     /// host phases timed with [`Gpu::host_clock`]; slowest first.
     pub fn pass_profile(&self) -> Vec<(String, f64, u64)> {

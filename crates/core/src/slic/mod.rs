@@ -1175,6 +1175,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     let mut flags = vec![0u32; 4 + ITERATIONS_PER_SUBMIT];
     flags[1] = u32::MAX;
     gpu.upload(&changed, bytemuck::cast_slice(&flags));
+    gpu.host_done("slic upload: centres", clock);
     let kp = kparams(prep);
     struct Slab {
         z0: usize,
@@ -1318,16 +1319,16 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     // The host waits for a batch's change flags only once the next batch
     // is submitted, so the GPU runs the batches back to back; a batch past
     // the early stop repeats its fixed point (at most one batch of wasted
-    // work, the same labels). The last batch is left open for the
-    // connectivity step, which reads its flags with its first readback.
+    // work, the same labels). When the connectivity step follows on the
+    // GPU, the host records it while the last batches run and reads their
+    // flags after its readback.
     let mut iterations = 0;
     let mut submitted = 0;
     let mut stopped = false;
     let mut in_flight: VecDeque<(Pending, usize)> = VecDeque::new();
-    let mut open: Option<(Recorder<'_>, usize)> = None;
     let mut first = Some(rec);
     loop {
-        while in_flight.len() < 2 && open.is_none() && submitted < prep.max_num_iter {
+        while in_flight.len() < 2 && submitted < prep.max_num_iter {
             let count = per_submit.min(prep.max_num_iter - submitted);
             let mut rec = match first.take() {
                 Some(rec) => rec,
@@ -1341,19 +1342,10 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             };
             rec.dispatch_repeated(&steps, count as u32)?;
             submitted += count;
-            if submitted == prep.max_num_iter && gpu_connect {
-                open = Some((rec, count));
-            } else {
-                let flags = [(&changed, 0, flag_bytes(count))];
-                in_flight.push_back((rec.submit_with_readback_parts(&flags, None), count));
-            }
+            let flags = [(&changed, 0, flag_bytes(count))];
+            in_flight.push_back((rec.submit_with_readback_parts(&flags, None), count));
         }
-        // The last batch is left open for the connectivity step: the
-        // batches still in flight are read after it is submitted, not
-        // before (the GPU would idle while the host waits for them and
-        // then records the step). If one of them stopped early, the open
-        // batch repeats its fixed point.
-        if open.is_some() {
+        if gpu_connect && submitted == prep.max_num_iter {
             break;
         }
         let Some((pending, count)) = in_flight.pop_front() else {
@@ -1369,21 +1361,16 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
     gpu.host_done("slic k-means", clock);
     if gpu_connect {
         let clock = gpu.host_clock();
-        let tail = open
-            .filter(|_| !stopped)
-            .map(|(rec, count)| (rec, &changed, count));
-        let (labels, n_segments, tail_iterations) =
-            connect(gpu, prep, &slabs[0].labels, &mut bufs, tail, labels_out).await?;
+        let (labels, n_segments) =
+            connect(gpu, prep, &slabs[0].labels, &mut bufs, labels_out).await?;
         gpu.host_done("slic connectivity", clock);
         // The batches still in flight are done by now (the connectivity
         // step came back after them); past an early stop they are not read.
-        let mut counted = tail_iterations;
         if !stopped {
             for (pending, count) in in_flight {
                 let (done, stop) = collect_batch(gpu, pending, count).await?;
                 iterations += done;
                 if stop {
-                    counted = 0;
                     break;
                 }
             }
@@ -1392,7 +1379,7 @@ pub(crate) async fn run(gpu: &Gpu, prep: &Prepared, raw: Option<&[f32]>) -> Resu
             labels,
             shape: prep.out_shape.clone(),
             n_segments,
-            iterations: iterations + counted,
+            iterations,
         });
     }
     // Batches submitted past the early stop: nothing to read.
@@ -1475,19 +1462,16 @@ const ROUNDS_PER_BATCH: u32 = 8 * ROUNDS;
 /// to 8.5 ms with a first batch of 32 rounds, 6.6 to 7.2 ms with 8).
 const FIRST_ROUNDS: u32 = 2 * ROUNDS;
 
-/// The connectivity step on the GPU; returns the final labels, their
-/// number of distinct values and the iterations of the k-means batch
-/// `kmeans` (a recording left open, the change-flag buffer and its
-/// iterations), whose flags come back with this step's first readback.
-/// The labels go into `labels_out`.
-async fn connect<'g>(
-    gpu: &'g Gpu,
+/// The connectivity step on the GPU, recorded while the k-means batches
+/// submitted before it run; returns the final labels (in `labels_out`)
+/// and their number of distinct values.
+async fn connect(
+    gpu: &Gpu,
     prep: &Prepared,
     labels: &wgpu::Buffer,
     bufs: &mut Buffers<'_>,
-    kmeans: Option<(Recorder<'g>, &wgpu::Buffer, usize)>,
     labels_out: Prefaulted<i32>,
-) -> Result<(Vec<i32>, usize, usize)> {
+) -> Result<(Vec<i32>, usize)> {
     let mut labels_out = Some(labels_out);
     let n = prep.n();
     let n_blocks = n.div_ceil(BLOCK);
@@ -1513,10 +1497,7 @@ async fn connect<'g>(
         start_label: prep.start_label,
         n_blocks: n_blocks as u32,
     });
-    let (mut rec, flags) = match kmeans {
-        Some((rec, changed, count)) => (rec, Some((changed, count))),
-        None => (gpu.recorder(), None),
-    };
+    let mut rec = gpu.recorder();
     let refs = [
         &params, labels, &parent, &size, &state, &blocks, &out, &queue,
     ];
@@ -1567,30 +1548,20 @@ async fn connect<'g>(
     // one before the labels are read.
     let whole = n <= ONE_READBACK_MAX_PIXELS;
     gather_into(&mut rec)?;
-    let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = Vec::new();
-    if let Some((changed, count)) = flags {
-        parts.push((changed, 0, flag_bytes(count)));
-    }
-    parts.push((&state, tail_at, 16));
+    let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 16)];
     if whole {
         parts.push((&parent, 0, 4 * n as u64));
     }
     let sizes: Vec<u64> = parts.iter().map(|p| p.2).collect();
     let pending = rec.submit_with_readback_parts(&parts, None);
-    let (iterations, mut tail, labels) = gpu
+    gpu.host_done("slic connectivity: recorded", clock);
+    let (mut tail, labels) = gpu
         .finish_with(pending, |bytes| {
             let mut parts = split_parts(bytes, &sizes)?.into_iter();
             let mut next = || {
                 parts
                     .next()
                     .ok_or_else(|| Error::Device("a readback part is missing".into()))
-            };
-            let iterations = match flags {
-                Some((_, count)) => {
-                    let words: Vec<u32> = bytemuck::pod_collect_to_vec(next()?);
-                    batch_iterations(&words, count)?.0
-                }
-                None => 0,
             };
             let tail: Vec<u32> = bytemuck::pod_collect_to_vec(next()?);
             let labels = match tail.first() {
@@ -1600,7 +1571,7 @@ async fn connect<'g>(
                 }
                 _ => None,
             };
-            Ok((iterations, tail, labels))
+            Ok((tail, labels))
         })
         .await?;
     let mut round = 1 + FIRST_ROUNDS;
@@ -1640,7 +1611,7 @@ async fn connect<'g>(
     // Kept piece j has label start + j; small pieces take one of those
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
-    Ok((labels, count as usize, iterations))
+    Ok((labels, count as usize))
 }
 
 /// Volumes of up to this many pixels read their labels back with the
