@@ -53,6 +53,7 @@ pub const MEASURE: &str = shader!("segment/measure.wgsl");
 pub const CLIP: &str = shader!("stats/clip.wgsl");
 pub const SLIC_KMEANS: &str = shader!("slic/kmeans.wgsl");
 pub const SLIC_CONNECT: &str = shader!("slic/connect.wgsl");
+pub const SLIC_LAB: &str = shader!("slic/lab.wgsl");
 pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.wgsl");
 pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
 pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
@@ -72,6 +73,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("stats/clip.wgsl", CLIP),
     ("slic/kmeans.wgsl", SLIC_KMEANS),
     ("slic/connect.wgsl", SLIC_CONNECT),
+    ("slic/lab.wgsl", SLIC_LAB),
     ("spots/threshold.wgsl", SPOTS_THRESHOLD),
     ("spots/fix.wgsl", SPOTS_FIX),
     ("spots/measure.wgsl", SPOTS_MEASURE),

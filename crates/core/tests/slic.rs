@@ -24,6 +24,25 @@ fn both(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> slic::Segments
     want
 }
 
+/// An 8-bit RGB image (channel last, no mask or smoothing): the GPU
+/// converts it to Lab itself in float32, so its labels equal the CPU
+/// twin's on the GPU's features, and those features are within
+/// LAB_TOLERANCE of the twin's float64 Lab.
+fn both_rgb8(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> slic::Segments {
+    let features = pollster::block_on(slic::lab_features(gpu(), samples, shape, p)).unwrap();
+    let exact = cpu::features(samples, shape, p).unwrap();
+    assert_eq!(features.len(), exact.len());
+    let ratio = 1.0 / p.compactness;
+    for (a, b) in features.iter().zip(&exact) {
+        let d = f64::from(a - b).abs() / ratio;
+        assert!(d <= slic::LAB_TOLERANCE, "{a} against {b} ({d} Lab units)");
+    }
+    let want = cpu::slic_on_features(samples, shape, p, features).unwrap();
+    let got = pollster::block_on(slic::slic(gpu(), samples, shape, p)).unwrap();
+    assert_eq!(got, want, "{p:?}");
+    want
+}
+
 /// Smooth blobs plus noise: structure for the superpixels to follow.
 fn blobs(shape: &[usize], seed: u64) -> Vec<f32> {
     let n: usize = shape.iter().product();
@@ -141,8 +160,11 @@ fn gpu_equals_cpu_2d_rgb_and_channel_axis() {
         n_segments: 30,
         ..SlicParams::default()
     };
-    let a = both(Samples::U8(&rgb), &[h, w, 3], &p);
-    // The same image with channels first gives the same labels.
+    let a = both_rgb8(Samples::U8(&rgb), &[h, w, 3], &p);
+    let signed: Vec<i8> = rgb.iter().map(|&b| b.wrapping_sub(128) as i8).collect();
+    both_rgb8(Samples::I8(&signed), &[h, w, 3], &p);
+    // The same image with channels first (the float64 Lab on the host)
+    // gives the same labels.
     let mut planar = vec![0u8; rgb.len()];
     for i in 0..h * w {
         for c in 0..3 {
@@ -158,7 +180,15 @@ fn gpu_equals_cpu_2d_rgb_and_channel_axis() {
         },
     );
     assert_eq!(a.labels, b.labels);
-    // No Lab conversion, and SLICO.
+    // SLICO on the GPU's Lab, then neither Lab nor SLICO.
+    both_rgb8(
+        Samples::U8(&rgb),
+        &[h, w, 3],
+        &SlicParams {
+            slic_zero: true,
+            ..p.clone()
+        },
+    );
     both(
         Samples::U8(&rgb),
         &[h, w, 3],
@@ -168,6 +198,32 @@ fn gpu_equals_cpu_2d_rgb_and_channel_axis() {
             ..p.clone()
         },
     );
+}
+
+/// Every 8-bit colour through the GPU's Lab conversion, in four images of
+/// 2^22 colours (each with black and white, so that no rescaling applies),
+/// against skimage's float64 Lab (the CPU twin's).
+#[test]
+fn gpu_lab_is_within_tolerance_for_every_8bit_colour() {
+    let p = SlicParams::default();
+    let mut worst = 0f64;
+    for part in 0..4u32 {
+        let mut rgb: Vec<u8> = vec![0, 0, 0, 255, 255, 255];
+        for c in part << 22..(part + 1) << 22 {
+            rgb.extend([(c >> 16) as u8, (c >> 8) as u8, c as u8]);
+        }
+        let shape = [rgb.len() / 3, 1, 3];
+        let got = pollster::block_on(slic::lab_features(gpu(), Samples::U8(&rgb), &shape, &p))
+            .unwrap();
+        let want = cpu::features(Samples::U8(&rgb), &shape, &p).unwrap();
+        assert_eq!(got.len(), want.len());
+        for (a, b) in got.iter().zip(&want) {
+            worst = worst.max(f64::from(a - b).abs() * p.compactness);
+        }
+    }
+    eprintln!("largest difference: {worst:e} Lab units");
+    assert!(worst <= slic::LAB_TOLERANCE, "{worst}");
+    assert!(worst > 0.0, "float32 against float64 should differ somewhere");
 }
 
 #[test]

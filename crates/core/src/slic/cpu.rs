@@ -3,12 +3,40 @@
 //! written as a sequential flood fill in raster order.
 
 use super::{NONE, Prepared, RADIUS, Segments, SlicParams, count_segments, plain_labels, prepare};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::keys::Samples;
 
 /// SLIC on the CPU.
 pub fn slic(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Segments> {
     let prep = prepare(samples, shape, p, false)?;
+    Ok(run(&prep))
+}
+
+/// The features the CPU twin clusters (pixel-major, channel last, times
+/// 1 / compactness; Lab in float64 rounded once).
+pub fn features(samples: Samples<'_>, shape: &[usize], p: &SlicParams) -> Result<Vec<f32>> {
+    Ok(prepare(samples, shape, p, false)?.features)
+}
+
+/// The CPU twin on the features the GPU computed from an 8-bit RGB image
+/// ([`super::lab_features`]): the k-means and connectivity steps compared
+/// exactly with the GPU's, apart from the Lab conversion.
+pub fn slic_on_features(
+    samples: Samples<'_>,
+    shape: &[usize],
+    p: &SlicParams,
+    features: Vec<f32>,
+) -> Result<Segments> {
+    let mut prep = prepare(samples, shape, p, true)?;
+    if prep.lab_table.is_none() || features.len() != prep.n() * prep.nc {
+        return Err(Error::InvalidInput(format!(
+            "{} features for an image SLIC does not convert to Lab on the GPU, or not {} of them",
+            features.len(),
+            prep.n() * prep.nc
+        )));
+    }
+    prep.features = features;
+    prep.lab_table = None;
     Ok(run(&prep))
 }
 
