@@ -1209,20 +1209,6 @@ impl Recorder<'_> {
         self.submit_with_readback_at(buffer, 0, bytes, upload)
     }
 
-    /// Submits the recording with a copy of `bytes` bytes of `buffer` from
-    /// byte `offset` (a multiple of 4) and waits for them: one round trip
-    /// where `submit` and then `Gpu::read_at` take two.
-    pub(crate) async fn submit_and_read(
-        self,
-        buffer: &wgpu::Buffer,
-        offset: u64,
-        bytes: u64,
-    ) -> Result<Vec<u8>> {
-        let gpu = self.gpu;
-        let pending = self.submit_with_readback_at(buffer, offset, bytes, None);
-        gpu.finish_with(pending, |b| Ok(b.to_vec())).await
-    }
-
     /// [`Recorder::submit_with_readback`] from byte `offset` of `buffer`.
     fn submit_with_readback_at(
         self,

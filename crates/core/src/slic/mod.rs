@@ -1671,21 +1671,24 @@ async fn connect(
         FIRST_ROUNDS,
     )?;
     // gather in this submission too (it waits for the rounds to resolve
-    // every piece), and the labels where they fit a pooled readback
-    // buffer: when the first rounds resolve every piece, one round trip
-    // serves the whole call (k-means included), or, for larger volumes,
-    // one before the labels are read.
+    // every piece), and in every later batch of rounds, each read back with
+    // the labels where they fit a pooled readback buffer: the batch that
+    // resolves the last piece brings the labels (larger volumes read them
+    // once it has).
     let whole = n <= ONE_READBACK_MAX_PIXELS;
     gather_into(&mut rec)?;
-    let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 16)];
-    if whole {
-        parts.push((&parent, 0, 4 * n as u64));
-    }
-    let sizes: Vec<u64> = parts.iter().map(|p| p.2).collect();
-    let pending = rec.submit_with_readback_parts(&parts, None);
-    gpu.host_done("slic connectivity: recorded", clock);
-    let (mut tail, labels) = gpu
-        .finish_with(pending, |bytes| {
+    // Submits `rec` and reads back the tail of the search state and, where
+    // `whole`, the labels, kept once they are final (every piece resolved).
+    let submit_and_read = async |rec: Recorder<'_>,
+                                 labels_out: &mut Option<Prefaulted<i32>>|
+           -> Result<(Vec<u32>, Option<Vec<i32>>)> {
+        let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 16)];
+        if whole {
+            parts.push((&parent, 0, 4 * n as u64));
+        }
+        let sizes: Vec<u64> = parts.iter().map(|p| p.2).collect();
+        let pending = rec.submit_with_readback_parts(&parts, None);
+        gpu.finish_with(pending, |bytes| {
             let mut parts = split_parts(bytes, &sizes)?.into_iter();
             let mut next = || {
                 parts
@@ -1702,7 +1705,10 @@ async fn connect(
             };
             Ok((tail, labels))
         })
-        .await?;
+        .await
+    };
+    gpu.host_done("slic connectivity: recorded", clock);
+    let (mut tail, mut labels) = submit_and_read(rec, &mut labels_out).await?;
     let mut round = 1 + FIRST_ROUNDS;
     while tail.first() != Some(&0) {
         if round > 1 << 20 {
@@ -1717,7 +1723,7 @@ async fn connect(
         )?;
         round += ROUNDS_PER_BATCH;
         gather_into(&mut rec)?;
-        tail = bytemuck::pod_collect_to_vec(&rec.submit_and_read(&state, tail_at, 16).await?);
+        (tail, labels) = submit_and_read(rec, &mut labels_out).await?;
     }
     gpu.host_done("slic connectivity: pieces and searches", clock);
     let labels = match labels {
