@@ -213,8 +213,8 @@ fn gpu_lab_is_within_tolerance_for_every_8bit_colour() {
             rgb.extend([(c >> 16) as u8, (c >> 8) as u8, c as u8]);
         }
         let shape = [rgb.len() / 3, 1, 3];
-        let got = pollster::block_on(slic::lab_features(gpu(), Samples::U8(&rgb), &shape, &p))
-            .unwrap();
+        let got =
+            pollster::block_on(slic::lab_features(gpu(), Samples::U8(&rgb), &shape, &p)).unwrap();
         let want = cpu::features(Samples::U8(&rgb), &shape, &p).unwrap();
         assert_eq!(got.len(), want.len());
         for (a, b) in got.iter().zip(&want) {
@@ -223,7 +223,10 @@ fn gpu_lab_is_within_tolerance_for_every_8bit_colour() {
     }
     eprintln!("largest difference: {worst:e} Lab units");
     assert!(worst <= slic::LAB_TOLERANCE, "{worst}");
-    assert!(worst > 0.0, "float32 against float64 should differ somewhere");
+    assert!(
+        worst > 0.0,
+        "float32 against float64 should differ somewhere"
+    );
 }
 
 #[test]
@@ -443,6 +446,14 @@ fn bad_input_is_a_clear_error() {
             }),
             &[10, 10],
             "n_segments",
+        ),
+        (
+            gray(SlicParams {
+                max_num_iter: 0,
+                ..SlicParams::default()
+            }),
+            &[10, 10],
+            "max_num_iter",
         ),
         (
             gray(SlicParams {

@@ -330,6 +330,10 @@ fn check_params(p: &SlicParams) -> Result<()> {
     if p.n_segments == 0 {
         return Err(Error::param("n_segments", "0 (must be at least 1)"));
     }
+    if p.max_num_iter == 0 {
+        // skimage leaves its labels uninitialised then.
+        return Err(Error::param("max_num_iter", "0 (must be at least 1)"));
+    }
     if !p.compactness.is_finite() || p.compactness <= 0.0 {
         return Err(Error::param(
             "compactness",
@@ -623,8 +627,7 @@ pub(crate) fn prepare(
             on_every_core(&mut out, 3, |start, part| {
                 let src = &raw[start..start + part.len()];
                 for (px, rgb) in part.chunks_exact_mut(3).zip(src.chunks_exact(3)) {
-                    let lab =
-                        linear_rgb2lab([rgb[0], rgb[1], rgb[2]].map(|b| table[b as usize]));
+                    let lab = linear_rgb2lab([rgb[0], rgb[1], rgb[2]].map(|b| table[b as usize]));
                     for (f, v) in px.iter_mut().zip(lab) {
                         *f = (v * ratio) as f32;
                     }
@@ -1294,52 +1297,35 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
         /// The slab's 8-bit RGB (GpuInput::Rgb8).
         rgb: Option<wgpu::Buffer>,
     }
+    // Every slab's buffers first: the first batch is recorded while the
+    // (last) slab's input is copied into upload memory.
     let mut slabs = Vec::new();
-    // Features through a pooled mapped buffer: a fresh staging buffer of
-    // this size per call (`queue.write_buffer`) costs more than the copy.
-    let mut up = gpu.upload_buffer(4 * (depth * plane * nc) as u64);
-    // Every slab, then the upload buffer back to the pool whatever happened.
-    let filled: Result<()> = async {
-        for z0 in (0..prep.dims[0]).step_by(depth) {
-            let dz = depth.min(prep.dims[0] - z0);
-            let (lo, hi) = (z0 * plane, (z0 + dz) * plane);
-            let m = hi - lo;
-            let features = bufs.get(4 * (m * nc) as u64, "slic features").await?;
-            let labels = bufs.get(4 * m as u64, "slic labels").await?;
-            let mask = bufs.get(4 * m.div_ceil(32) as u64, "slic mask").await?;
-            let bytes: &[u8] = match input {
-                GpuInput::Features => bytemuck::cast_slice(&prep.features[lo * nc..hi * nc]),
-                GpuInput::Rescale(v) => bytemuck::cast_slice(&v[lo..hi]),
-                GpuInput::Rgb8(v) => &v[3 * lo..3 * hi],
-            };
-            let rgb = match input {
-                GpuInput::Rgb8(_) => {
-                    let words = (bytes.len() as u64).div_ceil(4);
-                    Some(bufs.get(4 * words, "slic 8-bit RGB").await?)
-                }
-                _ => None,
-            };
-            gpu.fill(&mut up, bytes).await?;
-            let mut rec = gpu.recorder();
-            rec.copy_in(&up, rgb.as_ref().unwrap_or(&features), bytes.len() as u64);
-            rec.submit_refilling(&mut up).await?;
-            if let Some(mk) = &prep.mask {
-                gpu.upload(&mask, bytemuck::cast_slice(&mask_bits(&mk[lo..hi])));
-            }
-            slabs.push(Slab {
-                z0,
-                n: m,
-                features,
-                labels,
-                mask,
-                rgb,
-            });
+    for z0 in (0..prep.dims[0]).step_by(depth) {
+        let m = depth.min(prep.dims[0] - z0) * plane;
+        let rgb = match input {
+            GpuInput::Rgb8(_) => Some(
+                bufs.get(4 * (3 * m as u64).div_ceil(4), "slic 8-bit RGB")
+                    .await?,
+            ),
+            _ => None,
+        };
+        let slab = Slab {
+            z0,
+            n: m,
+            features: bufs.get(4 * (m * nc) as u64, "slic features").await?,
+            labels: bufs.get(4 * m as u64, "slic labels").await?,
+            mask: bufs.get(4 * m.div_ceil(32) as u64, "slic mask").await?,
+            rgb,
+        };
+        if let Some(mk) = &prep.mask {
+            let lo = z0 * plane;
+            gpu.upload(
+                &slab.mask,
+                bytemuck::cast_slice(&mask_bits(&mk[lo..lo + m])),
+            );
         }
-        Ok(())
+        slabs.push(slab);
     }
-    .await;
-    gpu.release_upload(up);
-    filled?;
     // One uniform per slab (its offset and size), rebuilt when `kp` changes.
     let uniforms = |kp: &KParams| -> Vec<wgpu::Buffer> {
         slabs
@@ -1361,51 +1347,13 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
         ]
         .map(|b| b.clone())
     };
-    // Records `entry` over every slab, one thread per `lanes` pixels of a row.
-    let over_slabs = |rec: &mut crate::engine::Recorder<'_>,
-                      u: &[wgpu::Buffer],
-                      pipeline: &wgpu::ComputePipeline,
-                      lanes: usize|
-     -> Result<()> {
-        for (i, s) in slabs.iter().enumerate() {
-            let b = bind(u, i);
-            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-            let threads = s.n / plane * prep.dims[1] * prep.dims[2].div_ceil(lanes);
-            rec.dispatch(pipeline, &refs, threads as u64)?;
-        }
-        Ok(())
-    };
     let u = uniforms(&kp);
-    let mut rec = gpu.recorder();
-    if let GpuInput::Rescale(_) = input {
-        // skimage's rescaling to [0, 1], then 1 / compactness, on the GPU.
-        for entry in ["minmax", "rescale"] {
-            over_slabs(&mut rec, &u, &gpu.pipeline(shaders::SLIC_KMEANS, entry)?, 1)?;
-        }
-    }
-    if let Some(table) = &prep.lab_table {
-        let lab = gpu.pipeline(shaders::SLIC_LAB, "lab")?;
-        for s in &slabs {
-            let params = gpu.uniform(&lab_params(table, s.n, prep.ratio)?);
-            let rgb = s.rgb.as_ref().ok_or_else(|| {
-                Error::Device("an 8-bit RGB slab was not uploaded".into())
-            })?;
-            rec.dispatch(&lab, &[&params, rgb, &s.features], s.n as u64)?;
-        }
-    }
     let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
     let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
     let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
     let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
     // Labels to NONE, sums to 0.
     let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
-    for (i, s) in slabs.iter().enumerate() {
-        let b = bind(&u, i);
-        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-        rec.dispatch(&init, &refs, s.n.max(k * stride) as u64)?;
-    }
-    gpu.host_done("slic upload", clock);
-    let clock = gpu.host_clock();
     // The connectivity step on the GPU when one slab holds the volume and
     // its search queue (8 bytes per pixel) fits a binding; otherwise on
     // the host from the k-means labels (the CPU twin's code). The labels'
@@ -1445,6 +1393,74 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
             steps.push((&colour_max, refs, row_threads(s, 1)));
         }
     }
+    // The first submission: the GPU's own features (rescaling or Lab),
+    // init and the first batch of iterations.
+    let first_count = per_submit.min(prep.max_num_iter);
+    let record_first = || -> Result<Recorder<'_>> {
+        let mut rec = gpu.recorder();
+        if let GpuInput::Rescale(_) = input {
+            // skimage's rescaling to [0, 1], then 1 / compactness.
+            for entry in ["minmax", "rescale"] {
+                let pipeline = gpu.pipeline(shaders::SLIC_KMEANS, entry)?;
+                for (s, refs) in slabs.iter().zip(&slab_refs) {
+                    rec.dispatch(&pipeline, refs, row_threads(s, 1))?;
+                }
+            }
+        }
+        if let Some(table) = &prep.lab_table {
+            let lab = gpu.pipeline(shaders::SLIC_LAB, "lab")?;
+            for s in &slabs {
+                let params = gpu.uniform(&lab_params(table, s.n, prep.ratio)?);
+                let rgb = s
+                    .rgb
+                    .as_ref()
+                    .ok_or_else(|| Error::Device("an 8-bit RGB slab has no buffer".into()))?;
+                rec.dispatch(&lab, &[&params, rgb, &s.features], s.n as u64)?;
+            }
+        }
+        for (s, refs) in slabs.iter().zip(&slab_refs) {
+            rec.dispatch(&init, refs, s.n.max(k * stride) as u64)?;
+        }
+        rec.dispatch_repeated(&steps, first_count as u32)?;
+        Ok(rec)
+    };
+    // Every slab's input through a pooled mapped buffer (a fresh staging
+    // buffer of this size per call, `queue.write_buffer`, costs more than
+    // the copy), the last one's while the first batch is recorded; then
+    // the upload buffer back to the pool whatever happened.
+    let mut up = gpu.upload_buffer(4 * (depth * plane * nc) as u64);
+    let uploaded: Result<Recorder<'_>> = async {
+        let mut first = None;
+        for (i, s) in slabs.iter().enumerate() {
+            let (lo, hi) = (s.z0 * plane, s.z0 * plane + s.n);
+            let bytes: &[u8] = match input {
+                GpuInput::Features => bytemuck::cast_slice(&prep.features[lo * nc..hi * nc]),
+                GpuInput::Rescale(v) => bytemuck::cast_slice(&v[lo..hi]),
+                GpuInput::Rgb8(v) => &v[3 * lo..3 * hi],
+            };
+            if i + 1 < slabs.len() {
+                gpu.fill(&mut up, bytes).await?;
+            } else {
+                first = Some(
+                    gpu.fill_beside(&mut up, bytes, async { record_first() })
+                        .await??,
+                );
+            }
+            let mut rec = gpu.recorder();
+            rec.copy_in(
+                &up,
+                s.rgb.as_ref().unwrap_or(&s.features),
+                bytes.len() as u64,
+            );
+            rec.submit_refilling(&mut up).await?;
+        }
+        first.ok_or_else(|| Error::Device("no slab to upload".into()))
+    }
+    .await;
+    gpu.release_upload(up);
+    let first = uploaded?;
+    gpu.host_done("slic upload", clock);
+    let clock = gpu.host_clock();
     // The host waits for a batch's change flags only once the next batch
     // is submitted, so the GPU runs the batches back to back; a batch past
     // the early stop repeats its fixed point (at most one batch of wasted
@@ -1455,21 +1471,22 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
     let mut submitted = 0;
     let mut stopped = false;
     let mut in_flight: VecDeque<(Pending, usize)> = VecDeque::new();
-    let mut first = Some(rec);
+    let mut first = Some((first, first_count));
     loop {
         while in_flight.len() < 2 && submitted < prep.max_num_iter {
-            let count = per_submit.min(prep.max_num_iter - submitted);
-            let mut rec = match first.take() {
-                Some(rec) => rec,
+            let (rec, count) = match first.take() {
+                Some(batch) => batch,
                 None => {
+                    let count = per_submit.min(prep.max_num_iter - submitted);
                     // The iteration counter and this batch's change flags
                     // to 0 (the min/max keys and NaN/inf flags stay).
                     gpu.upload_at(&changed, 0, &[0u8; 4]);
                     gpu.upload_at(&changed, 16, &vec![0u8; 4 * count]);
-                    gpu.recorder()
+                    let mut rec = gpu.recorder();
+                    rec.dispatch_repeated(&steps, count as u32)?;
+                    (rec, count)
                 }
             };
-            rec.dispatch_repeated(&steps, count as u32)?;
             submitted += count;
             let flags = [(&changed, 0, flag_bytes(count))];
             in_flight.push_back((rec.submit_with_readback_parts(&flags, None), count));
