@@ -480,31 +480,6 @@ impl Gpu {
         threads: usize,
         meanwhile: impl std::future::Future<Output = R>,
     ) -> Result<R> {
-        self.fill_threaded(up, bytes, threads, false, meanwhile)
-            .await
-    }
-
-    /// [`Gpu::fill_during`] with the copy on another thread however small
-    /// it is (natively): `meanwhile` records work that the copy would
-    /// otherwise delay.
-    pub(crate) async fn fill_beside<R>(
-        &self,
-        up: &mut UploadBuffer,
-        bytes: &[u8],
-        meanwhile: impl std::future::Future<Output = R>,
-    ) -> Result<R> {
-        self.fill_threaded(up, bytes, crate::stream::upload_threads(), true, meanwhile)
-            .await
-    }
-
-    async fn fill_threaded<R>(
-        &self,
-        up: &mut UploadBuffer,
-        bytes: &[u8],
-        threads: usize,
-        beside: bool,
-        meanwhile: impl std::future::Future<Output = R>,
-    ) -> Result<R> {
         let clock = self.host_clock();
         if let Some((mapped, index)) = up.ready.take() {
             self.wait_for(index)?;
@@ -537,7 +512,7 @@ impl Gpu {
             views.push((view, c));
         }
         #[cfg(not(target_arch = "wasm32"))]
-        let (r, copied) = if parts > 1 || beside {
+        let (r, copied) = if parts > 1 {
             std::thread::scope(|s| {
                 let copies: Vec<_> = views
                     .into_iter()
@@ -570,7 +545,6 @@ impl Gpu {
         };
         #[cfg(target_arch = "wasm32")]
         let r = {
-            let _ = beside;
             for (mut view, c) in views {
                 view.slice(..c.len()).copy_from_slice(c);
             }
