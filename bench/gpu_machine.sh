@@ -37,7 +37,7 @@ for part in "$@"; do
       PYTHONPATH=.device/py OUT=/tmp/slic REPEAT=2 ASTRONAUT=.device/data/images/astronaut.png \
         python3 bench/slic_peers.py 100 200 300 400 500 >/dev/null
       cp /tmp/slic/slic_peers.json $OUT/
-      $G bench --only slic-3d-L,slic-2d-rgb --repeat 3 --blobs-dir /tmp/slic \
+      $G bench --only slic-3d-L,slic-2d-rgb --repeat 9 --blobs-dir /tmp/slic \
         --astronaut .device/data/images/astronaut.png --json $OUT/ours_slic.json >/dev/null ;;
     spots)
       python3 bench/spots_peers.py --gpuscope $G --data .device/data --tools .device/tools \
