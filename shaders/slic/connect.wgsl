@@ -44,8 +44,9 @@ const BLOCK: u32 = 1024u;
 // t % 4 for the next round, so each holds one round's count), the largest
 // label + 1, the number of the next round (bfs_round reads it, `advance`
 // counts it up: the rounds of a batch share one uniform and bind group),
-// the number of kept pieces (copied there for one readback), a spare word,
-// then the waiting roots' bits (WAITING_OFFSET).
+// the number of kept pieces (copied there for one readback), the last round
+// that resolved a piece (the host sizes the next call's first batch of
+// rounds from it), then the waiting roots' bits (WAITING_OFFSET).
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
@@ -91,6 +92,7 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i == 0u) {
         atomicStore(&state[p.n + 4u], 0u);
         atomicStore(&state[p.n + 5u], 1u);
+        atomicStore(&state[p.n + 7u], 0u);
     }
 }
 
@@ -496,6 +498,7 @@ fn resolve_piece(r: u32) -> bool {
     }
     piece_label[r] = adjacent;
     atomicStore(&state[r], this_round);
+    atomicMax(&state[p.n + 7u], this_round);
     return true;
 }
 

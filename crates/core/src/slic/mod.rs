@@ -32,6 +32,7 @@ pub mod cpu;
 use bytemuck::{Pod, Zeroable};
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use crate::engine::{Gpu, Pending, Recorder, split_parts, vec_from_bytes};
 use crate::error::{Error, Result};
@@ -1594,11 +1595,20 @@ const ROUNDS: u32 = 4;
 /// MAX_TIMED_PASSES).
 const ROUNDS_PER_BATCH: u32 = 8 * ROUNDS;
 
-/// Search rounds of the first batch: each recorded round costs host time
-/// (a uniform, a bind group, a pass; about 40 us on the benchmark host),
-/// and volumes often resolve in a few rounds (slic-3d-100 on an H100: 8.0
-/// to 8.5 ms with a first batch of 32 rounds, 6.6 to 7.2 ms with 8).
+/// Search rounds of the first batch at least, and at most: each round
+/// costs GPU time (about 10 us on an H100 with its `advance`), many
+/// volumes resolve in a few (binary_blobs, coins and camera in 8), and a
+/// further batch costs a round trip (astronaut needs 28: 2.6 ms host to
+/// host with a first batch of 8, 2.2 ms with 32; slic-3d-100 2.7 ms with
+/// 8, 2.9 ms with 32).
 const FIRST_ROUNDS: u32 = 2 * ROUNDS;
+const MAX_FIRST_ROUNDS: u32 = 8 * ROUNDS;
+
+/// The rounds the last connectivity step needed (a multiple of ROUNDS,
+/// within FIRST_ROUNDS..=MAX_FIRST_ROUNDS): the next call's first batch,
+/// so that a series of similar images resolves in one round trip. Only
+/// the time depends on it, never the labels.
+static FIRST_ROUNDS_HINT: AtomicU32 = AtomicU32::new(FIRST_ROUNDS);
 
 /// The connectivity step on the GPU, recorded while the k-means batches
 /// submitted before it run; returns the final labels (in `labels_out`)
@@ -1674,10 +1684,11 @@ async fn connect(
         Ok(())
     };
     let tail_at = 4 * (n as u64 + u64::from(ROUNDS) - 1);
+    let first_rounds = FIRST_ROUNDS_HINT.load(Ordering::Relaxed);
     rec.dispatch(&clear, &refs, 4)?;
     rec.dispatch_repeated(
         &[(&bfs, &refs, waiting_words), (&advance, &refs, 1)],
-        FIRST_ROUNDS,
+        first_rounds,
     )?;
     // gather in this submission too (it waits for the rounds to resolve
     // every piece), and in every later batch of rounds, each read back with
@@ -1691,7 +1702,7 @@ async fn connect(
     let submit_and_read = async |rec: Recorder<'_>,
                                  labels_out: &mut Option<Prefaulted<i32>>|
            -> Result<(Vec<u32>, Option<Vec<i32>>)> {
-        let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 16)];
+        let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 20)];
         if whole {
             parts.push((&parent, 0, 4 * n as u64));
         }
@@ -1718,7 +1729,7 @@ async fn connect(
     };
     gpu.host_done("slic connectivity: recorded", clock);
     let (mut tail, mut labels) = submit_and_read(rec, &mut labels_out).await?;
-    let mut round = 1 + FIRST_ROUNDS;
+    let mut round = 1 + first_rounds;
     while tail.first() != Some(&0) {
         if round > 1 << 20 {
             return Err(Error::Device(
@@ -1745,11 +1756,20 @@ async fn connect(
             labels
         }
     };
-    let (Some(&top), Some(&kept)) = (tail.get(1), tail.get(3)) else {
+    // [blocked in the last round, largest label + 1, next round, kept
+    // pieces, last round that resolved a piece]
+    let (Some(&top), Some(&kept), Some(&needed)) = (tail.get(1), tail.get(3), tail.get(4)) else {
         return Err(Error::Device(
             "the connectivity counts came back short".into(),
         ));
     };
+    FIRST_ROUNDS_HINT.store(
+        needed
+            .div_ceil(ROUNDS)
+            .saturating_mul(ROUNDS)
+            .clamp(FIRST_ROUNDS, MAX_FIRST_ROUNDS),
+        Ordering::Relaxed,
+    );
     let top = i64::from(top) - 1;
     let kept = i64::from(kept);
     // Kept piece j has label start + j; small pieces take one of those
