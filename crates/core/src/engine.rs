@@ -1288,13 +1288,16 @@ impl Recorder<'_> {
 const READ_CHUNK: u64 = 64 << 20;
 
 /// Where parts of these sizes start when laid one after another, each
-/// from a multiple of 4 ([`Recorder::submit_with_readback_parts`]).
+/// from a multiple of 256 bytes ([`Recorder::submit_with_readback_parts`]):
+/// SLIC's 32 MB of labels behind 20 bytes of counts (4-byte aligned) took
+/// about 0.6 ms longer to come back (slic-3d-200 11.9 against 11.3 ms
+/// host to host, H100).
 fn part_starts(sizes: impl Iterator<Item = u64>) -> Vec<u64> {
     let mut at = 0;
     sizes
         .map(|len| {
             let start = at;
-            at += len.div_ceil(4) * 4;
+            at += len.div_ceil(256) * 256;
             start
         })
         .collect()
