@@ -1691,19 +1691,22 @@ async fn connect(
         first_rounds,
     )?;
     // gather in this submission too (it waits for the rounds to resolve
-    // every piece), and in every later batch of rounds, each read back with
-    // the labels where they fit a pooled readback buffer: the batch that
-    // resolves the last piece brings the labels (larger volumes read them
-    // once it has).
+    // every piece), read back with the labels where they fit a pooled
+    // readback buffer: when the first batch resolves every piece (the
+    // usual case, sized from the previous call), one round trip serves the
+    // whole call. Later batches read the counts alone (labels that are
+    // not final would cross the bus for nothing: 64 MB take 2.6 ms), and
+    // the labels follow once resolved.
     let whole = n <= ONE_READBACK_MAX_PIXELS;
     gather_into(&mut rec)?;
-    // Submits `rec` and reads back the tail of the search state and, where
-    // `whole`, the labels, kept once they are final (every piece resolved).
+    // Submits `rec` and reads back the tail of the search state and, with
+    // `with_labels`, the labels, kept once they are final.
     let submit_and_read = async |rec: Recorder<'_>,
+                                 with_labels: bool,
                                  labels_out: &mut Option<Prefaulted<i32>>|
            -> Result<(Vec<u32>, Option<Vec<i32>>)> {
         let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 20)];
-        if whole {
+        if with_labels {
             parts.push((&parent, 0, 4 * n as u64));
         }
         let sizes: Vec<u64> = parts.iter().map(|p| p.2).collect();
@@ -1717,7 +1720,7 @@ async fn connect(
             };
             let tail: Vec<u32> = bytemuck::pod_collect_to_vec(next()?);
             let labels = match tail.first() {
-                Some(0) if whole => {
+                Some(0) if with_labels => {
                     let room = labels_out.take().map_or_else(Vec::new, Prefaulted::take);
                     Some(vec_from_bytes(room, next()?))
                 }
@@ -1728,7 +1731,7 @@ async fn connect(
         .await
     };
     gpu.host_done("slic connectivity: recorded", clock);
-    let (mut tail, mut labels) = submit_and_read(rec, &mut labels_out).await?;
+    let (mut tail, mut labels) = submit_and_read(rec, whole, &mut labels_out).await?;
     let mut round = 1 + first_rounds;
     while tail.first() != Some(&0) {
         if round > 1 << 20 {
@@ -1743,7 +1746,7 @@ async fn connect(
         )?;
         round += ROUNDS_PER_BATCH;
         gather_into(&mut rec)?;
-        (tail, labels) = submit_and_read(rec, &mut labels_out).await?;
+        (tail, labels) = submit_and_read(rec, false, &mut labels_out).await?;
     }
     gpu.host_done("slic connectivity: pieces and searches", clock);
     let labels = match labels {
@@ -1779,7 +1782,8 @@ async fn connect(
 }
 
 /// Volumes of up to this many pixels read their labels back with the
-/// k-means flags and the connectivity counts (a 64 MB readback buffer).
+/// connectivity counts of the first batch of search rounds (a 64 MB
+/// readback buffer).
 const ONE_READBACK_MAX_PIXELS: usize = 1 << 24;
 
 #[cfg(test)]
