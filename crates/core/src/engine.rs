@@ -366,9 +366,10 @@ impl Gpu {
     }
 
     /// GPU time per entry point (name, milliseconds, passes) since the
-    /// context was made or the last [`Gpu::reset_profile`], when the environment variable GPUSCOPE_PROFILE is
-    /// set and the adapter has timestamp queries, and the wall time of the
-    /// host phases timed with [`Gpu::host_clock`]; slowest first.
+    /// context was made or the last [`Gpu::reset_profile`], when the
+    /// environment variable GPUSCOPE_PROFILE is set and the adapter has
+    /// timestamp queries, and the wall time of the host phases timed with
+    /// [`Gpu::host_clock`]; slowest first.
     pub fn pass_profile(&self) -> Vec<(String, f64, u64)> {
         let Some(Ok(profile)) = self.profile.as_ref().map(Mutex::lock) else {
             return Vec::new();

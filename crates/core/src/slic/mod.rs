@@ -903,16 +903,38 @@ struct LabParams {
     linear: [f32; 256],
 }
 
-fn lab_params(table: &[f32], n: usize, ratio: f32) -> Result<LabParams> {
+/// Records shaders/slic/lab.wgsl over `n` pixels: `rgb` (3 bytes a pixel)
+/// to `features` (3 floats a pixel), each byte's gamma expansion from
+/// `table`.
+fn record_lab(
+    gpu: &Gpu,
+    rec: &mut Recorder<'_>,
+    table: &[f32],
+    ratio: f32,
+    n: usize,
+    rgb: &wgpu::Buffer,
+    features: &wgpu::Buffer,
+) -> Result<()> {
     let linear: [f32; 256] = table
         .try_into()
         .map_err(|_| Error::Device("the gamma table needs 256 values".into()))?;
-    Ok(LabParams {
+    let params = gpu.uniform(&LabParams {
         n: n as u32,
         ratio,
         pad: [0; 2],
         linear,
-    })
+    });
+    let lab = gpu.pipeline(shaders::SLIC_LAB, "lab")?;
+    rec.dispatch(&lab, &[&params, rgb, features], n as u64)
+}
+
+/// The bytes of 8-bit samples.
+fn byte_samples<'a>(samples: Samples<'a>) -> Option<&'a [u8]> {
+    match samples {
+        Samples::U8(v) => Some(v),
+        Samples::I8(v) => Some(bytemuck::cast_slice(v)),
+        _ => None,
+    }
 }
 
 #[repr(C)]
@@ -948,10 +970,9 @@ pub async fn slic(
         }
         return run_streamed(gpu, &prep).await;
     }
-    let input = match samples {
-        Samples::F32(v) if prep.gpu_rescale => GpuInput::Rescale(v),
-        Samples::U8(v) if prep.lab_table.is_some() => GpuInput::Rgb8(v),
-        Samples::I8(v) if prep.lab_table.is_some() => GpuInput::Rgb8(bytemuck::cast_slice(v)),
+    let input = match (samples, byte_samples(samples)) {
+        (Samples::F32(v), _) if prep.gpu_rescale => GpuInput::Rescale(v),
+        (_, Some(bytes)) if prep.lab_table.is_some() => GpuInput::Rgb8(bytes),
         _ => GpuInput::Features,
     };
     let clock = gpu.host_clock();
@@ -972,12 +993,7 @@ pub async fn lab_features(
     p: &SlicParams,
 ) -> Result<Vec<f32>> {
     let prep = prepare(samples, shape, p, true)?;
-    let bytes: &[u8] = match samples {
-        Samples::U8(v) => v,
-        Samples::I8(v) => bytemuck::cast_slice(v),
-        _ => &[],
-    };
-    let Some(table) = prep.lab_table.as_ref().filter(|_| !bytes.is_empty()) else {
+    let (Some(table), Some(bytes)) = (&prep.lab_table, byte_samples(samples)) else {
         return Err(Error::InvalidInput(
             "the GPU computes Lab features only for 8-bit RGB images, channel last, without mask or smoothing"
                 .into(),
@@ -995,13 +1011,8 @@ pub async fn lab_features(
     let mut padded = bytes.to_vec();
     padded.resize(bytes.len().div_ceil(4) * 4, 0);
     gpu.upload(&rgb, &padded);
-    let params = gpu.uniform(&lab_params(table, n, prep.ratio)?);
     let mut rec = gpu.recorder();
-    rec.dispatch(
-        &gpu.pipeline(shaders::SLIC_LAB, "lab")?,
-        &[&params, &rgb, &features],
-        n as u64,
-    )?;
+    record_lab(gpu, &mut rec, table, prep.ratio, n, &rgb, &features)?;
     rec.submit().await?;
     gpu.read_vec::<f32>(&features, 3 * n).await
 }
@@ -1407,14 +1418,12 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
             }
         }
         if let Some(table) = &prep.lab_table {
-            let lab = gpu.pipeline(shaders::SLIC_LAB, "lab")?;
             for s in &slabs {
-                let params = gpu.uniform(&lab_params(table, s.n, prep.ratio)?);
                 let rgb = s
                     .rgb
                     .as_ref()
                     .ok_or_else(|| Error::Device("an 8-bit RGB slab has no buffer".into()))?;
-                rec.dispatch(&lab, &[&params, rgb, &s.features], s.n as u64)?;
+                record_lab(gpu, &mut rec, table, prep.ratio, s.n, rgb, &s.features)?;
             }
         }
         for (s, refs) in slabs.iter().zip(&slab_refs) {
