@@ -339,16 +339,6 @@ impl Gpu {
         self.profile.as_ref().map(|_| std::time::Instant::now())
     }
 
-    /// Adds `span` to the profile as "host: <name>".
-    #[cfg(not(target_arch = "wasm32"))]
-    fn host_span(&self, name: &str, span: std::time::Duration) {
-        if let Some(Ok(mut profile)) = self.profile.as_ref().map(Mutex::lock) {
-            let e = profile.entry(format!("host: {name}")).or_default();
-            e.0 += span.as_nanos() as u64;
-            e.1 += 1;
-        }
-    }
-
     /// Adds the wall time since `clock` to the profile as "host: <name>".
     pub(crate) fn host_done(&self, name: &str, clock: Option<std::time::Instant>) {
         if let (Some(t), Some(Ok(mut profile))) = (clock, self.profile.as_ref().map(Mutex::lock)) {
@@ -494,71 +484,28 @@ impl Gpu {
         if bytes.len() as u64 > up.buffer.size() {
             return Err(Error::Device("an upload larger than its buffer".into()));
         }
-        let parts = if bytes.len() >= 8 << 20 {
-            threads.max(1)
-        } else {
-            1
-        };
-        // Mapped ranges start at multiples of 8.
-        let part = bytes.len().div_ceil(parts).div_ceil(8) * 8;
-        let mut views = Vec::new();
-        for (k, c) in bytes.chunks(part.max(8)).enumerate() {
-            let start = (k * part) as u64;
-            let end = (start + c.len() as u64).div_ceil(4) * 4;
-            let view = up
-                .buffer
-                .slice(start..end)
-                .get_mapped_range_mut()
-                .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
-            views.push((view, c));
-        }
+        let len = bytes.len();
+        let end = (len as u64).div_ceil(4) * 4;
+        let mut view = up
+            .buffer
+            .slice(..end.max(4))
+            .get_mapped_range_mut()
+            .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
+        let dst = view.slice(..len).as_raw_ptr().as_ptr().cast::<u8>();
+        let parts = crate::copies::parts(bytes.as_ptr(), dst, len, threads);
+        // SAFETY: the parts tile the mapped view (alive until after the
+        // copy) and `bytes`; `meanwhile` touches neither.
         #[cfg(not(target_arch = "wasm32"))]
-        let (r, copied) = if parts > 1 {
-            std::thread::scope(|s| {
-                let copies: Vec<_> = views
-                    .into_iter()
-                    .map(|(mut view, c)| {
-                        s.spawn(move || {
-                            let t = std::time::Instant::now();
-                            view.slice(..c.len()).copy_from_slice(c);
-                            (t, std::time::Instant::now())
-                        })
-                    })
-                    .collect();
-                let meanwhile = pollster::block_on(meanwhile);
-                self.host_done("upload: meanwhile", clock);
-                let spans: Vec<_> = copies.into_iter().map(|c| c.join()).collect();
-                let copied = spans.iter().all(|t| t.is_ok());
-                // The copy's own time: its first thread's start to its last
-                // thread's end.
-                let first = spans.iter().flatten().map(|t| t.0).min();
-                let last = spans.iter().flatten().map(|t| t.1).max();
-                if let (Some(a), Some(b), Some(_)) = (first, last, clock) {
-                    self.host_span("upload: copy threads", b - a);
-                }
-                (meanwhile, copied)
-            })
-        } else {
-            for (mut view, c) in views {
-                view.slice(..c.len()).copy_from_slice(c);
-            }
-            (meanwhile.await, true)
-        };
+        let r =
+            unsafe { crate::copies::copy_parts_during(&parts, || pollster::block_on(meanwhile)) };
         #[cfg(target_arch = "wasm32")]
         let r = {
-            for (mut view, c) in views {
-                view.slice(..c.len()).copy_from_slice(c);
-            }
+            unsafe { crate::copies::copy_parts_during(&parts, || ()) };
             meanwhile.await
         };
+        drop(view);
         self.host_done("upload: fill and meanwhile", clock);
         up.buffer.unmap();
-        #[cfg(not(target_arch = "wasm32"))]
-        if !copied {
-            return Err(Error::Device(
-                "a thread copying into upload memory failed".into(),
-            ));
-        }
         Ok(r)
     }
 

@@ -3,6 +3,7 @@
 //! same crate runs natively and in the browser.
 
 pub mod chunk;
+mod copies;
 pub mod engine;
 pub mod error;
 pub mod filters;

@@ -249,16 +249,11 @@ pub(crate) fn parallel_copy_to_uninit(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
 /// [`parallel_copy`] on at most `threads` threads (one on wasm, whose
 /// [`copy_threads`] is 1).
 fn parallel_copy_with(dst: &mut [MaybeUninit<u8>], src: &[u8], threads: usize) {
-    if src.len() >= 8 << 20 && threads > 1 && dst.len() == src.len() {
-        let part = src.len().div_ceil(threads);
-        std::thread::scope(|s| {
-            for (d, c) in dst.chunks_mut(part).zip(src.chunks(part)) {
-                s.spawn(move || d.write_copy_of_slice(c));
-            }
-        });
-        return;
+    if dst.len() == src.len() {
+        crate::copies::copy(dst, src, threads);
+    } else {
+        dst.write_copy_of_slice(src);
     }
-    dst.write_copy_of_slice(src);
 }
 
 /// Threads writing a large upload into mapped upload memory. Where that
