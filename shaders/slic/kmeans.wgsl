@@ -1,11 +1,13 @@
 // SLIC k-means iterations (skimage.segmentation.slic's _slic_cython),
 // pixel-centric and deterministic:
 // - assign: one thread per LANES pixels along x looks at the centres seeded within
-//   `radius` grid cells of each pixel's cell, in increasing index order, keeps
-//   those whose skimage window (trunc(c - 2 win) <= p < trunc(c + 2 win + 1))
-//   holds the pixel, and takes the strictly smallest distance (ties: the
-//   lower index, as skimage's loop over centres gives). The f32 arithmetic
-//   follows skimage's order; the CPU twin (slic/cpu.rs) repeats it.
+//   `radius` grid cells of each pixel's cell, keeps those whose skimage
+//   window (trunc(c - 2 win) <= p < trunc(c + 2 win + 1)) holds the pixel,
+//   and takes the smallest distance, ties to the lower index (skimage's
+//   loop over the centres in index order with a strict `<`). The centres
+//   nearest the pixel come first, so that the rest can be skipped on a
+//   bound (see `assign`). The f32 arithmetic follows skimage's order; the
+//   CPU twin (slic/cpu.rs) repeats it in index order.
 // - accumulate: integer sums per centre (count, coordinates, fixed-point
 //   features) in 64-bit two-word atomics, one set per run of equal labels
 //   in a workgroup: exact, so independent of order and grouping.
@@ -130,15 +132,37 @@ fn in_window(c: f32, q1: f32, two: f32) -> bool {
     return c - two < q1 && q1 <= c + two + 1.0;
 }
 
+// The seed cell of coordinate q along one axis.
+fn own_cell(q: u32, start: u32, step: u32, count: u32) -> u32 {
+    if (q > start) {
+        return min((q - start + step / 2u) / step, count - 1u);
+    }
+    return 0u;
+}
+
 // Seed indices within `radius` cells of coordinate q: (first, last).
 fn cands(q: u32, start: u32, step: u32, count: u32) -> vec2<u32> {
-    var own = 0u;
-    if (q > start) {
-        own = min((q - start + step / 2u) / step, count - 1u);
-    }
+    let own = own_cell(q, start, step, count);
     let lo = select(0u, own - p.radius, own >= p.radius);
     let hi = min(own + p.radius, count - 1u);
     return vec2<u32>(lo, hi);
+}
+
+// The a-th seed index along one axis (a = 0 ... 2 radius), or NONE past
+// the range: from the pixel's own cell outwards (own, own - 1, own + 1,
+// ...), so that the nearest centres come first and bound the rest; in
+// index order for SLICO (see `assign`).
+fn axis_at(a: u32, r: vec2<u32>, own: u32, outwards: bool) -> u32 {
+    var i = r.x + a;
+    if (outwards) {
+        let off = (a + 1u) / 2u;
+        if ((a & 1u) == 1u) {
+            i = select(NONE, own - off, own >= off);
+        } else {
+            i = own + off;
+        }
+    }
+    return select(NONE, i, i >= r.x && i <= r.y);
 }
 
 fn colour_distance(i: u32, base: u32) -> f32 {
@@ -293,6 +317,8 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     if (any_lane) {
         let rz = cands(z, p.start_z, p.step_z, p.count_z);
         let ry = cands(y, p.start_y, p.step_y, p.count_y);
+        let own_z = own_cell(z, p.start_z, p.step_z, p.count_z);
+        let own_y = own_cell(y, p.start_y, p.step_y, p.count_y);
         // The lanes' seed ranges along x are monotone in x: their union.
         let rx = vec2<u32>(min(min(lo.x, lo.y), min(lo.z, lo.w)),
                            max(max(hi.x, hi.y), max(hi.z, hi.w)));
@@ -310,8 +336,28 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         let two_y = f32(2u * p.win_y);
         let two_z = f32(2u * p.win_z);
         let grey = p.nc == 1u;
-        for (var iz = rz.x; iz <= rz.y; iz++) {
-            for (var iy = ry.x; iy <= ry.y; iy++) {
+        // The winner is the smallest distance, ties to the lower index,
+        // whatever the order of the candidates: skimage's loop over the
+        // centres in index order with a strict `<`. Without SLICO every
+        // distance is finite, so the candidates go from the own cell
+        // outwards and one whose spatial part alone along z and y exceeds
+        // every lane's best so far is skipped (the rounded sums only grow
+        // as terms are added, so it could not win). SLICO's colour
+        // distance may be 0 / 0 = NaN, which wins only as the first
+        // candidate in index order: there the order stays and nothing is
+        // skipped.
+        let outwards = p.slic_zero == 0u;
+        var bound = 3.0e38;
+        for (var az = 0u; az <= 2u * p.radius; az++) {
+            let iz = axis_at(az, rz, own_z, outwards);
+            if (iz == NONE) {
+                continue;
+            }
+            for (var ay = 0u; ay <= 2u * p.radius; ay++) {
+                let iy = axis_at(ay, ry, own_y, outwards);
+                if (iy == NONE) {
+                    continue;
+                }
                 let row = (iz * p.count_y + iy) * p.count_x;
                 // The next candidate's load is issued before this one's
                 // tests, so its latency overlaps them.
@@ -331,17 +377,20 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     if (!in_window(cy, q1y, two_y)) {
                         continue;
                     }
+                    // skimage's order, as in the CPU twin:
+                    // (dz^2 + dy^2 + dx^2) * weight + colour.
+                    let dz = p.sz * (cz - f32(z));
+                    let dy = p.sy * (cy - f32(y));
+                    let dzy = dz * dz + dy * dy;
+                    if (dzy * p.spatial_weight > bound) {
+                        continue;
+                    }
                     let cx = c4.z;
                     let inside = (vec4<f32>(cx - two_x) < q1x) & (q1x <= vec4<f32>(cx + two_x + 1.0))
                         & (vec4<u32>(ix) - lo_t <= span);
                     if (!any(inside)) {
                         continue;
                     }
-                    // skimage's order, as in the CPU twin:
-                    // (dz^2 + dy^2 + dx^2) * weight + colour.
-                    let dz = p.sz * (cz - f32(z));
-                    let dy = p.sy * (cy - f32(y));
-                    let dzy = dz * dz + dy * dy;
                     let dx = p.sx * (vec4<f32>(cx) - xf);
                     var d = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
                     var col = vec4<f32>(0.0);
@@ -355,9 +404,21 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                         col = col / vec4<f32>(bitcast<f32>(atomicLoad(&maxdist[k])));
                     }
                     d = d + col;
-                    let better = inside & ((best == vec4<u32>(NONE)) | (d < best_d));
-                    best = select(best, vec4<u32>(k), better);
-                    best_d = select(best_d, d, better);
+                    let kv = vec4<u32>(k);
+                    let better = inside & ((best == vec4<u32>(NONE)) | (d < best_d)
+                        | ((d == best_d) & (kv < best)));
+                    if (any(better)) {
+                        best = select(best, kv, better);
+                        best_d = select(best_d, d, better);
+                        if (outwards) {
+                            // Lanes without a candidate yet (NONE) keep
+                            // the bound open.
+                            let open = (best == vec4<u32>(NONE)) & !empty;
+                            let m = select(best_d, vec4<f32>(3.0e38), open);
+                            let live = select(m, vec4<f32>(-1.0), empty);
+                            bound = max(max(live.x, live.y), max(live.z, live.w));
+                        }
+                    }
                 }
             }
         }

@@ -253,6 +253,36 @@ fn gpu_equals_cpu_3d() {
     }
 }
 
+/// `assign` visits the centres from the pixel's own cell outwards and skips
+/// those whose spatial distance alone exceeds every lane's best: the labels
+/// stay the twin's (index order, strict `<`) whether colour or space
+/// dominates, with anisotropic spacing and on exact ties (a constant
+/// volume whose pixels lie midway between seeds).
+#[test]
+fn candidates_skipped_on_a_bound_change_no_label() {
+    let shape = [24, 26, 28];
+    let img = blobs(&shape, 11);
+    for compactness in [0.02, 0.3, 1.0, 10.0, 300.0] {
+        for spacing in [None, Some(vec![3.0, 1.0, 0.5])] {
+            let p = gray(SlicParams {
+                n_segments: 150,
+                compactness,
+                spacing,
+                max_num_iter: 6,
+                ..SlicParams::default()
+            });
+            let s = both(Samples::F32(&img), &shape, &p);
+            assert!(s.n_segments > 1);
+        }
+    }
+    let flat = vec![0.25f32; 20 * 20 * 20];
+    let p = gray(SlicParams {
+        n_segments: 27,
+        ..SlicParams::default()
+    });
+    both(Samples::F32(&flat), &[20, 20, 20], &p);
+}
+
 #[test]
 fn gpu_equals_cpu_with_mask() {
     let shape = [50, 44];
