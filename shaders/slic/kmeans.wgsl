@@ -274,6 +274,10 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
+// 1 + 2^-20: far above the rounding of a fused multiply-add, far below
+// any real gap.
+const SLACK: f32 = 1.00000095367431640625;
+
 // Pixels per `assign` thread, consecutive along x (slic/mod.rs:
 // ASSIGN_LANES): they share the candidate loop, the centre loads, the z and
 // y window tests and dz^2 + dy^2, which dominate the cost per candidate.
@@ -353,10 +357,27 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
             if (iz == NONE) {
                 continue;
             }
+            // A whole layer, then a whole row, of centres skipped on the
+            // least spatial distance any of them can have (the slack
+            // covers a compiler's fused multiply-adds in the candidates'
+            // sums).
+            var gz = 0.0;
+            if (outwards) {
+                gz = gap(f32(z), range_at(layer_word(iz)), p.sz);
+                if (gz * gz * p.spatial_weight > bound * SLACK) {
+                    continue;
+                }
+            }
             for (var ay = 0u; ay <= 2u * p.radius; ay++) {
                 let iy = axis_at(ay, ry, own_y, outwards);
                 if (iy == NONE) {
                     continue;
+                }
+                if (outwards) {
+                    let gy = gap(f32(y), range_at(row_word(iz, iy)), p.sy);
+                    if ((gz * gz + gy * gy) * p.spatial_weight > bound * SLACK) {
+                        continue;
+                    }
                 }
                 let row = (iz * p.count_y + iy) * p.count_x;
                 // The next candidate's load is issued before this one's
@@ -564,6 +585,49 @@ fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
     for (var c = 0u; c < p.nc; c++) {
         cset(b + 3u + c, sum_at(w + 7u + 2u * c) / n * p.inv_scale);
     }
+    widen_ranges(k, cget(b), cget(b + 1u));
+}
+
+// Words of `maxdist` after the centres' SLICO maxima: for each z layer of
+// seeds (index iz), then for each row (iz, iy), the least and the largest
+// z (layers) or y (rows) any of its live centres has had in this call, as
+// the bits of non-negative floats (which order like the floats). The host
+// starts them at the seeds (slic/mod.rs: centre_ranges); they only widen,
+// so they always hold the centres' current coordinates.
+fn layer_word(iz: u32) -> u32 {
+    return p.n_centres + 2u * iz;
+}
+
+fn row_word(iz: u32, iy: u32) -> u32 {
+    return p.n_centres + 2u * p.count_z + 2u * (iz * p.count_y + iy);
+}
+
+fn widen_ranges(k: u32, z: f32, y: f32) {
+    let iz = k / (p.count_y * p.count_x);
+    let iy = (k / p.count_x) % p.count_y;
+    atomicMin(&maxdist[layer_word(iz)], bitcast<u32>(z));
+    atomicMax(&maxdist[layer_word(iz) + 1u], bitcast<u32>(z));
+    atomicMin(&maxdist[row_word(iz, iy)], bitcast<u32>(y));
+    atomicMax(&maxdist[row_word(iz, iy) + 1u], bitcast<u32>(y));
+}
+
+// s |q - c| at least, for every c in the range of bits [lo, hi], as `assign`
+// computes it: the f32 operations are monotone, so the candidate's own
+// value is at least this one. An empty range (lo = +inf) gives +inf.
+fn gap(q: f32, range: vec2<u32>, s: f32) -> f32 {
+    let lo = bitcast<f32>(range.x);
+    let hi = bitcast<f32>(range.y);
+    if (lo > q) {
+        return s * (lo - q);
+    }
+    if (hi < q) {
+        return s * (q - hi);
+    }
+    return 0.0;
+}
+
+fn range_at(w: u32) -> vec2<u32> {
+    return vec2<u32>(atomicLoad(&maxdist[w]), atomicLoad(&maxdist[w + 1u]));
 }
 
 @compute @workgroup_size(256)

@@ -1069,7 +1069,13 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         .get(4 * (k * gpu_stride(nc)) as u64, "slic centres")
         .await?;
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
-    let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
+    let maxdist_init = maxdist_words(prep);
+    let maxdist = bufs
+        .get(
+            4 * maxdist_init.len() as u64,
+            "slic colour maxima and ranges",
+        )
+        .await?;
     // [iteration (finalize counts it up), min key, max key, NaN/inf flags,
     // change flag of iteration 0]: reset before every iteration.
     let changed = bufs.get(20, "slic change flag").await?;
@@ -1077,7 +1083,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let labels = bufs.get(4 * m_max as u64, "slic labels").await?;
     let mask = bufs.get(4 * m_max.div_ceil(32) as u64, "slic mask").await?;
     gpu.upload(&centres, bytemuck::cast_slice(&gpu_centres(prep)));
-    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
+    gpu.upload(&maxdist, bytemuck::cast_slice(&maxdist_init));
     let kp = kparams(prep);
     let slabs: Vec<(usize, usize)> = (0..prep.dims[0])
         .step_by(depth)
@@ -1287,14 +1293,20 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
         .await?;
     let stride = 1 + 2 * (3 + nc);
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
-    let maxdist = bufs.get(4 * k as u64, "slic colour maxima").await?;
+    let maxdist_init = maxdist_words(prep);
+    let maxdist = bufs
+        .get(
+            4 * maxdist_init.len() as u64,
+            "slic colour maxima and ranges",
+        )
+        .await?;
     // [change flag, min key, max key, NaN/inf flags], then one change flag
     // per iteration of a submission.
     let changed = bufs
         .get(16 + 4 * ITERATIONS_PER_SUBMIT as u64, "slic change flags")
         .await?;
     gpu.upload(&centres, bytemuck::cast_slice(&gpu_centres(prep)));
-    gpu.upload(&maxdist, bytemuck::cast_slice(&vec![1f32.to_bits(); k]));
+    gpu.upload(&maxdist, bytemuck::cast_slice(&maxdist_init));
     let mut flags = vec![0u32; 4 + ITERATIONS_PER_SUBMIT];
     flags[1] = u32::MAX;
     gpu.upload(&changed, bytemuck::cast_slice(&flags));
@@ -1557,6 +1569,31 @@ async fn collect_batch(gpu: &Gpu, pending: Pending, count: usize) -> Result<(usi
         .finish_with(pending, |b| Ok(bytemuck::pod_collect_to_vec(b)))
         .await?;
     batch_iterations(&words, count)
+}
+
+/// The words of kmeans.wgsl's `maxdist` binding: each centre's SLICO
+/// colour maximum (1.0 to start), then the range of z over each layer of
+/// seeds and of y over each row (kmeans.wgsl: layer_word, row_word), from
+/// the live seeds; a layer or row without one has the empty range
+/// [+inf, 0].
+fn maxdist_words(prep: &Prepared) -> Vec<u32> {
+    let [cz, cy, _] = [0, 1, 2].map(|a| prep.grid[a].count);
+    let k = prep.n_centres();
+    let mut words = vec![1f32.to_bits(); k];
+    let empty = [f32::INFINITY.to_bits(), 0];
+    words.extend(std::iter::repeat_n(empty, cz + cz * cy).flatten());
+    let cx = prep.grid[2].count;
+    prep.each_seed(|k_seed, [z, y, _], alive| {
+        if !alive {
+            return;
+        }
+        let (iz, iy) = (k_seed / (cy * cx), k_seed / cx % cy);
+        for (at, v) in [(k + 2 * iz, z), (k + 2 * cz + 2 * (iz * cy + iy), y)] {
+            words[at] = words[at].min(v.to_bits());
+            words[at + 1] = words[at + 1].max(v.to_bits());
+        }
+    });
+    words
 }
 
 /// Floats per centre on the GPU (kmeans.wgsl: stride): z, y, x, then the
