@@ -213,11 +213,10 @@ impl Job<'_> {
 
 impl Drop for Job<'_> {
     /// Copies the parts no worker has taken yet, then waits for the rest
-    /// without sleeping: the job never outlives the memory it copies (even
-    /// on a panic in the caller's `meanwhile`), and a caller woken by a
-    /// worker tends to be moved to that worker's core, which made the
-    /// host's other work slower afterwards (SLIC 2-D after 3-D in one
-    /// process, H100 hosts: 1.87 -> 2.06-2.17 ms).
+    /// (so the job never outlives the memory it copies, even on a panic in
+    /// the caller's `meanwhile`). It spins rather than sleeps: the last
+    /// parts end within tens of microseconds, about a wake-up's time
+    /// (sleeping on a condition variable measured no different).
     fn drop(&mut self) {
         let pool = self.pool;
         loop {
