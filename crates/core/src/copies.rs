@@ -14,7 +14,7 @@
 //! GPUSCOPE_NO_COPY_POOL=1 always uses scoped threads (to compare).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, TryLockError};
 
 /// One part of a copy: `len` bytes from `src` to `dst`.
 #[derive(Clone, Copy)]
@@ -24,8 +24,9 @@ pub(crate) struct Part {
     pub len: usize,
 }
 
-// SAFETY: a part is only sent to a worker while the caller of `copy_parts`
-// holds both ranges and waits for the worker to finish with them.
+// SAFETY: a part is only sent to a worker while the caller of
+// `copy_parts_during` holds both ranges and waits for the worker to finish
+// with them.
 unsafe impl Send for Part {}
 
 impl Part {
@@ -168,7 +169,13 @@ impl Pool {
 
     /// Hands `parts` to the workers unless another copy holds the pool.
     fn try_start(&self, parts: &[Part]) -> Option<Job<'_>> {
-        let busy = self.busy.try_lock().ok()?;
+        let busy = match self.busy.try_lock() {
+            Ok(guard) => guard,
+            // A panic in an earlier caller's `meanwhile` (its parts were
+            // all copied before the guard dropped): the pool is free.
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return None,
+        };
         let mut st = lock(&self.state);
         st.parts.clear();
         st.parts.extend_from_slice(parts);
@@ -302,6 +309,28 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A panic in `meanwhile` still leaves every part copied before it
+    /// unwinds out, and later copies still work.
+    #[test]
+    fn a_panic_beside_a_copy_leaves_it_complete() {
+        let src = pattern(4 << 20, 5);
+        let mut dst = vec![0u8; src.len()];
+        let list = parts(src.as_ptr(), dst.as_mut_ptr(), src.len(), 8);
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            // SAFETY: the parts tile both vectors, alive and unused
+            // meanwhile.
+            unsafe { copy_parts_during(&list, || panic!("meanwhile failed")) }
+        }));
+        assert!(outcome.is_err());
+        assert!(dst == src);
+        let again = pattern(4 << 20, 6);
+        let mut out = vec![0u8; again.len()];
+        let list = parts(again.as_ptr(), out.as_mut_ptr(), again.len(), 8);
+        // SAFETY: as above.
+        unsafe { copy_parts_during(&list, || ()) };
+        assert!(out == again);
     }
 
     /// `meanwhile` runs while the parts are copied, and its result comes
