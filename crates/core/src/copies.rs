@@ -52,12 +52,7 @@ pub(crate) unsafe fn copy_parts_during<R>(parts: &[Part], meanwhile: impl FnOnce
         parts.iter().for_each(|p| unsafe { p.run() });
         return meanwhile();
     }
-    let pool = if std::env::var_os("GPUSCOPE_NO_COPY_POOL").is_some() {
-        None
-    } else {
-        pool()
-    };
-    match pool.and_then(|p| p.try_start(parts)) {
+    match pool().and_then(|p| p.try_start(parts)) {
         Some(job) => {
             let r = meanwhile();
             job.wait();
@@ -109,7 +104,8 @@ pub(crate) fn copy(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8], threads: u
 }
 
 /// The pool: parked workers, one per core but the caller's, at most 15;
-/// none where threads are not available (wasm) or none could start.
+/// none where threads are not available (wasm), none could start, or
+/// GPUSCOPE_NO_COPY_POOL is set (read once).
 fn pool() -> Option<&'static Pool> {
     static POOL: OnceLock<Option<&'static Pool>> = OnceLock::new();
     *POOL.get_or_init(Pool::start)
@@ -145,7 +141,7 @@ struct Job<'p> {
 
 impl Pool {
     fn start() -> Option<&'static Pool> {
-        if cfg!(target_arch = "wasm32") {
+        if cfg!(target_arch = "wasm32") || std::env::var_os("GPUSCOPE_NO_COPY_POOL").is_some() {
             return None;
         }
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(16)) - 1;

@@ -1069,13 +1069,7 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
         .get(4 * (k * gpu_stride(nc)) as u64, "slic centres")
         .await?;
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
-    let maxdist_init = maxdist_words(prep);
-    let maxdist = bufs
-        .get(
-            4 * maxdist_init.len() as u64,
-            "slic colour maxima and ranges",
-        )
-        .await?;
+    let maxdist = maxdist_buffer(gpu, &mut bufs, prep).await?;
     // [iteration (finalize counts it up), min key, max key, NaN/inf flags,
     // change flag of iteration 0]: reset before every iteration.
     let changed = bufs.get(20, "slic change flag").await?;
@@ -1083,7 +1077,6 @@ async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let labels = bufs.get(4 * m_max as u64, "slic labels").await?;
     let mask = bufs.get(4 * m_max.div_ceil(32) as u64, "slic mask").await?;
     gpu.upload(&centres, bytemuck::cast_slice(&gpu_centres(prep)));
-    gpu.upload(&maxdist, bytemuck::cast_slice(&maxdist_init));
     let kp = kparams(prep);
     let slabs: Vec<(usize, usize)> = (0..prep.dims[0])
         .step_by(depth)
@@ -1293,20 +1286,13 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
         .await?;
     let stride = 1 + 2 * (3 + nc);
     let accum = bufs.get(4 * (k * stride) as u64, "slic sums").await?;
-    let maxdist_init = maxdist_words(prep);
-    let maxdist = bufs
-        .get(
-            4 * maxdist_init.len() as u64,
-            "slic colour maxima and ranges",
-        )
-        .await?;
+    let maxdist = maxdist_buffer(gpu, &mut bufs, prep).await?;
     // [change flag, min key, max key, NaN/inf flags], then one change flag
     // per iteration of a submission.
     let changed = bufs
         .get(16 + 4 * ITERATIONS_PER_SUBMIT as u64, "slic change flags")
         .await?;
     gpu.upload(&centres, bytemuck::cast_slice(&gpu_centres(prep)));
-    gpu.upload(&maxdist, bytemuck::cast_slice(&maxdist_init));
     let mut flags = vec![0u32; 4 + ITERATIONS_PER_SUBMIT];
     flags[1] = u32::MAX;
     gpu.upload(&changed, bytemuck::cast_slice(&flags));
@@ -1569,6 +1555,20 @@ async fn collect_batch(gpu: &Gpu, pending: Pending, count: usize) -> Result<(usi
         .finish_with(pending, |b| Ok(bytemuck::pod_collect_to_vec(b)))
         .await?;
     batch_iterations(&words, count)
+}
+
+/// kmeans.wgsl's `maxdist` binding, filled with [`maxdist_words`].
+async fn maxdist_buffer(
+    gpu: &Gpu,
+    bufs: &mut Buffers<'_>,
+    prep: &Prepared,
+) -> Result<wgpu::Buffer> {
+    let words = maxdist_words(prep);
+    let maxdist = bufs
+        .get(4 * words.len() as u64, "slic colour maxima and ranges")
+        .await?;
+    gpu.upload(&maxdist, bytemuck::cast_slice(&words));
+    Ok(maxdist)
 }
 
 /// The words of kmeans.wgsl's `maxdist` binding: each centre's SLICO
