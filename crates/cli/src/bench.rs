@@ -22,6 +22,7 @@ use crate::spread::RunStream;
 pub struct BenchArgs {
     /// Workloads to run (default: all; with the global --adapters the
     /// stack and spots-series workloads use every adapter): median-3, median-7, median-stack,
+    /// median-stack-into (the same into one output array kept across calls),
     /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, kappa-sigma, slic-3d-L
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
     /// spots-series-disk, label-stream, label-sources, label-blobs-2d,
@@ -266,7 +267,11 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             )?;
         }
     }
-    if want("median-stack") || want("outliers-stack") || want("stack-roundtrip") {
+    if want("median-stack")
+        || want("median-stack-into")
+        || want("outliers-stack")
+        || want("stack-roundtrip")
+    {
         let nz = args.slices;
         let stack = uniform(nz * n2, 1);
         let shape = [nz, 2048, 2048];
@@ -327,6 +332,28 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
                             ))
                         },
                     )
+                },
+                None,
+            )?;
+        }
+        if want("median-stack-into") {
+            // The same call into one output array kept across calls
+            // (scipy's `output=`): no fresh pages to fault in.
+            let fp = Footprint::size(3, &[1, 3, 3])?;
+            let mut out = SampleVec::F32(vec![0.0; stack.len()]);
+            time(
+                "median-stack-into",
+                8 * nz * n2,
+                &mut || {
+                    pollster::block_on(median::median_filter_into(
+                        gpu,
+                        Samples::F32(&stack),
+                        &shape,
+                        &fp,
+                        reflect,
+                        &mut out,
+                    ))?;
+                    Ok(())
                 },
                 None,
             )?;

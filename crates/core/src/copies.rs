@@ -9,12 +9,15 @@
 //! copy, 0.06-0.08 ms on 8 parked threads; 4 MB into the device's mapped
 //! memory: 0.24-0.27 ms, 0.14 ms on 4 parked threads).
 //!
-//! One copy uses the pool at a time; a copy that finds it busy (the stack
-//! streams copy in and out at once) uses scoped threads as before.
-//! GPUSCOPE_NO_COPY_POOL=1 always uses scoped threads (to compare).
+//! Several copies share the pool at once: the stack streams copy results
+//! out while the next chunk is copied in (starting a dozen threads for
+//! each chunk's results cost more than the copies gained from them). Each
+//! copy asks for a number of workers; a worker whose copy has no parts
+//! left helps the others. GPUSCOPE_NO_COPY_POOL=1 uses scoped threads
+//! instead (to compare).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock, TryLockError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 
 /// One part of a copy: `len` bytes from `src` to `dst`.
 #[derive(Clone, Copy)]
@@ -25,9 +28,12 @@ pub(crate) struct Part {
 }
 
 // SAFETY: a part is only sent to a worker while the caller of
-// `copy_parts_during` holds both ranges and waits for the worker to finish
+// `copy_during` holds both ranges and waits for the worker to finish
 // with them.
 unsafe impl Send for Part {}
+// SAFETY: as for Send; a shared part is only read (its fields copied) by
+// the one thread that takes it.
+unsafe impl Sync for Part {}
 
 impl Part {
     /// # Safety
@@ -38,33 +44,50 @@ impl Part {
     }
 }
 
-/// Copies every part, on the pool's threads while `meanwhile` runs on this
-/// one (or on scoped threads when the pool is busy); returns `meanwhile`'s
-/// result once every part is copied.
+/// A copy cut into parts, and how many threads share them (each takes the
+/// next part left until none are).
+pub(crate) struct Plan {
+    pub parts: Vec<Part>,
+    pub workers: usize,
+}
+
+/// Copies every part of `plan`, on the pool's threads while `meanwhile`
+/// runs on this one (on scoped threads without the pool);
+/// returns `meanwhile`'s result once every part is copied.
 ///
 /// # Safety
 /// Each part's ranges must be valid for its length, must not overlap each
 /// other or any other part's destination, and must stay valid and unused
 /// by `meanwhile` until this returns.
-pub(crate) unsafe fn copy_parts_during<R>(parts: &[Part], meanwhile: impl FnOnce() -> R) -> R {
-    if parts.len() <= 1 || cfg!(target_arch = "wasm32") {
+pub(crate) unsafe fn copy_during<R>(plan: &Plan, meanwhile: impl FnOnce() -> R) -> R {
+    let parts = &plan.parts[..];
+    if parts.len() <= 1 || plan.workers <= 1 || cfg!(target_arch = "wasm32") {
         // SAFETY: the caller's contract.
         parts.iter().for_each(|p| unsafe { p.run() });
         return meanwhile();
     }
-    match pool().and_then(|p| p.try_start(parts)) {
+    match pool().map(|p| p.start_job(plan)) {
         Some(job) => {
             let r = meanwhile();
             job.wait();
             r
         }
-        None => std::thread::scope(|s| {
-            for &p in parts {
-                // SAFETY: the caller's contract; the scope joins the thread.
-                s.spawn(move || unsafe { p.run() });
-            }
-            meanwhile()
-        }),
+        None => {
+            let next = AtomicUsize::new(0);
+            let work = || {
+                while let Some(&p) = parts.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    // SAFETY: the caller's contract; each part is taken once
+                    // and the scope joins the threads.
+                    unsafe { p.run() };
+                }
+            };
+            std::thread::scope(|s| {
+                for _ in 0..plan.workers {
+                    s.spawn(work);
+                }
+                meanwhile()
+            })
+        }
     }
 }
 
@@ -73,34 +96,60 @@ pub(crate) unsafe fn copy_parts_during<R>(parts: &[Part], meanwhile: impl FnOnce
 /// per quarter of it, up to the threads asked for.
 const SPLIT_FROM: usize = 2 << 20;
 
-/// The parts of a copy of `len` bytes from `src` to `dst` on up to
-/// `threads` threads: whole 64-byte lines each, but the last.
-pub(crate) fn parts(src: *const u8, dst: *mut u8, len: usize, threads: usize) -> Vec<Part> {
-    let count = if len < SPLIT_FROM {
-        1
+/// Copies from this many bytes are cut at the destination's 2 MiB
+/// boundaries, a part per (transparent huge) page, shared by the threads:
+/// a fresh huge page is zeroed by the thread that first touches it, and two
+/// threads whose parts share one both zero it (parts of a sixteenth of a
+/// 64 MiB chunk shared a page at every cut). A page zeroed and then
+/// filled by one core is also written while still in its cache.
+const PAGES_FROM: usize = 8 << 20;
+
+/// 2 MiB: the huge page of x86-64 and arm64 Linux.
+const PAGE: usize = 2 << 20;
+
+/// How to copy `len` bytes from `src` to `dst` on up to `threads` threads:
+/// below [`PAGES_FROM`], one part per thread, whole 64-byte lines each but
+/// the last; from it, a part per 2 MiB page of `dst`.
+pub(crate) fn plan(src: *const u8, dst: *mut u8, len: usize, threads: usize) -> Plan {
+    let threads = threads.max(1);
+    let cuts: Vec<usize> = if len >= PAGES_FROM {
+        let first = (dst as usize).next_multiple_of(PAGE) - dst as usize;
+        std::iter::once(0)
+            .chain((first..len).step_by(PAGE).filter(|&at| at > 0))
+            .collect()
     } else {
-        threads.clamp(1, len.div_ceil(SPLIT_FROM / 4))
+        let count = if len < SPLIT_FROM {
+            1
+        } else {
+            threads.min(len.div_ceil(SPLIT_FROM / 4))
+        };
+        let step = (len.div_ceil(count).div_ceil(64) * 64).max(64);
+        (0..len).step_by(step).collect()
     };
-    let step = (len.div_ceil(count).div_ceil(64) * 64).max(64);
-    (0..len)
-        .step_by(step)
-        .map(|at| Part {
+    let parts: Vec<Part> = cuts
+        .iter()
+        .zip(cuts.iter().skip(1).chain(std::iter::once(&len)))
+        .map(|(&at, &end)| Part {
             // Pointer arithmetic only; `at < len`.
             dst: dst.wrapping_add(at),
             src: src.wrapping_add(at),
-            len: step.min(len - at),
+            len: end - at,
         })
-        .collect()
+        .collect();
+    Plan {
+        workers: threads.min(parts.len()),
+        parts,
+    }
 }
 
 /// `src` into `dst` (the same length) on up to `threads` threads
-/// ([`copy_parts_during`]).
+/// ([`copy_during`]).
 pub(crate) fn copy(dst: &mut [std::mem::MaybeUninit<u8>], src: &[u8], threads: usize) {
     let len = src.len().min(dst.len());
-    let list = parts(src.as_ptr(), dst.as_mut_ptr().cast(), len, threads);
+    let plan = plan(src.as_ptr(), dst.as_mut_ptr().cast(), len, threads);
     // SAFETY: the parts tile `..len` of both slices, which this function
     // borrows until it returns.
-    unsafe { copy_parts_during(&list, || {}) }
+    unsafe { copy_during(&plan, || {}) }
 }
 
 /// The pool: parked workers, one per core but the caller's, at most 15;
@@ -112,19 +161,27 @@ fn pool() -> Option<&'static Pool> {
 }
 
 struct Pool {
-    /// Held by the one copy using the pool.
-    busy: Mutex<()>,
     state: Mutex<State>,
     wake: Condvar,
-    /// Parts of the current job not yet copied.
-    left: AtomicUsize,
 }
 
 #[derive(Default)]
 struct State {
+    /// Jobs with parts not yet handed out, oldest first.
+    jobs: Vec<Active>,
+    next_id: u64,
+}
+
+struct Active {
+    id: u64,
     parts: Vec<Part>,
-    /// Parts handed out of `parts`.
+    /// Parts handed out.
     taken: usize,
+    /// Workers copying its parts now, and how many it asked for.
+    busy: usize,
+    workers: usize,
+    /// Parts not yet copied (shared with the job's caller).
+    left: Arc<AtomicUsize>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -133,10 +190,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// A copy running on the pool; `wait` returns once every part is copied.
+/// A copy running on the pool; dropping it returns once every part is
+/// copied.
 struct Job<'p> {
     pool: &'p Pool,
-    _busy: MutexGuard<'p, ()>,
+    id: u64,
+    left: Arc<AtomicUsize>,
 }
 
 impl Pool {
@@ -147,10 +206,8 @@ impl Pool {
         let workers = std::thread::available_parallelism().map_or(1, |n| n.get().min(16)) - 1;
         // Leaked with its threads, which park for the process's lifetime.
         let pool: &'static Pool = Box::leak(Box::new(Pool {
-            busy: Mutex::new(()),
             state: Mutex::new(State::default()),
             wake: Condvar::new(),
-            left: AtomicUsize::new(0),
         }));
         let started = (0..workers)
             .filter(|_| {
@@ -163,47 +220,71 @@ impl Pool {
         (started > 0).then_some(pool)
     }
 
-    /// Hands `parts` to the workers unless another copy holds the pool.
-    fn try_start(&self, parts: &[Part]) -> Option<Job<'_>> {
-        let busy = match self.busy.try_lock() {
-            Ok(guard) => guard,
-            // A panic in an earlier caller's `meanwhile` (its parts were
-            // all copied before the guard dropped): the pool is free.
-            Err(TryLockError::Poisoned(e)) => e.into_inner(),
-            Err(TryLockError::WouldBlock) => return None,
-        };
+    /// Hands the plan's parts to the workers.
+    fn start_job(&self, plan: &Plan) -> Job<'_> {
+        let left = Arc::new(AtomicUsize::new(plan.parts.len()));
         let mut st = lock(&self.state);
-        st.parts.clear();
-        st.parts.extend_from_slice(parts);
-        st.taken = 0;
-        self.left.store(parts.len(), Ordering::Release);
+        let id = st.next_id;
+        st.next_id += 1;
+        st.jobs.push(Active {
+            id,
+            parts: plan.parts.clone(),
+            taken: 0,
+            busy: 0,
+            workers: plan.workers,
+            left: left.clone(),
+        });
         drop(st);
-        // As many workers as parts (the caller copies too once `meanwhile`
+        // Only the plan's workers (the caller copies too once `meanwhile`
         // is done): waking all 15 for 8 parts only has them queue on the
-        // lock.
-        for _ in 0..parts.len() {
+        // lock, and a stream's copy out shares the cores with its upload.
+        for _ in 0..plan.workers {
             self.wake.notify_one();
         }
-        Some(Job {
+        Job {
             pool: self,
-            _busy: busy,
-        })
+            id,
+            left,
+        }
+    }
+
+    /// The next part for a worker: from the oldest job with fewer workers
+    /// than it asked for, else from the oldest with parts left. So a worker
+    /// whose job has no parts left helps the other (a stream's upload and
+    /// its copy out end together rather than one idling).
+    fn next_part(st: &mut State) -> Option<(Part, u64, Arc<AtomicUsize>)> {
+        let i = st
+            .jobs
+            .iter()
+            .position(|j| j.busy < j.workers)
+            .or_else(|| (!st.jobs.is_empty()).then_some(0))?;
+        let job = &mut st.jobs[i];
+        let part = job.parts[job.taken];
+        job.taken += 1;
+        job.busy += 1;
+        let taken = (part, job.id, job.left.clone());
+        if job.taken == job.parts.len() {
+            st.jobs.remove(i);
+        }
+        Some(taken)
     }
 
     fn work(&self) {
         let mut st = lock(&self.state);
         loop {
-            while st.taken >= st.parts.len() {
+            let Some((part, id, left)) = Self::next_part(&mut st) else {
                 st = self.wake.wait(st).unwrap_or_else(|e| e.into_inner());
-            }
-            let part = st.parts[st.taken];
-            st.taken += 1;
+                continue;
+            };
             drop(st);
             // SAFETY: the job's caller keeps the ranges valid until `left`
             // reaches 0, which happens only after this copy.
             unsafe { part.run() };
-            self.left.fetch_sub(1, Ordering::Release);
+            left.fetch_sub(1, Ordering::Release);
             st = lock(&self.state);
+            if let Some(job) = st.jobs.iter_mut().find(|j| j.id == id) {
+                job.busy -= 1;
+            }
         }
     }
 }
@@ -215,27 +296,30 @@ impl Job<'_> {
 }
 
 impl Drop for Job<'_> {
-    /// Copies the parts no worker has taken yet, then waits for the rest
-    /// (so the job never outlives the memory it copies, even on a panic in
-    /// the caller's `meanwhile`). It spins rather than sleeps: the last
-    /// parts end within tens of microseconds, about a wake-up's time
+    /// Copies the job's parts no worker has taken yet, then waits for the
+    /// rest (so the job never outlives the memory it copies, even on a
+    /// panic in the caller's `meanwhile`). It spins rather than sleeps: the
+    /// last parts end within tens of microseconds, about a wake-up's time
     /// (sleeping on a condition variable measured no different).
     fn drop(&mut self) {
-        let pool = self.pool;
         loop {
-            let mut st = lock(&pool.state);
-            if st.taken == st.parts.len() {
+            let mut st = lock(&self.pool.state);
+            let Some(i) = st.jobs.iter().position(|j| j.id == self.id) else {
                 break;
+            };
+            let job = &mut st.jobs[i];
+            let part = job.parts[job.taken];
+            job.taken += 1;
+            if job.taken == job.parts.len() {
+                st.jobs.remove(i);
             }
-            let part = st.parts[st.taken];
-            st.taken += 1;
             drop(st);
             // SAFETY: as in `work`.
             unsafe { part.run() };
-            pool.left.fetch_sub(1, Ordering::Release);
+            self.left.fetch_sub(1, Ordering::Release);
         }
         let mut spins = 0u32;
-        while pool.left.load(Ordering::Acquire) != 0 {
+        while self.left.load(Ordering::Acquire) != 0 {
             spins = spins.saturating_add(1);
             if spins < 1 << 14 {
                 std::hint::spin_loop();
@@ -293,15 +377,37 @@ mod tests {
     }
 
     #[test]
-    fn parts_tile_the_range_in_whole_lines() {
-        for len in [0, 5, SPLIT_FROM, 5 * SPLIT_FROM + 3, 64 << 20] {
+    fn plans_tile_the_range_in_lines_or_pages() {
+        for len in [
+            0,
+            5,
+            SPLIT_FROM,
+            5 * SPLIT_FROM + 3,
+            PAGES_FROM - 1,
+            PAGES_FROM,
+            64 << 20,
+        ] {
             for threads in [1, 3, 8, 16] {
-                let p = parts(std::ptr::null(), std::ptr::null_mut(), len, threads);
-                assert!(p.len() <= threads.max(1));
-                assert_eq!(p.iter().map(|p| p.len).sum::<usize>(), len);
-                assert!(p.iter().rev().skip(1).all(|p| p.len % 64 == 0));
-                if len < SPLIT_FROM {
-                    assert!(p.len() <= 1);
+                for offset in [0usize, 16, PAGE - 64] {
+                    let dst = (64 * PAGE + offset) as *mut u8;
+                    let p = plan(std::ptr::null(), dst, len, threads);
+                    assert!(p.workers <= threads && (len == 0 || p.workers >= 1));
+                    assert_eq!(p.parts.iter().map(|p| p.len).sum::<usize>(), len);
+                    let mut at = dst as usize;
+                    for part in &p.parts {
+                        assert_eq!(part.dst as usize, at);
+                        at += part.len;
+                    }
+                    if len < SPLIT_FROM {
+                        assert!(p.parts.len() <= 1);
+                    } else if len < PAGES_FROM {
+                        assert!(p.parts.len() <= threads);
+                        assert!(p.parts.iter().rev().skip(1).all(|p| p.len % 64 == 0));
+                    } else {
+                        // Every cut on a page boundary, no part over a page.
+                        assert!(p.parts.iter().skip(1).all(|p| p.dst as usize % PAGE == 0));
+                        assert!(p.parts.iter().all(|p| p.len <= PAGE && p.len > 0));
+                    }
                 }
             }
         }
@@ -313,20 +419,40 @@ mod tests {
     fn a_panic_beside_a_copy_leaves_it_complete() {
         let src = pattern(4 << 20, 5);
         let mut dst = vec![0u8; src.len()];
-        let list = parts(src.as_ptr(), dst.as_mut_ptr(), src.len(), 8);
+        let list = plan(src.as_ptr(), dst.as_mut_ptr(), src.len(), 8);
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             // SAFETY: the parts tile both vectors, alive and unused
             // meanwhile.
-            unsafe { copy_parts_during(&list, || panic!("meanwhile failed")) }
+            unsafe { copy_during(&list, || panic!("meanwhile failed")) }
         }));
         assert!(outcome.is_err());
         assert!(dst == src);
         let again = pattern(4 << 20, 6);
         let mut out = vec![0u8; again.len()];
-        let list = parts(again.as_ptr(), out.as_mut_ptr(), again.len(), 8);
+        let list = plan(again.as_ptr(), out.as_mut_ptr(), again.len(), 8);
         // SAFETY: as above.
-        unsafe { copy_parts_during(&list, || ()) };
+        unsafe { copy_during(&list, || ()) };
         assert!(out == again);
+    }
+
+    /// A copy inside another's `meanwhile` (a stream's results out while
+    /// its next chunk goes in) shares the pool with it; both complete.
+    #[test]
+    fn a_copy_beside_a_copy_completes_both() {
+        let (src_in, src_out) = (pattern(8 << 20, 1), pattern(6 << 20, 2));
+        let (mut dst_in, mut dst_out) = (vec![0u8; src_in.len()], vec![0u8; src_out.len()]);
+        let list = plan(src_in.as_ptr(), dst_in.as_mut_ptr(), src_in.len(), 4);
+        // SAFETY: the parts tile `src_in` and `dst_in`, which `meanwhile`
+        // does not touch.
+        unsafe {
+            copy_during(&list, || {
+                let out = &mut *(dst_out.as_mut_slice() as *mut [u8]
+                    as *mut [std::mem::MaybeUninit<u8>]);
+                copy(out, &src_out, 12);
+            })
+        };
+        assert!(dst_in == src_in);
+        assert!(dst_out == src_out);
     }
 
     /// `meanwhile` runs while the parts are copied, and its result comes
@@ -335,10 +461,10 @@ mod tests {
     fn meanwhile_runs_beside_the_copy() {
         let src = pattern(4 << 20, 3);
         let mut dst = vec![0u8; src.len()];
-        let list = parts(src.as_ptr(), dst.as_mut_ptr(), src.len(), 8);
-        assert!(list.len() > 1);
+        let list = plan(src.as_ptr(), dst.as_mut_ptr(), src.len(), 8);
+        assert!(list.parts.len() > 1);
         // SAFETY: the parts tile both vectors, alive and unused meanwhile.
-        let r = unsafe { copy_parts_during(&list, || 42) };
+        let r = unsafe { copy_during(&list, || 42) };
         assert_eq!(r, 42);
         assert!(dst == src);
     }

@@ -492,15 +492,14 @@ impl Gpu {
             .get_mapped_range_mut()
             .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
         let dst = view.slice(..len).as_raw_ptr().as_ptr().cast::<u8>();
-        let parts = crate::copies::parts(bytes.as_ptr(), dst, len, threads);
+        let plan = crate::copies::plan(bytes.as_ptr(), dst, len, threads);
         // SAFETY: the parts tile the mapped view (alive until after the
         // copy) and `bytes`; `meanwhile` touches neither.
         #[cfg(not(target_arch = "wasm32"))]
-        let r =
-            unsafe { crate::copies::copy_parts_during(&parts, || pollster::block_on(meanwhile)) };
+        let r = unsafe { crate::copies::copy_during(&plan, || pollster::block_on(meanwhile)) };
         #[cfg(target_arch = "wasm32")]
         let r = {
-            unsafe { crate::copies::copy_parts_during(&parts, || ()) };
+            unsafe { crate::copies::copy_during(&plan, || ()) };
             meanwhile.await
         };
         drop(view);
@@ -1177,6 +1176,29 @@ impl Recorder<'_> {
         parts: &[(&wgpu::Buffer, u64, u64)],
         upload: Option<&mut UploadBuffer>,
     ) -> Pending {
+        self.submit_with_readback_parts_in(parts, upload, 0)
+    }
+
+    /// [`Recorder::submit_with_readback`] into a readback buffer with room
+    /// for at least `room` bytes of data: a stream of chunks of several
+    /// sizes then reuses one size of buffer (a new one costs the driver a
+    /// pinning of its pages, and a pool of mixed sizes evicts the large).
+    pub(crate) fn submit_with_readback_in(
+        self,
+        buffer: &wgpu::Buffer,
+        bytes: u64,
+        upload: Option<&mut UploadBuffer>,
+        room: u64,
+    ) -> Pending {
+        self.submit_with_readback_parts_in(&[(buffer, 0, bytes)], upload, room)
+    }
+
+    fn submit_with_readback_parts_in(
+        self,
+        parts: &[(&wgpu::Buffer, u64, u64)],
+        upload: Option<&mut UploadBuffer>,
+        room: u64,
+    ) -> Pending {
         let Recorder {
             gpu,
             mut encoder,
@@ -1191,7 +1213,7 @@ impl Recorder<'_> {
             .as_ref()
             .filter(|_| passes > 0)
             .map(|q| (q, 2 * passes));
-        let size = data + timed.map_or(0, |(_, n)| 8 * u64::from(n));
+        let size = data.max(room.div_ceil(8) * 8) + timed.map_or(0, |(_, n)| 8 * u64::from(n));
         let staging = gpu.staging_buffer(size_class(size.max(8)));
         for (&(buffer, offset, len), &at) in parts.iter().zip(&starts) {
             if len > 0 {

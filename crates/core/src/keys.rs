@@ -138,6 +138,41 @@ impl SampleVec {
             SampleVec::F64(v) => Samples::F64(v),
         }
     }
+
+    /// Copies `other` into this array, which must have its dtype and length.
+    pub fn copy_from(&mut self, other: &SampleVec) -> crate::Result<()> {
+        fn copy<T: Copy>(dst: &mut [T], src: &[T]) -> bool {
+            let same = dst.len() == src.len();
+            if same {
+                dst.copy_from_slice(src);
+            }
+            same
+        }
+        let copied = match (&mut *self, other) {
+            (SampleVec::U8(d), SampleVec::U8(s)) => copy(d, s),
+            (SampleVec::I8(d), SampleVec::I8(s)) => copy(d, s),
+            (SampleVec::U16(d), SampleVec::U16(s)) => copy(d, s),
+            (SampleVec::I16(d), SampleVec::I16(s)) => copy(d, s),
+            (SampleVec::U32(d), SampleVec::U32(s)) => copy(d, s),
+            (SampleVec::I32(d), SampleVec::I32(s)) => copy(d, s),
+            (SampleVec::F32(d), SampleVec::F32(s)) => copy(d, s),
+            (SampleVec::U64(d), SampleVec::U64(s)) => copy(d, s),
+            (SampleVec::I64(d), SampleVec::I64(s)) => copy(d, s),
+            (SampleVec::F64(d), SampleVec::F64(s)) => copy(d, s),
+            _ => false,
+        };
+        if copied {
+            return Ok(());
+        }
+        let (to, from) = (self.as_samples(), other.as_samples());
+        Err(crate::Error::InvalidInput(format!(
+            "{} {} values cannot be copied into an array of {} {} values",
+            from.len(),
+            from.dtype_name(),
+            to.len(),
+            to.dtype_name()
+        )))
+    }
 }
 
 impl Samples<'_> {

@@ -37,6 +37,12 @@ pub trait SliceSource<T> {
 /// Receives the output slices in order.
 pub trait SliceSink<T> {
     fn write(&mut self, slices: &[T]) -> Result<()>;
+
+    /// [`SliceSink::write`] while the stream does nothing else on the host
+    /// (its last chunks): a sink copying on threads may take them all.
+    fn write_alone(&mut self, slices: &[T]) -> Result<()> {
+        self.write(slices)
+    }
 }
 
 /// An array in memory as a source.
@@ -90,6 +96,17 @@ impl<'a, T> MemorySink<'a, T> {
 
 impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
     fn write(&mut self, slices: &[T]) -> Result<()> {
+        // The stream writes the next chunk's upload on other cores meanwhile.
+        self.write_on(slices, copy_threads().saturating_sub(STREAM_UPLOAD_THREADS))
+    }
+
+    fn write_alone(&mut self, slices: &[T]) -> Result<()> {
+        self.write_on(slices, copy_threads())
+    }
+}
+
+impl<T: Pod> MemorySink<'_, T> {
+    fn write_on(&mut self, slices: &[T], threads: usize) -> Result<()> {
         let end = self.filled + slices.len();
         let Some(dst) = self.data.get_mut(self.filled..end) else {
             return Err(Error::InvalidInput(format!(
@@ -97,12 +114,10 @@ impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
                 self.data.len()
             )));
         };
-        // The stream writes the next chunk's upload on other cores meanwhile.
-        let threads = copy_threads().saturating_sub(STREAM_UPLOAD_THREADS).max(1);
         parallel_copy_with(
             as_uninit(bytemuck::cast_slice_mut(dst)),
             bytemuck::cast_slice(slices),
-            threads,
+            threads.max(1),
         );
         self.filled = end;
         Ok(())
@@ -321,7 +336,10 @@ pub(crate) async fn run<T: Pod>(
 ) -> Result<()> {
     let word = std::mem::size_of::<T>() as u64;
     loop {
-        let chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
+        let mut chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
+        if std::env::var_os("GPUSCOPE_NO_TAPER").is_none() {
+            chunks = chunk::taper(chunks, spec.shape);
+        }
         let largest = chunks
             .iter()
             .map(|c| c.box_shape().iter().product::<usize>())
@@ -407,6 +425,11 @@ async fn stream_chunks<T: Pod>(
     let mut cache: BTreeMap<usize, Vec<T>> = BTreeMap::new();
     let mut in_flight: VecDeque<(Chunk, Pending)> = VecDeque::new();
     let mut output = Assembly::new(shape);
+    let largest_core = chunks
+        .iter()
+        .map(|c| c.core_shape().iter().product::<usize>())
+        .max()
+        .unwrap_or(0) as u64;
     for (i, c) in chunks.iter().enumerate() {
         // The oldest chunk is collected while this one is copied into upload
         // memory: one copy runs over the bus, the other in host memory.
@@ -468,29 +491,37 @@ async fn stream_chunks<T: Pod>(
             match oldest {
                 Some((done, pending)) => {
                     gpu.finish_with(pending, |bytes| {
-                        output.place_bytes(&done, bytes, sink, progress)
+                        output.place_bytes(&done, bytes, sink, progress, false)
                     })
                     .await
                 }
                 None => Ok(()),
             }
         };
-        gpu.fill_during(up, bytes, STREAM_UPLOAD_THREADS, collect)
-            .await??;
+        // The first chunks' uploads have nothing to overlap with.
+        let threads = if i < SLOTS {
+            upload_threads()
+        } else {
+            STREAM_UPLOAD_THREADS
+        };
+        gpu.fill_during(up, bytes, threads, collect).await??;
         let mut rec = gpu.recorder();
         rec.copy_in(up, src, box_bytes);
         let in_dst = kernel(&mut rec, src, dst, c)?;
         let n = c.core_shape().iter().product::<usize>() as u64;
         let result = if in_dst { dst } else { src };
-        in_flight.push_back((*c, rec.submit_with_readback(result, word * n, Some(up))));
+        in_flight.push_back((
+            *c,
+            rec.submit_with_readback_in(result, word * n, Some(up), word * largest_core),
+        ));
     }
     while let Some((done, pending)) = in_flight.pop_front() {
         gpu.finish_with(pending, |bytes| {
-            output.place_bytes(&done, bytes, sink, progress)
+            output.place_bytes(&done, bytes, sink, progress, true)
         })
         .await?;
     }
-    output.flush(sink, progress)
+    output.flush(sink, progress, true)
 }
 
 /// Output slices being assembled from chunks that split y or x.
@@ -519,12 +550,13 @@ impl<T: Pod> Assembly<T> {
         bytes: &[u8],
         sink: &mut dyn SliceSink<T>,
         progress: Progress<'_>,
+        alone: bool,
     ) -> Result<()> {
         match bytemuck::try_cast_slice(bytes) {
-            Ok(part) => self.place(c, part, sink, progress),
+            Ok(part) => self.place(c, part, sink, progress, alone),
             Err(_) => {
                 let part: Vec<T> = bytemuck::pod_collect_to_vec(bytes);
-                self.place(c, &part, sink, progress)
+                self.place(c, &part, sink, progress, alone)
             }
         }
     }
@@ -535,6 +567,7 @@ impl<T: Pod> Assembly<T> {
         part: &[T],
         sink: &mut dyn SliceSink<T>,
         progress: Progress<'_>,
+        alone: bool,
     ) -> Result<()> {
         let z = c.core_lo[0]..c.core_hi[0];
         let whole_planes = c.core_lo[1] == 0
@@ -542,9 +575,9 @@ impl<T: Pod> Assembly<T> {
             && c.core_lo[2] == 0
             && c.core_hi[2] == self.shape[2];
         if z != self.z {
-            self.flush(sink, progress)?;
+            self.flush(sink, progress, alone)?;
             if whole_planes {
-                return self.emit(part, z.len(), sink, progress);
+                return self.emit(part, z.len(), sink, progress, alone);
             }
             self.z = z.clone();
             self.slab = vec![T::zeroed(); z.len() * self.shape[1] * self.shape[2]];
@@ -557,14 +590,19 @@ impl<T: Pod> Assembly<T> {
         Ok(())
     }
 
-    fn flush(&mut self, sink: &mut dyn SliceSink<T>, progress: Progress<'_>) -> Result<()> {
+    fn flush(
+        &mut self,
+        sink: &mut dyn SliceSink<T>,
+        progress: Progress<'_>,
+        alone: bool,
+    ) -> Result<()> {
         if self.z.is_empty() {
             return Ok(());
         }
         let slab = std::mem::take(&mut self.slab);
         let n = self.z.len();
         self.z = 0..0;
-        self.emit(&slab, n, sink, progress)
+        self.emit(&slab, n, sink, progress, alone)
     }
 
     fn emit(
@@ -573,8 +611,13 @@ impl<T: Pod> Assembly<T> {
         n: usize,
         sink: &mut dyn SliceSink<T>,
         progress: Progress<'_>,
+        alone: bool,
     ) -> Result<()> {
-        sink.write(slices)?;
+        if alone {
+            sink.write_alone(slices)?;
+        } else {
+            sink.write(slices)?;
+        }
         self.written += n;
         progress(self.written, self.shape[0]);
         Ok(())

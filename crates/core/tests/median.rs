@@ -398,6 +398,82 @@ fn chunked_median_equals_unchunked() {
     }
 }
 
+/// scipy's `output=`: results written into an existing array equal fresh
+/// ones, for every dtype, streamed in many chunks (the f32 stack's first and
+/// last chunks tapered) and with a halo on z; a wrong dtype or length is an
+/// error that leaves the array as it was.
+#[test]
+fn into_an_existing_array_equals_a_fresh_result() {
+    // 64 KiB bindings: 16 Ki words per box, so 400 slices of 16x16 take
+    // seven chunks of up to 64 slices.
+    let shape = [400, 16, 16];
+    let n = 400 * 16 * 16;
+    let b = Boundary {
+        mode: Mode::Reflect,
+        cval: 0.0,
+    };
+    let r = OutlierRemoval::new(20.0, 3, Outliers::Both).unwrap();
+    for input in dtypes(n, 31) {
+        let s = input.as_samples();
+        for fp in [
+            Footprint::size(3, &[1, 3, 3]).unwrap(),
+            Footprint::size(3, &[3, 3, 3]).unwrap(),
+        ] {
+            let fresh =
+                pollster::block_on(median::median_filter(tiny_gpu(), s, &shape, &fp, b)).unwrap();
+            let mut kept = fresh.clone();
+            if let SampleVec::F32(v) = &mut kept {
+                v.iter_mut().for_each(|x| *x = f32::NAN);
+            }
+            let fresh_bits = bits(&fresh);
+            pollster::block_on(median::median_filter_into(
+                tiny_gpu(),
+                s,
+                &shape,
+                &fp,
+                b,
+                &mut kept,
+            ))
+            .unwrap();
+            assert_eq!(bits(&kept), fresh_bits, "{} {}", s.dtype_name(), fp.len());
+        }
+        if matches!(s, Samples::F32(_) | Samples::U16(_)) {
+            let r = OutlierRemoval::new(outlier_diff(&input), 3, r.outliers).unwrap();
+            let fresh =
+                pollster::block_on(median::remove_outliers(tiny_gpu(), s, &shape, &r)).unwrap();
+            let mut kept = input.clone();
+            pollster::block_on(median::remove_outliers_into(
+                tiny_gpu(),
+                s,
+                &shape,
+                &r,
+                &mut kept,
+            ))
+            .unwrap();
+            assert_eq!(bits(&kept), bits(&fresh), "outliers {}", s.dtype_name());
+        }
+    }
+    let input: Vec<f32> = noise(n, 5).iter().map(|&v| v as f32).collect();
+    let fp = Footprint::size(3, &[1, 3, 3]).unwrap();
+    for mut wrong in [
+        SampleVec::F64(vec![7.0; n]),
+        SampleVec::F32(vec![7.0; n - 1]),
+    ] {
+        let before = wrong.clone();
+        let e = pollster::block_on(median::median_filter_into(
+            gpu(),
+            Samples::F32(&input),
+            &shape,
+            &fp,
+            b,
+            &mut wrong,
+        ))
+        .unwrap_err();
+        assert!(e.to_string().contains("output"), "{e}");
+        assert_eq!(wrong, before);
+    }
+}
+
 const OUTLIER_KINDS: [Outliers; 4] = [
     Outliers::Bright,
     Outliers::Dark,

@@ -344,6 +344,24 @@ pub async fn median_filter(
     run(gpu, input, shape, footprint, boundary, None).await
 }
 
+/// [`median_filter`] into an existing array of the input's dtype and
+/// length, like scipy's `output=` argument. An f32 stack streams straight
+/// into it: an array kept across calls saves the first touch of a fresh
+/// result's pages, which costs more than copying the results into them (64
+/// slices of 2048², H200 host: 51-59 ms against 71-77 ms into a fresh
+/// array). Other dtypes are computed as by [`median_filter`], then copied
+/// in. On an error `output` may hold part of the result.
+pub async fn median_filter_into(
+    gpu: &Gpu,
+    input: Samples<'_>,
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+    output: &mut SampleVec,
+) -> Result<()> {
+    run_into(gpu, input, shape, footprint, boundary, None, output).await
+}
+
 /// Mantid Imaging's outlier removal on the GPU: each element replaced by the
 /// median of its `size × size` slice neighbourhood (mode reflect) where it is
 /// an outlier of the chosen kind.
@@ -365,6 +383,84 @@ pub async fn remove_outliers(
     .await
 }
 
+/// [`remove_outliers`] into an existing array of the input's dtype and
+/// length (see [`median_filter_into`]).
+pub async fn remove_outliers_into(
+    gpu: &Gpu,
+    input: Samples<'_>,
+    shape: &[usize],
+    removal: &OutlierRemoval,
+    output: &mut SampleVec,
+) -> Result<()> {
+    let footprint = removal.footprint(shape.len())?;
+    run_into(
+        gpu,
+        input,
+        shape,
+        &footprint,
+        OutlierRemoval::boundary(),
+        Some(removal),
+        output,
+    )
+    .await
+}
+
+async fn run_into(
+    gpu: &Gpu,
+    input: Samples<'_>,
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+    removal: Option<&OutlierRemoval>,
+    output: &mut SampleVec,
+) -> Result<()> {
+    let expected = input.dtype_name();
+    let given = output.as_samples().dtype_name();
+    if given != expected || output.as_samples().len() != input.len() {
+        return Err(Error::InvalidInput(format!(
+            "the output array holds {} {given} values; this input needs {} {expected} values \
+             (allocate the output with the input's dtype and shape)",
+            output.as_samples().len(),
+            input.len(),
+        )));
+    }
+    if let (Samples::F32(v), SampleVec::F32(out)) = (input, &mut *output) {
+        let s = check_input(input, shape, footprint)?;
+        return run_f32(gpu, v, s, footprint, boundary, removal, out).await;
+    }
+    let result = run(gpu, input, shape, footprint, boundary, removal).await?;
+    output.copy_from(&result)
+}
+
+/// f32 samples stream as their raw bits (converted to keys in the kernel)
+/// from `input` into `output`, of the same length.
+async fn run_f32(
+    gpu: &Gpu,
+    input: &[f32],
+    shape: Shape3,
+    footprint: &Footprint,
+    boundary: Boundary,
+    removal: Option<&OutlierRemoval>,
+    output: &mut [f32],
+) -> Result<()> {
+    let mut source = MemorySource::new(bytemuck::cast_slice::<f32, u32>(input), shape);
+    let mut sink = MemorySink::new(bytemuck::cast_slice_mut::<f32, u32>(output));
+    stream_keys(
+        gpu,
+        Samples::F32(input),
+        shape,
+        footprint,
+        boundary,
+        removal,
+        &mut source,
+        &mut sink,
+        &mut |_, _| {},
+        None,
+    )
+    .await?;
+    Ok(())
+}
+
 async fn run(
     gpu: &Gpu,
     input: Samples<'_>,
@@ -376,23 +472,8 @@ async fn run(
     let s = check_input(input, shape, footprint)?;
     let mut none = |_: usize, _: usize| {};
     if let Samples::F32(v) = input {
-        // f32 travels as raw bits, converted to keys in the kernel.
         let mut out: Vec<f32> = crate::stream::zeroed_output(v.len());
-        let mut source = MemorySource::new(bytemuck::cast_slice::<f32, u32>(v), s);
-        let mut sink = MemorySink::new(bytemuck::cast_slice_mut::<f32, u32>(&mut out));
-        stream_keys(
-            gpu,
-            input,
-            s,
-            footprint,
-            boundary,
-            removal,
-            &mut source,
-            &mut sink,
-            &mut none,
-            None,
-        )
-        .await?;
+        run_f32(gpu, v, s, footprint, boundary, removal, &mut out).await?;
         return Ok(SampleVec::F32(out));
     }
     let out = match input.keys(0..input.len()) {
