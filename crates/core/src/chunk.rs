@@ -110,55 +110,6 @@ pub fn plan(shape: Shape3, halo: Shape3, max_elements: u64) -> Result<Vec<Chunk>
     )))
 }
 
-/// A plan of whole-plane z chunks with its first and last chunks split into
-/// smaller ones (a quarter and a half of the step, twice each), so that a
-/// stream's pipeline fills and drains on small chunks: with two chunks in
-/// flight, the first two uploads and the last two copies out have nothing
-/// to overlap with. Other plans, and plans of fewer than six chunks, come
-/// back unchanged. Every chunk stays within the largest box of `chunks`.
-pub fn taper(chunks: Vec<Chunk>, shape: Shape3) -> Vec<Chunk> {
-    let whole_planes = |c: &Chunk| {
-        c.core_lo[1] == 0
-            && c.core_lo[2] == 0
-            && c.core_hi[1] == shape[1]
-            && c.core_hi[2] == shape[2]
-            && c.pad[1] == 0
-            && c.pad[2] == 0
-    };
-    let Some(first) = chunks.first().copied() else {
-        return chunks;
-    };
-    let step = first.core_hi[0] - first.core_lo[0];
-    let halo = first.pad[0];
-    // Small chunks still carry their halo: keep each at least twice it.
-    let size = |fraction: usize| (step / fraction).max(2 * halo).max(1);
-    let ramp = [size(4), size(4), size(2), size(2)];
-    let ramp_len: usize = ramp.iter().sum();
-    if chunks.len() < 6
-        || !chunks.iter().all(whole_planes)
-        || size(4) >= step
-        || shape[0] < 2 * ramp_len + step
-    {
-        return chunks;
-    }
-    let middle = shape[0] - 2 * ramp_len;
-    let count = middle.div_ceil(step);
-    let mut sizes = ramp.to_vec();
-    sizes.extend((0..count).map(|i| middle / count + usize::from(i < middle % count)));
-    sizes.extend(ramp.iter().rev());
-    let mut lo = 0;
-    sizes
-        .into_iter()
-        .map(|n| {
-            let mut c = first;
-            c.core_lo[0] = lo;
-            c.core_hi[0] = lo + n;
-            lo += n;
-            c
-        })
-        .collect()
-}
-
 /// Index pairs (z, y) of the axes before `axis` that are split one by one.
 fn outer_indices(shape: Shape3, axis: usize) -> Vec<[usize; 2]> {
     let nz = if axis > 0 { shape[0] } else { 1 };
@@ -323,42 +274,6 @@ mod tests {
             assert!(seen.iter().all(|&s| s == 1), "{shape:?} {halo:?} {max}");
         }
         assert!(plan([1, 10, 10], [0, 50, 50], 99).is_err());
-    }
-
-    #[test]
-    fn tapered_plans_cover_every_slice_once_with_small_ends() {
-        let covered = |chunks: &[Chunk], nz: usize| {
-            let mut at = 0;
-            for c in chunks {
-                assert_eq!(c.core_lo[0], at);
-                at = c.core_hi[0];
-            }
-            assert_eq!(at, nz);
-        };
-        // 64 slices of 4: 1, 1, 2, 2, thirteen of 4, 2, 2, 1, 1.
-        let uniform = plan([64, 8, 8], [0, 1, 1], 4 * 64).unwrap();
-        assert_eq!(uniform.len(), 16);
-        let tapered = taper(uniform.clone(), [64, 8, 8]);
-        covered(&tapered, 64);
-        let sizes: Vec<usize> = tapered.iter().map(|c| c.core_shape()[0]).collect();
-        assert_eq!(sizes[..4], [1, 1, 2, 2]);
-        assert_eq!(sizes[sizes.len() - 4..], [2, 2, 1, 1]);
-        assert!(sizes[4..sizes.len() - 4].iter().all(|&n| n == 4));
-        // A halo keeps small chunks at twice its width, within the box.
-        let uniform = plan([100, 8, 8], [2, 1, 1], 12 * 64).unwrap();
-        let largest = uniform[0].box_shape()[0];
-        let tapered = taper(uniform, [100, 8, 8]);
-        covered(&tapered, 100);
-        assert!(
-            tapered
-                .iter()
-                .all(|c| c.pad[0] == 2 && c.core_shape()[0] >= 4 && c.box_shape()[0] <= largest)
-        );
-        // Few chunks, or chunks that split planes, stay as planned.
-        let few = plan([20, 8, 8], [0, 0, 0], 4 * 64).unwrap();
-        assert_eq!(taper(few.clone(), [20, 8, 8]), few);
-        let rows = plan([1, 64, 8], [0, 1, 1], 4 * 8).unwrap();
-        assert_eq!(taper(rows.clone(), [1, 64, 8]), rows);
     }
 
     #[test]

@@ -405,7 +405,12 @@ mod tests {
                         assert!(p.parts.iter().rev().skip(1).all(|p| p.len % 64 == 0));
                     } else {
                         // Every cut on a page boundary, no part over a page.
-                        assert!(p.parts.iter().skip(1).all(|p| p.dst as usize % PAGE == 0));
+                        assert!(
+                            p.parts
+                                .iter()
+                                .skip(1)
+                                .all(|p| (p.dst as usize).is_multiple_of(PAGE))
+                        );
                         assert!(p.parts.iter().all(|p| p.len <= PAGE && p.len > 0));
                     }
                 }

@@ -336,10 +336,7 @@ pub(crate) async fn run<T: Pod>(
 ) -> Result<()> {
     let word = std::mem::size_of::<T>() as u64;
     loop {
-        let mut chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
-        if std::env::var_os("GPUSCOPE_NO_TAPER").is_none() {
-            chunks = chunk::taper(chunks, spec.shape);
-        }
+        let chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
         let largest = chunks
             .iter()
             .map(|c| c.box_shape().iter().product::<usize>())

@@ -399,8 +399,7 @@ fn chunked_median_equals_unchunked() {
 }
 
 /// scipy's `output=`: results written into an existing array equal fresh
-/// ones, for every dtype, streamed in many chunks (the f32 stack's first and
-/// last chunks tapered) and with a halo on z; a wrong dtype or length is an
+/// ones, for every dtype, streamed in many chunks and with a halo on z; a wrong dtype or length is an
 /// error that leaves the array as it was.
 #[test]
 fn into_an_existing_array_equals_a_fresh_result() {
