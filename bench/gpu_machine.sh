@@ -23,7 +23,7 @@ $G bench --only gauss-2 --repeat 3 >/dev/null 2>&1
 for part in "$@"; do
   case $part in
     filters)
-      $G bench --only median-3,median-7,gauss-2,conv-gauss15,median-stack,median-stack-into,outliers-stack,stack-roundtrip \
+      $G bench --only median-3,median-7,gauss-2,conv-gauss15,median-stack,median-stack-into,outliers-stack,stack-roundtrip,host-memory \
         --repeat 7 --json $OUT/ours_filters.json >/dev/null
       OUT=$OUT python3 bench/peers_filters.py >/dev/null ;;
     segment)

@@ -200,6 +200,17 @@ def main():
         else:
             met = "no" if w in MISSED else "-"
             print(f"| {w} | {ours:.4g} ms ({kind}) | - | - | - | {text} | {met} | {note} |")
+    # The host's own copy rates of the same call (`host-memory`): what the
+    # stack workloads' fresh and kept outputs differ by.
+    for folder in folders:
+        ours = load(folder, "ours_filters.json") or {}
+        for r in ours.get("results", []):
+            if r.get("workload") == "host-memory":
+                fresh, kept = r["copy_into_fresh_ms"], r["copy_into_kept_ms"]
+                print(f"\nHost memory ({r['threads']} threads, 1 GiB): copied into a kept "
+                      f"array in {kept:.1f} ms, into fresh memory in {fresh:.1f} ms "
+                      f"(+{fresh - kept:.1f} ms for the kernel to map and zero its pages); "
+                      f"the fresh array released in {r['release_fresh_ms']:.1f} ms.")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,9 @@ pub struct BenchArgs {
     /// Workloads to run (default: all; with the global --adapters the
     /// stack and spots-series workloads use every adapter): median-3, median-7, median-stack,
     /// median-stack-into (the same into one output array kept across calls),
-    /// outliers-stack, stack-roundtrip, gauss-2, conv-gauss15, kappa-sigma, slic-3d-L
+    /// outliers-stack, stack-roundtrip, host-memory (this host's 1 GiB
+    /// copies into kept and into fresh memory: what the stack workloads'
+    /// two forms differ by), gauss-2, conv-gauss15, kappa-sigma, slic-3d-L
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
     /// spots-series-disk, label-stream, label-sources, label-blobs-2d,
     /// label-blobs-3d (these three with --inputs).
@@ -102,6 +104,54 @@ fn synthetic_blobs(l: usize) -> Vec<f32> {
     v
 }
 
+/// The host's side of the stack workloads, without the GPU: 1 GiB copied
+/// on the library's copy threads into an array kept across calls (what
+/// median-stack-into's results go through) and into a fresh one from
+/// [`gpuscope_core::stream::zeroed_output`] (median-stack's), whose pages
+/// the kernel maps and zeroes as the copy first touches them; then the
+/// fresh array's release. Medians of `repeat` runs each.
+fn host_memory(repeat: usize) -> Value {
+    let n = 1usize << 28;
+    let source = uniform(n, 3);
+    let mut kept: Vec<f32> = vec![0.0; n];
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        v[v.len() / 2]
+    };
+    let ms = |t: Instant| t.elapsed().as_secs_f64() * 1e3;
+    let mut into_kept = Vec::new();
+    let mut into_fresh = Vec::new();
+    let mut release = Vec::new();
+    for _ in 0..repeat {
+        let t = Instant::now();
+        gpuscope_core::stream::parallel_copy(
+            bytemuck::cast_slice_mut(&mut kept),
+            bytemuck::cast_slice(&source),
+        );
+        into_kept.push(ms(t));
+        let mut fresh: Vec<f32> = gpuscope_core::stream::zeroed_output(n);
+        let t = Instant::now();
+        gpuscope_core::stream::parallel_copy(
+            bytemuck::cast_slice_mut(&mut fresh),
+            bytemuck::cast_slice(&source),
+        );
+        into_fresh.push(ms(t));
+        let t = Instant::now();
+        drop(fresh);
+        release.push(ms(t));
+    }
+    let row = json!({
+        "workload": "host-memory",
+        "bytes": 4 * n,
+        "threads": std::thread::available_parallelism().map_or(1, |t| t.get()),
+        "copy_into_kept_ms": median(into_kept),
+        "copy_into_fresh_ms": median(into_fresh),
+        "release_fresh_ms": median(release),
+    });
+    eprintln!("{row}");
+    row
+}
+
 /// Uniform values in [0, 1) (xorshift; the medians' work does not depend on
 /// the values).
 fn uniform(n: usize, seed: u64) -> Vec<f32> {
@@ -175,6 +225,9 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         Ok(())
     };
     hot(1.0)?;
+    if want("host-memory") {
+        rows.push(host_memory(args.repeat.max(3)));
+    }
     // Our own read-and-write-once of the 2048² f32 image (a one-tap
     // correlation, timed like the others): the floor the memory-bound
     // 2048² kernels are reported against (`bandwidth_fraction`).
