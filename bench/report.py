@@ -207,7 +207,7 @@ def main():
         for r in ours.get("results", []):
             if r.get("workload") == "host-memory":
                 fresh, kept = r["copy_into_fresh_ms"], r["copy_into_kept_ms"]
-                print(f"\nHost memory ({r['threads']} threads, 1 GiB): copied into a kept "
+                print(f"\nHost memory ({r.get('host_cores', r.get('threads'))} host cores, 1 GiB): copied into a kept "
                       f"array in {kept:.1f} ms, into fresh memory in {fresh:.1f} ms "
                       f"(+{fresh - kept:.1f} ms for the kernel to map and zero its pages); "
                       f"the fresh array released in {r['release_fresh_ms']:.1f} ms.")

@@ -143,7 +143,7 @@ fn host_memory(repeat: usize) -> Value {
     let row = json!({
         "workload": "host-memory",
         "bytes": 4 * n,
-        "threads": std::thread::available_parallelism().map_or(1, |t| t.get()),
+        "host_cores": std::thread::available_parallelism().map_or(1, |t| t.get()),
         "copy_into_kept_ms": median(into_kept),
         "copy_into_fresh_ms": median(into_fresh),
         "release_fresh_ms": median(release),
