@@ -34,5 +34,11 @@ cargo clippy -q -p gpuscope-core -p gpuscope-io -p gpuscope-web --target wasm32-
 echo "== Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)"
 cargo test --workspace
 
+echo "== the GPU-vs-CPU suite and the goldens again on llvmpipe through GL"
+# wgpu falls back to GL where no Vulkan driver exists: the same kernels must
+# give the same answers there (tests/common checks the backend really is GL).
+WGPU_BACKEND=gl cargo test -p gpuscope-core --tests
+WGPU_BACKEND=gl cargo test -p gpuscope-cli --test goldens --test stacks
+
 echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
 cargo xtask test-web

@@ -277,7 +277,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         walls.sort_by(f64::total_cmp);
         let kernel_ms = kernels.iter().cloned().reduce(f64::min);
         let mut row = json!({
-            "workload": name, "device": engine.name(),
+            "workload": name, "device": engine.name(), "backend": engine.backend(),
             "resident_kernel_ms": resident,
             "kernel_ms_in_stream": kernel_ms, "e2e_ms": walls[walls.len() / 2],
             "bytes": bytes,
@@ -594,12 +594,13 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
             }
         }
         rows.push(json!({
-            "workload": "copy-2048", "device": engine.name(),
+            "workload": "copy-2048", "device": engine.name(), "backend": engine.backend(),
             "resident_kernel_ms": copy, "bytes": 8 * n2,
             "gb_per_s": 8.0 * n2 as f64 / copy / 1e6,
         }));
     }
-    let mut all = json!({ "device": gpu.summary().name, "results": rows });
+    let mut all =
+        json!({ "device": gpu.summary().name, "backend": gpu.summary().backend, "results": rows });
     if spread {
         all["adapters"] = json!(names);
     }

@@ -67,6 +67,15 @@ impl Engine {
         }
     }
 
+    /// The wgpu backend (Vulkan, Metal, Dx12, Gl, BrowserWebGpu) or `cpu`:
+    /// one adapter can show up under several backends with one name.
+    pub fn backend(&self) -> String {
+        match self {
+            Engine::Gpu(g) => g.summary().backend,
+            Engine::Cpu => "cpu".into(),
+        }
+    }
+
     pub fn kernel_ms(&self) -> Option<f64> {
         match self {
             Engine::Gpu(g) => g.kernel_ns_total().map(|ns| ns as f64 / 1e6),

@@ -186,7 +186,7 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if args.json {
         let summary = json!({
-            "shape": shape, "dtype": out_dtype.name(), "device": engine.name(),
+            "shape": shape, "dtype": out_dtype.name(), "device": engine.name(), "backend": engine.backend(),
             "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
         });
         print_json(summary, spread, &engine);
@@ -369,7 +369,7 @@ fn rank_filter(
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if json {
         let summary = json!({
-            "shape": shape, "dtype": dtype.name(), "device": engine.name(),
+            "shape": shape, "dtype": dtype.name(), "device": engine.name(), "backend": engine.backend(),
             "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
         });
         print_json(summary, spread, &engine);
@@ -395,6 +395,7 @@ fn spread_json(
 ) -> serde_json::Value {
     let kernel: Option<f64> = shares.iter().map(|s| s.kernel_ms).sum();
     summary["device"] = json!(shares.first().map(|s| s.adapter.clone()));
+    summary["backend"] = json!(shares.first().map(|s| s.backend.clone()));
     summary["adapters"] = json!(shares.iter().map(|s| s.adapter.clone()).collect::<Vec<_>>());
     summary["n_adapters"] = json!(shares.len());
     summary["slices"] = json!(shares.iter().map(spread::Share::json).collect::<Vec<_>>());

@@ -220,11 +220,22 @@ fn info(file: &Path, json: bool) -> CliResult {
 
 fn devices(json: bool) -> CliResult {
     let adapters = gpuscope_core::engine::list_adapters();
-    let default = pollster::block_on(Gpu::new(GpuOptions::default()))
-        .map(|g| g.summary())
-        .ok();
+    // Every adapter opens and runs the conformance probe, so that one that
+    // would give wrong answers is named here, with what it got wrong.
+    let checks: Vec<Option<String>> = (0..adapters.len())
+        .map(|i| {
+            let options = GpuOptions {
+                adapter: Some(format!("#{i}")),
+                ..GpuOptions::default()
+            };
+            pollster::block_on(Gpu::new(options))
+                .err()
+                .map(|e| e.to_string())
+        })
+        .collect();
+    let default = pollster::block_on(Gpu::new(GpuOptions::default())).map(|g| g.summary());
     if json {
-        let d = default.as_ref().map(|d| {
+        let d = default.as_ref().ok().map(|d| {
             json!({
                 "name": d.name, "backend": d.backend, "type": d.device_type, "driver": d.driver,
                 "max_binding_size": d.max_binding_size, "max_buffer_size": d.max_buffer_size,
@@ -232,17 +243,31 @@ fn devices(json: bool) -> CliResult {
                 "timestamps": d.timestamps,
             })
         });
-        println!("{}", json!({ "adapters": adapters, "default": d }));
+        let checks: Vec<_> = checks
+            .iter()
+            .enumerate()
+            .map(|(i, e)| json!({ "adapter": format!("#{i}"), "usable": e.is_none(), "error": e }))
+            .collect();
+        println!(
+            "{}",
+            json!({
+                "adapters": adapters, "checks": checks, "default": d,
+                "default_error": default.as_ref().err().map(|e| e.to_string()),
+            })
+        );
     } else {
         if adapters.is_empty() {
             println!("no GPU adapters (operations run on the CPU)");
         }
         // `#N` picks that one (--adapter, --adapters), also among twins.
-        for (i, a) in adapters.iter().enumerate() {
-            println!("#{i} {a}");
+        for (i, (a, e)) in adapters.iter().zip(&checks).enumerate() {
+            match e {
+                None => println!("#{i} {a}"),
+                Some(e) => println!("#{i} {a}: refused: {e}"),
+            }
         }
-        if let Some(d) = default {
-            println!(
+        match default {
+            Ok(d) => println!(
                 "default: {} ({}), bindings up to {} MiB, memory budget {} MiB, buffer pool up to {} MiB, timestamps {}",
                 d.name,
                 d.backend,
@@ -250,7 +275,8 @@ fn devices(json: bool) -> CliResult {
                 d.memory_budget >> 20,
                 d.pool_limit >> 20,
                 if d.timestamps { "yes" } else { "no" }
-            );
+            ),
+            Err(e) => println!("default: none ({e}); operations run on the CPU"),
         }
     }
     Ok(())

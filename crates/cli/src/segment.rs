@@ -249,6 +249,11 @@ pub fn clip_cmd(cli: &Cli, args: &ClipCmd) -> CliResult {
         // Only float32 data is clipped on the GPU (see clip_stats).
         let gpu_f32 = matches!((&engine, &a.data), (Engine::Gpu(_), ArrayData::F32(_)));
         out["device"] = json!(if gpu_f32 { engine.name() } else { "cpu".into() });
+        out["backend"] = json!(if gpu_f32 {
+            engine.backend()
+        } else {
+            "cpu".into()
+        });
         out["kernel_ms"] = kernel_ms;
         out["total_ms"] = json!(total_ms);
         println!("{out}");
@@ -294,7 +299,7 @@ pub fn threshold_cmd(cli: &Cli, args: &ThresholdCmd) -> CliResult {
             json!({
                 "shape": a.shape, "n_above": count, "threshold": value,
                 "clip": stats.as_ref().map(stats_json),
-                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
             })
         );
     }
@@ -347,7 +352,7 @@ pub fn label_cmd(cli: &Cli, args: &LabelCmd) -> CliResult {
             "{}",
             json!({
                 "n_labels": count, "shape": a.shape, "connectivity": args.connectivity,
-                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
                 "streamed": false, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
@@ -374,7 +379,7 @@ fn label_streamed(engine: &Engine, gpu: &Gpu, reader: StackReader, args: &LabelC
             "{}",
             json!({
                 "n_labels": count, "shape": shape, "connectivity": args.connectivity,
-                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
                 "streamed": true, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
@@ -497,7 +502,7 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
             json!({
                 "n_sources": found.labels.count, "threshold": found.threshold,
                 "clip": stats_json(&found.stats), "shape": a.shape,
-                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
                 "streamed": false, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
@@ -589,7 +594,7 @@ fn sources_streamed(
             json!({
                 "n_sources": found.count, "threshold": found.threshold,
                 "clip": stats_json(&found.stats), "shape": shape,
-                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
                 "streamed": true, "peak_rss_bytes": peak_rss_bytes(),
             })
         );

@@ -165,7 +165,7 @@ pub fn slic_cmd(cli: &Cli, args: &SlicCmd) -> CliResult {
             "{}",
             json!({
                 "n_segments": seg.n_segments, "shape": seg.shape, "iterations": seg.iterations,
-                "device": engine.name(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
             })
         );
     }

@@ -283,7 +283,7 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
             "n_frames": nz,
             "seconds": seconds,
             "frames_per_second": nz as f64 / seconds.max(1e-9),
-            "device": engine.name(),
+            "device": engine.name(), "backend": engine.backend(),
             "batch_frames": batch_frames,
         });
         if let Some(ms) = engine.kernel_ms() {
@@ -357,6 +357,7 @@ fn spots_spread(
             "seconds": seconds,
             "frames_per_second": nz as f64 / seconds.max(1e-9),
             "device": names[0],
+            "backend": gpus[0].summary().backend,
             "batch_frames": batch_frames,
             "adapters": names,
             "n_adapters": gpus.len(),
@@ -427,6 +428,7 @@ pub fn find_spread(
         .zip(ranges)
         .map(|(g, z)| crate::spread::Share {
             adapter: g.summary().name,
+            backend: g.summary().backend,
             z: z.clone(),
             kernel_ms: g.kernel_ns_total().map(|ns| ns as f64 / 1e6),
         })

@@ -28,13 +28,14 @@ use crate::stream::{FromWords, ProgressBar, Source, StackReader, ToWords};
 /// One context's share of a spread run.
 pub struct Share {
     pub adapter: String,
+    pub backend: String,
     pub z: Range<usize>,
     pub kernel_ms: Option<f64>,
 }
 
 impl Share {
     pub fn json(&self) -> Value {
-        json!({ "adapter": self.adapter, "z": [self.z.start, self.z.end], "kernel_ms": self.kernel_ms })
+        json!({ "adapter": self.adapter, "backend": self.backend, "z": [self.z.start, self.z.end], "kernel_ms": self.kernel_ms })
     }
 }
 
@@ -168,6 +169,7 @@ pub fn spread_stack<W: Send>(
         .zip(ranges)
         .map(|(g, z)| Share {
             adapter: g.summary().name,
+            backend: g.summary().backend,
             z,
             kernel_ms: g.kernel_ns_total().map(|ns| ns as f64 / 1e6),
         })

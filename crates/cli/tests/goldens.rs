@@ -100,6 +100,14 @@ fn commands_match_reference_goldens_on_gpu_and_cpu() {
             let refs: Vec<&str> = args.iter().map(String::as_str).collect();
             let o = gpuscope(&refs);
             assert!(o.status.success(), "{name} cpu={cpu}: {}", stderr(&o));
+            // The GPU case must really run on a GPU adapter (tests/all.sh
+            // runs this file on lavapipe and again on GL): a refused adapter
+            // falls back to the CPU with a warning.
+            assert!(
+                cpu || !stderr(&o).contains("running on the CPU"),
+                "{name}: the GPU case ran on the CPU: {}",
+                stderr(&o)
+            );
             let got_array = gpuscope_io::read(&out).unwrap().array;
             assert_eq!(got_array.dtype(), golden.dtype(), "{name}: dtype as scipy");
             let got = crop(&got_array, &case["crop"]);

@@ -7,8 +7,9 @@
 //! coordinates outside the array through the same mode, so every mode (wrap
 //! included) gives the same answer chunked or not.
 
+use crate::boundary::Mode;
+pub use crate::boundary::map_coordinate;
 use crate::error::{Error, Result};
-use crate::filters::Mode;
 
 /// Shape of an array seen as (z, y, x); 1-D and 2-D arrays get leading ones.
 pub type Shape3 = [usize; 3];
@@ -121,34 +122,6 @@ fn outer_indices(shape: Shape3, axis: usize) -> Vec<[usize; 2]> {
         }
     }
     v
-}
-
-/// Maps a coordinate outside `[0, n)` back inside as scipy.ndimage does;
-/// `None` means the constant value (mode constant).
-pub fn map_coordinate(c: i64, n: usize, mode: Mode) -> Option<usize> {
-    let n = n as i64;
-    if (0..n).contains(&c) {
-        return Some(c as usize);
-    }
-    let m = match mode {
-        Mode::Constant => return None,
-        Mode::Nearest => c.clamp(0, n - 1),
-        Mode::Wrap => c.rem_euclid(n),
-        Mode::Reflect => {
-            let r = c.rem_euclid(2 * n);
-            if r >= n { 2 * n - 1 - r } else { r }
-        }
-        Mode::Mirror => {
-            if n == 1 {
-                0
-            } else {
-                let period = 2 * n - 2;
-                let r = c.rem_euclid(period);
-                if r >= n { period - r } else { r }
-            }
-        }
-    };
-    Some(m as usize)
 }
 
 /// Copies the box of `chunk` (core plus halo) out of `src`, mapping halo

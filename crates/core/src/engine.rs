@@ -242,7 +242,7 @@ impl Gpu {
             None => memory_budget,
         };
         let timestamp_period_ns = timestamps.then(|| queue.get_timestamp_period());
-        Ok(Gpu {
+        let gpu = Gpu {
             device,
             queue,
             info,
@@ -261,7 +261,9 @@ impl Gpu {
             entry_names: Mutex::new(HashMap::new()),
             profile: profiling_requested().then(|| Mutex::new(BTreeMap::new())),
             checked_shaders: env_set("GPUSCOPE_CHECKED_SHADERS"),
-        })
+        };
+        crate::probe::check(&gpu).await?;
+        Ok(gpu)
     }
 
     pub fn summary(&self) -> DeviceSummary {

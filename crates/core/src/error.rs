@@ -10,6 +10,11 @@ pub enum Error {
     /// The device refused an allocation; the caller may retry with smaller chunks.
     #[error("the GPU is out of memory for {what} (try a smaller --memory-budget)")]
     OutOfMemory { what: String },
+    /// The adapter failed the conformance probe: its answers would be wrong.
+    #[error(
+        "the GPU adapter {adapter} gives wrong answers ({what}); pick another adapter (see `gpuscope devices`) or run with --cpu"
+    )]
+    Nonconformant { adapter: String, what: String },
     /// Any other error reported by the GPU driver or wgpu.
     #[error("GPU error: {0}")]
     Device(String),

@@ -2,12 +2,14 @@
 //! driven through wgpu) and the CPU reference of each. No file I/O here: the
 //! same crate runs natively and in the browser.
 
+pub mod boundary;
 pub mod chunk;
 mod copies;
 pub mod engine;
 pub mod error;
 pub mod filters;
 pub mod keys;
+pub mod probe;
 pub mod segment;
 pub mod shaders;
 pub mod slic;

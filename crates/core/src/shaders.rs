@@ -51,6 +51,8 @@ pub const MEDIAN_F32_QUADS: &str = shader!(
 pub const LABEL: &str = shader!("segment/label.wgsl");
 pub const MEASURE: &str = shader!("segment/measure.wgsl");
 pub const CLIP: &str = shader!("stats/clip.wgsl");
+/// The conformance probe run when a device opens.
+pub const PROBE: &str = shader!("common/boundary.wgsl", "common/probe.wgsl");
 pub const SLIC_KMEANS: &str = shader!("slic/kmeans.wgsl");
 pub const SLIC_CONNECT: &str = shader!("slic/connect.wgsl");
 pub const SLIC_LAB: &str = shader!("slic/lab.wgsl");
@@ -71,6 +73,7 @@ pub const ALL: &[(&str, &str)] = &[
     ("segment/label.wgsl", LABEL),
     ("segment/measure.wgsl", MEASURE),
     ("stats/clip.wgsl", CLIP),
+    ("common/probe.wgsl", PROBE),
     ("slic/kmeans.wgsl", SLIC_KMEANS),
     ("slic/connect.wgsl", SLIC_CONNECT),
     ("slic/lab.wgsl", SLIC_LAB),

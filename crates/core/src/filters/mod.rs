@@ -11,55 +11,9 @@ pub mod median;
 
 pub use gpu::{apply, apply_stream, kernel_ms};
 
-use std::str::FromStr;
-
+pub use crate::boundary::Mode;
 use crate::chunk::Shape3;
 use crate::error::{Error, Result};
-
-/// Boundary modes of scipy.ndimage (the `grid-` aliases are accepted too).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// `d c b a | a b c d | d c b a` (scipy's default).
-    #[default]
-    Reflect,
-    /// `d c b | a b c d | c b a`
-    Mirror,
-    /// `a a a | a b c d | d d d`
-    Nearest,
-    /// `b c d | a b c d | a b c`
-    Wrap,
-    /// `k k k | a b c d | k k k` with k = cval
-    Constant,
-}
-
-impl Mode {
-    pub(crate) fn code(self) -> u32 {
-        match self {
-            Mode::Reflect => 0,
-            Mode::Mirror => 1,
-            Mode::Nearest => 2,
-            Mode::Wrap => 3,
-            Mode::Constant => 4,
-        }
-    }
-}
-
-impl FromStr for Mode {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Mode> {
-        match s {
-            "reflect" | "grid-mirror" => Ok(Mode::Reflect),
-            "mirror" => Ok(Mode::Mirror),
-            "nearest" => Ok(Mode::Nearest),
-            "wrap" | "grid-wrap" => Ok(Mode::Wrap),
-            "constant" | "grid-constant" => Ok(Mode::Constant),
-            other => Err(Error::param(
-                "mode",
-                format!("'{other}' (expected reflect, mirror, nearest, wrap or constant)"),
-            )),
-        }
-    }
-}
 
 /// How each pass's result is stored, as scipy stores it in the output dtype.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]

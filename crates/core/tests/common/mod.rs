@@ -7,9 +7,22 @@ use std::sync::OnceLock;
 use gpuscope_core::{Gpu, GpuOptions};
 
 fn open(options: GpuOptions) -> Gpu {
-    pollster::block_on(Gpu::new(options)).unwrap_or_else(|e| {
+    let gpu = pollster::block_on(Gpu::new(options)).unwrap_or_else(|e| {
         panic!("GPU tests need a Vulkan driver (apt-get install mesa-vulkan-drivers): {e}")
-    })
+    });
+    // tests/all.sh runs the suite again with WGPU_BACKEND=gl: make sure that
+    // run really is on GL, not on the Vulkan adapter a second time.
+    if let Ok(wanted) = std::env::var("WGPU_BACKEND") {
+        let backend = gpu.summary().backend.to_lowercase();
+        assert!(
+            wanted
+                .to_lowercase()
+                .split(',')
+                .any(|w| backend.contains(w.trim())),
+            "WGPU_BACKEND={wanted} but the tests opened a {backend} adapter"
+        );
+    }
+    gpu
 }
 
 /// The default device (lavapipe in CI).
