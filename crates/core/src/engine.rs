@@ -263,6 +263,8 @@ impl Gpu {
             checked_shaders: env_set("GPUSCOPE_CHECKED_SHADERS"),
         };
         crate::probe::check(&gpu).await?;
+        // A new context starts with an empty pool (tests count its bytes).
+        gpu.trim();
         Ok(gpu)
     }
 

@@ -9,6 +9,8 @@ pub mod engine;
 pub mod error;
 pub mod filters;
 pub mod keys;
+#[cfg(test)]
+mod layout;
 pub mod probe;
 pub mod segment;
 pub mod shaders;

@@ -116,3 +116,17 @@ pub async fn check_source(gpu: &Gpu, source: &str) -> Result<()> {
 pub(crate) async fn check(gpu: &Gpu) -> Result<()> {
     check_source(gpu, shaders::PROBE).await
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::PROBE,
+        "Params",
+        [count, _pad]
+    );
+}

@@ -482,3 +482,29 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::CORRELATE,
+        "Params",
+        [
+            in_shape,
+            out_shape,
+            offset,
+            left,
+            klen,
+            mode,
+            quantize_bits,
+            quantize_signed,
+            cval,
+            valid_lo,
+            valid_hi
+        ]
+    );
+}

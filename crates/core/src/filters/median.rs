@@ -1223,3 +1223,31 @@ mod tests {
         assert!("up".parse::<Outliers>().is_err());
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::MEDIAN32,
+        "Params",
+        [
+            in_shape,
+            out_shape,
+            offset,
+            mode,
+            nan_aware,
+            count,
+            rank,
+            cval,
+            outliers,
+            diff_f32,
+            diff,
+            f32_bits,
+            neg_inf_bits
+        ]
+    );
+}

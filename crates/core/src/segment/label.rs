@@ -679,3 +679,28 @@ pub mod cpu {
         Ok(Labels { labels, count })
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::LABEL,
+        "Params",
+        [
+            nx,
+            ny,
+            nz,
+            count,
+            connectivity,
+            n_blocks,
+            words,
+            tile_shift,
+            tiles,
+            _pad
+        ]
+    );
+}

@@ -408,3 +408,17 @@ pub mod cpu {
         }
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::MEASURE,
+        "Params",
+        [count, nx, ny, z0, y0, label_lo, label_hi, scale]
+    );
+}

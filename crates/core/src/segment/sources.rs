@@ -345,3 +345,17 @@ impl<D: SliceSource<f32>> SliceSink<i32> for Measure<'_, '_, '_, D> {
         }
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        threshold_params_matches_wgsl,
+        ThresholdParams,
+        crate::shaders::THRESHOLD,
+        "Params",
+        [count, key_lo, key_hi, _pad]
+    );
+}

@@ -121,3 +121,17 @@ pub mod cpu {
         }
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::THRESHOLD,
+        "Params",
+        [count, key_lo, key_hi, _pad]
+    );
+}

@@ -1876,3 +1876,61 @@ mod tests {
         }
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        k_params_matches_wgsl,
+        KParams,
+        crate::shaders::SLIC_KMEANS,
+        "Params",
+        [
+            nx,
+            ny,
+            nz,
+            nc,
+            n,
+            n_centres,
+            start_x,
+            start_y,
+            start_z,
+            step_x,
+            step_y,
+            step_z,
+            count_x,
+            count_y,
+            count_z,
+            win_x,
+            win_y,
+            win_z,
+            radius,
+            slic_zero,
+            use_mask,
+            sx,
+            sy,
+            sz,
+            spatial_weight,
+            scale,
+            inv_scale,
+            ratio,
+            z0
+        ]
+    );
+    mirror_layout!(
+        lab_params_matches_wgsl,
+        LabParams,
+        crate::shaders::SLIC_LAB,
+        "Params",
+        [n, ratio, pad, linear]
+    );
+    mirror_layout!(
+        c_params_matches_wgsl,
+        CParams,
+        crate::shaders::SLIC_CONNECT,
+        "Params",
+        [nx, ny, nz, n, min_size, start_label, n_blocks]
+    );
+}

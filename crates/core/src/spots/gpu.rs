@@ -1112,3 +1112,59 @@ fn pair_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, Option<&mut T>) {
         (&mut v[i], None)
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::SPOTS_THRESHOLD,
+        "Params",
+        [
+            h,
+            w,
+            ky,
+            kx,
+            min_count,
+            algorithm,
+            fmt,
+            has_mask,
+            gain_mode,
+            thr,
+            thr_none,
+            ed,
+            _pad1,
+            far_if_none,
+            list_cap,
+            slot,
+            gain,
+            nsig_s,
+            strong_cap,
+            _pad2
+        ]
+    );
+    mirror_layout!(
+        count_params_matches_wgsl,
+        CountParams,
+        crate::shaders::SPOTS_FIX,
+        "Params",
+        [count, w, fmt, n_labels]
+    );
+    mirror_layout!(
+        measure_params_matches_wgsl,
+        MeasureParams,
+        crate::shaders::SPOTS_MEASURE,
+        "Params",
+        [count, w, fmt, cap, n_blocks, _pad]
+    );
+    mirror_layout!(
+        compact_params_matches_wgsl,
+        CompactParams,
+        crate::shaders::SPOTS_COMPACT,
+        "Params",
+        [w, fmt, strong_at, strong_cap, spot_cap, _pad]
+    );
+}

@@ -500,3 +500,28 @@ pub mod cpu {
         }
     }
 }
+
+#[cfg(test)]
+mod wgsl_layouts {
+    use super::*;
+    use crate::layout::mirror_layout;
+
+    mirror_layout!(
+        params_matches_wgsl,
+        Params,
+        crate::shaders::CLIP,
+        "Params",
+        [
+            count,
+            base,
+            pass,
+            n_partials,
+            sigma_lower,
+            sigma_upper,
+            maxiters,
+            flags,
+            zero,
+            _pad
+        ]
+    );
+}
