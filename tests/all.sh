@@ -37,8 +37,12 @@ cargo test --workspace
 echo "== the GPU-vs-CPU suite and the goldens again on llvmpipe through GL"
 # wgpu falls back to GL where no Vulkan driver exists: the same kernels must
 # give the same answers there (tests/common checks the backend really is GL).
-WGPU_BACKEND=gl cargo test -p gpuscope-core --tests
-WGPU_BACKEND=gl cargo test -p gpuscope-cli --test goldens --test stacks
+# --workspace keeps the features of the build above (no second build); the
+# core's test files are named one by one (the CLI's files of the same name,
+# slic and spots, run too).
+gl_tests=(--lib --test goldens --test stacks)
+for f in crates/core/tests/*.rs; do gl_tests+=(--test "$(basename "$f" .rs)"); done
+WGPU_BACKEND=gl cargo test --workspace "${gl_tests[@]}"
 
 echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
 cargo xtask test-web
