@@ -11,7 +11,7 @@
 //! `cpu` is the twin: the same f32 arithmetic in the same order, so labels
 //! are equal on lavapipe.
 //!
-//! Choices (see README, "SLIC"):
+//! Choices (see docs/slic.md):
 //! - Assignment is pixel-centric: a pixel looks at the centres seeded in
 //!   the 5^3 grid cells around its own (±2 cells, the reach of skimage's
 //!   ±2·step windows) and applies skimage's window test to each; ties go
