@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# Scaling over several GPUs of one host (`--adapters`, issue 8 item 3), on
+# Scaling over several GPUs of one host (`--adapters`), on
 # the GPU machine from the repository root with a release build in
 # .device/gpuscope and the shared data in .device/data, $OUT set:
 #   bash bench/adapters_scaling.sh            # nvidia-h200-x2 (or -x4, -x8)
 #   ONE=nvidia ALL=nvidia,nvidia bash bench/adapters_scaling.sh
 #                                             # one GPU, two contexts on it
 # Runs the same workloads without --adapters (the plain path), on one
-# context (ONE, default: the first adapter named nvidia; since session 5
-# one context runs the plain path itself, so these two should agree) and on
+# context (ONE, default: the first adapter named nvidia; one context runs
+# the plain path itself, so these two should agree) and on
 # all (ALL, default: `all`; each context runs the plain code on its range):
 # the bench workloads median-stack, outliers-stack, stack-roundtrip (host
 # memory in and out), spots-series (host memory) and spots-series-disk (a

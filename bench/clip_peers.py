@@ -1,4 +1,4 @@
-"""kappa-sigma (issue 4): `gpuscope bench --only kappa-sigma` against the
+"""kappa-sigma: `gpuscope bench --only kappa-sigma` against the
 workshop's CuPy loop on the benchmark's radio image, with our per-entry-point
 GPU profile.
 

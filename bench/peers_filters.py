@@ -4,7 +4,7 @@ Runs CuPy / cupyx.scipy.ndimage (and cuCIM when importable) on the same
 shapes as `gpuscope bench` and writes $OUT/peers_filters.json. Device times
 with data resident come from cupyx.profiler.benchmark (min of repeats);
 host-to-host times from a wall clock (median of 3). Based on the shared
-peers script (../shared/tools/peers.py), restricted to issue 3's workloads
+peers script (../shared/tools/peers.py), restricted to the filter workloads
 and extended with the Gaussian sigma=2 and the outliers stack.
 """
 import json, os, statistics, sys, time, traceback

@@ -5,7 +5,7 @@ Reads the JSON files that `bench/gpu_machine.sh` leaves in one folder
 ours_slic.json + slic_peers.json, spots_bench.json, label_stream_bench.json;
 any may be missing) and prints a Markdown table: per workload our figure,
 the best (fastest) peer measured in the same run, the ratio peer / ours and
-the issue's target. Several folders may be given (one per device call); a
+the target. Several folders may be given (one per device call); a
 workload found in more than one is taken from the last.
 
     python3 bench/report.py $OUT [$OUT2 ...] > table.md

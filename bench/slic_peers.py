@@ -1,4 +1,4 @@
-"""Peers of the SLIC workloads (benchmarks.md, issue 5), for the GPU machine.
+"""Peers of the SLIC workloads (benchmarks.md), for the GPU machine.
 
 slic-3d-L: skimage.data.binary_blobs(L, n_dim=3, rng=2) as float32,
 n_segments = L^3 / 125, compactness 1, 5 iterations, connectivity

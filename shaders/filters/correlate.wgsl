@@ -59,7 +59,7 @@ fn quantize(v: f32) -> f32 {
 // The window sum of an element whose window lies inside the box, starting at
 // input index `base`. crates/core/src/filters/gpu.rs replaces this loop with
 // the taps unrolled and the weights as literals for kernels of moderate size
-// (measured faster on an H200: no loop, no weight loads).
+// (measured faster: no loop, no weight loads).
 // ---- GENERATED: begin ----
 fn interior_sum(base: u32) -> f32 {
     var acc = 0.0;
@@ -78,7 +78,7 @@ fn interior_sum(base: u32) -> f32 {
 // ---- GENERATED: end ----
 
 // One thread per output element on a 3-D grid (no index division: measured
-// faster on an H200), or on a 1-D grid for boxes whose grid would exceed the
+// faster), or on a 1-D grid for boxes whose grid would exceed the
 // per-dimension workgroup limit (long 1-D signals).
 @compute @workgroup_size(32, 8, 1)
 fn correlate_grid(@builtin(global_invocation_id) gid: vec3<u32>) {

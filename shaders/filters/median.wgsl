@@ -108,7 +108,7 @@ fn median_network(@builtin(global_invocation_id) gid: vec3<u32>,
 // ---- the full 3 x 3 footprint in the x-y plane: size (3, 3) or (1, 3, 3) ----
 //
 // Four outputs stacked along y per invocation, from a 6 x 3 window (four
-// measured 4% faster than eight or two on an H100: more invocations hide
+// measured faster than eight or two: more invocations hide
 // more latency, fewer share fewer rows). Each
 // row triple of the window is sorted once and shared by the up to three
 // outputs whose windows hold it; the median of nine is then

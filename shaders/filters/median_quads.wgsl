@@ -7,15 +7,15 @@
 // store. The selection is median_3x3_rows' (median.wgsl), lane by lane:
 // each row triple sorted once and shared by the three outputs whose
 // windows hold it, then med3(max of the row minima, med3 of the row
-// medians, min of the row maxima). On an H200 (2048² f32) this takes
-// 0.0223-0.0226 ms with 8 rows (4 rows: the same, 6: 0.0235-0.0237; before
-// quad_words, 12 and 16 rows were 15-40% slower; workgroups of 32 x 4 or
-// 32 x 2: no faster), against 0.0282-0.0284 ms for median_3x3_rows (a word
-// per access, 4 rows). Instruction count shows: the plain median's store
-// without finish() (quad_words) took 9% off. Measured and dropped: the
+// medians, min of the row maxima). It measured faster than
+// median_3x3_rows (a word per access) with 8 rows (4 rows: the same; 6, 12
+// and 16 rows were slower; workgroups of 32 x 4 or 32 x 2: no faster).
+// Instruction count shows: the plain median's store without finish()
+// (quad_words) is cheaper than the outlier test's. Measured and dropped
+// (figures in BENCHMARKS.md): the
 // keys either side by subgroup shuffles (no faster, with or without halo
 // invocations), loads all issued before the stores (arrays or unrolled
-// rows: 40-80% slower, registers).
+// rows: much slower, registers).
 
 @group(0) @binding(1) var<storage, read> src: array<vec4<u32>>;
 @group(0) @binding(2) var<storage, read_write> dst: array<vec4<u32>>;
@@ -27,7 +27,7 @@ const QUAD_ROWS: u32 = 8u;
 
 // A row of the windows sorted per output column. The outputs' own keys
 // (for finish()) are loaded again when stored: carrying them with the rows
-// took 12 more registers, and the kernel 6-9% longer (H200).
+// took 12 more registers, and the kernel measured slower.
 struct QuadRow {
     lo: Key4,
     mid: Key4,

@@ -197,7 +197,7 @@ var<workgroup> high_keys: array<u32, 256>;
 // Raw float32 input: its minimum and maximum as order-preserving keys, and
 // flags for NaN and inf (tested on the bits: compilers may assume no NaN).
 // Each workgroup reduces its keys first: an atomic on the same two words
-// from every pixel serialised the pass (1.27 ms for 27 M pixels, H200).
+// from every pixel serialised the pass.
 @compute @workgroup_size(256)
 fn minmax(@builtin(global_invocation_id) gid: vec3<u32>,
           @builtin(local_invocation_index) li: u32,

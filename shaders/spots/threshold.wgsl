@@ -349,13 +349,13 @@ fn decide_final(k: u32, v: u32, m: u32, x: vec2<u32>) {
 // frame) sum squares in single 32-bit words: 11 x 11 squares of 2^12 stay
 // below 2^32. The final test skips tiles without a candidate above the
 // global threshold (most of them) after one read of the tile's own pixels.
-// `first_tiled` (H200, Eiger frame, GPU time): 16 x 16 tiles, one output
-// per thread, runtime window loops and 4-byte loads took 0.535 ms; 16-byte
-// loads alone 0.478, window sizes as pipeline constants alone 0.493. The
+// `first_tiled`: against 16 x 16 tiles with one output per thread,
+// runtime window loops and 4-byte loads, 16-byte loads and window sizes as
+// pipeline constants each measured faster (figures in BENCHMARKS.md). The
 // 32 x 32 tiles below have each thread slide down 4 outputs of a column.
 // (Measured and not kept before the window sizes were constants: 256-column
-// strips walking down 32 rows, 0.92 ms; 64 x 16 tiles of 4 outputs per
-// thread with sliding sums, 1.12 ms.)
+// strips walking down 32 rows, and 64 x 16 tiles of 4 outputs per thread
+// with sliding sums: both slower.)
 
 const TW: u32 = 16u;           // erode_final's tile width
 const TR: u32 = 16u;           // erode_final's tile rows
@@ -379,7 +379,7 @@ var<workgroup> rs_mx: array<u32, 1344>;   // row sums (42 rows of FW): m << 28 |
 var<workgroup> rs_ylo: array<u32, 1344>;  // y low word
 var<workgroup> rs_yhi: array<u32, 1344>;  // y high word
 // erode_final's own, smaller ones: sharing first_tiled's arrays made it
-// 2.5x slower (0.147 -> 0.371 ms, H200), though it returns early in most
+// more than twice as slow, though it returns early in most
 // tiles.
 var<workgroup> tile_e: array<u32, 900>;   // (TW + 2 TH) rows of IW
 var<workgroup> re_m: array<u32, 480>;     // row sums (TR + 2 TH) * TW: m
@@ -607,7 +607,7 @@ fn first_tiled(@builtin(workgroup_id) wid: vec3<u32>,
 // pixel is never a candidate whether or not anything is background.
 // Elsewhere no background at all passes the box test like none nearby:
 // no frame-wide background flag is needed (reading one from every
-// workgroup cost 15 us of the Eiger frame's erode_final on an H200).
+// workgroup cost a measurable share of erode_final).
 fn is_candidate(q: u32, valid: bool) -> bool {
     if (!valid || state[q] != YES || p.far_if_none == 0u) {
         return false;

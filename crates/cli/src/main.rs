@@ -1,6 +1,5 @@
 //! `gpuscope`, the native command line. The contract (commands, exit codes,
-//! one-line errors, JSON summaries) is in docs/cli.md of the shared docs and
-//! the README.
+//! one-line errors, JSON summaries) is in docs/cli.md.
 
 mod bench;
 mod common;

@@ -2,12 +2,12 @@
 //!
 //! Results of a few MB (SLIC's labels, uploads of small volumes) are copied
 //! between host memory and mapped GPU memory on every call. One core copies
-//! at most about 13 GB/s out of memory the GPU has just written, and
-//! starting threads for each copy costs about as much as it saves; threads
-//! started once and woken per copy do not (H100 host, 4 MB out of readback
-//! memory: 0.28-0.32 ms on one thread, 0.13 ms on 4 threads started per
-//! copy, 0.06-0.08 ms on 8 parked threads; 4 MB into the device's mapped
-//! memory: 0.24-0.27 ms, 0.14 ms on 4 parked threads).
+//! far less than the bus carries out of memory the GPU has just written,
+//! and starting threads for each copy costs about as much as it saves;
+//! threads started once and woken per copy do not: parked threads copy a
+//! few MB several times faster than one thread, and about twice as fast
+//! as threads started per copy, both out of readback memory and into the
+//! device's mapped memory (BENCHMARKS.md).
 //!
 //! Several copies share the pool at once: the stack streams copy results
 //! out while the next chunk is copied in (starting a dozen threads for
@@ -100,8 +100,8 @@ const SPLIT_FROM: usize = 2 << 20;
 /// boundaries, a part per (transparent huge) page, shared by the threads:
 /// a fresh huge page is zeroed by the thread that first touches it, and two
 /// threads whose parts share one both zero it (parts of a sixteenth of a
-/// 64 MiB chunk shared a page at every cut; median-stack on an H100
-/// host: 71.5 -> 64.6 ms). Whichever thread is free takes the next page.
+/// 64 MiB chunk shared a page at every cut; cutting at pages made the
+/// stack streams faster). Whichever thread is free takes the next page.
 const PAGES_FROM: usize = 8 << 20;
 
 /// 2 MiB: the huge page of x86-64 and arm64 Linux.

@@ -13,9 +13,9 @@ use crate::error::{Error, Result};
 
 /// Threads per workgroup of 1-D dispatches.
 pub const WORKGROUP_SIZE: u32 = 256;
-/// Workgroup shape of the 3-D `_grid` entry points (x, y, z). Measured on an
-/// H200 (2048² f32): 32x8 and 16x16 tied best, 64x4 within 5%, 256x1 up to
-/// 2x slower for 7x7 windows (neighbouring rows are then on other cores).
+/// Workgroup shape of the 3-D `_grid` entry points (x, y, z). Measured on
+/// 2048² f32: 32x8 and 16x16 tied best, 64x4 close, 256x1 much slower for
+/// 7x7 windows (neighbouring rows are then on other cores).
 pub const GRID_WORKGROUP: [u32; 3] = [32, 8, 1];
 /// Maximum number of timestamped passes in one recording.
 pub(crate) const MAX_TIMED_PASSES: u32 = 64;
@@ -609,8 +609,8 @@ impl Gpu {
                     // Every kernel writes the workgroup memory it reads
                     // before reading it (shaders/*: tiles, histograms,
                     // scan partials; the generated median tile), so the
-                    // zeroing WebGPU prescribes is only cost here (about
-                    // 2% of spots' erode_final on an H200). Browsers zero
+                    // zeroing WebGPU prescribes is only cost here (a
+                    // measurable share of spots' erode_final). Browsers zero
                     // it regardless.
                     zero_initialize_workgroup_memory: self.checked_shaders,
                 },
@@ -802,7 +802,7 @@ impl Gpu {
     /// `count` values of `buffer` from byte `offset`, copied into a new
     /// vector's capacity without zeroing it first: the allocator reuses
     /// freed memory for mid-sized vectors, and zeroing 32 MB of labels took
-    /// longer than copying them (1.8 against 0.9 ms on an H200 host).
+    /// about twice as long as copying them.
     async fn read_vec_at<T: bytemuck::Pod>(
         &self,
         buffer: &wgpu::Buffer,
@@ -835,7 +835,7 @@ impl Gpu {
     /// Large reads go through two pooled readback buffers of READ_CHUNK
     /// bytes in turn (the GPU copies the next part while the host copies
     /// this one): a fresh host-visible buffer as large as the result costs
-    /// more than the copy itself (500 MB: 0.56 s on an H100).
+    /// far more than the copy itself (SLIC's labels of a 500³ volume).
     async fn read_into(
         &self,
         buffer: &wgpu::Buffer,
@@ -1264,8 +1264,8 @@ const READ_CHUNK: u64 = 64 << 20;
 /// Where parts of these sizes start when laid one after another, each
 /// from a multiple of 256 bytes ([`Recorder::submit_with_readback_parts`]):
 /// SLIC's 32 MB of labels behind 20 bytes of counts (4-byte aligned) took
-/// about 0.6 ms longer to come back (slic-3d-200 11.9 against 11.3 ms
-/// host to host, H100).
+/// measurably longer to come back than from an aligned start (slic-3d-200
+/// host to host).
 fn part_starts(sizes: impl Iterator<Item = u64>) -> Vec<u64> {
     let mut at = 0;
     sizes
@@ -1404,8 +1404,8 @@ fn env_set(name: &str) -> bool {
 
 fn fingerprint(s: &str) -> u64 {
     // FNV-1a over 8-byte words: every dispatch looks its pipeline up by
-    // source, and byte by byte cost about 40 us for a 28 kB shader (a
-    // quarter of a spot frame's recording).
+    // source, and byte by byte a 28 kB shader cost about a quarter of a
+    // spot frame's recording.
     let words = s.as_bytes().chunks(8).map(|c| {
         let mut w = [0u8; 8];
         w[..c.len()].copy_from_slice(c);

@@ -190,7 +190,7 @@ impl<T> Prefaulted<T> {
 /// [`zeroed_output`]), and this moves that cost to a time the host would
 /// wait for the GPU anyway (SLIC's k-means). Not for the stack streams,
 /// whose host threads never wait: faulting in a 1 GiB output beside them
-/// made median-stack three times slower (H200). Dropping it waits for the
+/// made median-stack several times slower. Dropping it waits for the
 /// thread: keep it no longer than the memory. GPUSCOPE_NO_PREFAULT=1 turns
 /// it off.
 struct Populating(Option<std::thread::JoinHandle<()>>);
@@ -274,16 +274,16 @@ fn parallel_copy_with(dst: &mut [MaybeUninit<u8>], src: &[u8], threads: usize) {
 /// Threads writing a large upload into mapped upload memory. Where that
 /// memory is the device's, seen through its PCIe window (NVIDIA's Vulkan
 /// driver), the writes are bound by the bus, and more threads only compete
-/// with each other: the spot series ran at 610 frames/s with 16 threads
-/// and 670-690 with 8 on an H100 host with 16 cores.
+/// with each other: the spot series ran faster with 8 threads than with
+/// 16 on a 16-core host.
 pub(crate) fn upload_threads() -> usize {
     available_cores().min(8)
 }
 
 /// Threads writing a stream's chunk into upload memory while the previous
 /// chunk's result is copied out on the others: 4 of 16 cores measured best
-/// on an H100 host (median-stack; 8 upload threads beside 8 copying, or 16
-/// copying, were slower).
+/// for median-stack (8 upload threads beside 8 copying, or 16 copying,
+/// were slower).
 pub(crate) const STREAM_UPLOAD_THREADS: usize = 4;
 
 /// Threads for large host copies.
@@ -650,8 +650,8 @@ pub(crate) async fn time_resident<T: Pod>(
     let outcome = async {
         // Repeats run back to back in one submission (as many as the
         // timestamp slots allow): separate submissions leave the GPU idle in
-        // between, and it clocks down (measured on an H200: the same kernel
-        // 2-5x slower). The time of a batch is its mean; the best batch wins.
+        // between, and it clocks down (the same kernel then takes several
+        // times longer). The time of a batch is its mean; the best batch wins.
         let mut best: Option<u64> = None;
         let mut left = repeats.max(1);
         let mut batch = 1;

@@ -19,7 +19,7 @@ const MODES: [Mode; 5] = [
     Mode::Constant,
 ];
 
-/// Samples of every dtype the issue names, with many ties for the integers.
+/// Samples of every supported dtype, with many ties for the integers.
 fn dtypes(n: usize, seed: u64) -> Vec<SampleVec> {
     let r = noise(n, seed);
     vec![

@@ -591,7 +591,7 @@ fn many_small_segments() {
     assert!(s.n_segments > 1000, "{}", s.n_segments);
 }
 
-/// The case at full size: 5 000 000 segments on a 300³ volume
+/// The largest case at full size: 5 000 000 segments on a 300³ volume
 /// (slow on lavapipe: run on a real GPU with `--ignored`).
 #[test]
 #[ignore]

@@ -1,5 +1,5 @@
 //! Spot finding: the GPU (lavapipe) against the CPU reference, pixel for
-//! pixel and spot for spot, on synthetic frames with the edge cases.
+//! pixel and spot for spot, on synthetic frames and their edge cases.
 //! The real frames against the committed reference masks are in
 //! crates/cli/tests/spots.rs (they need the CBF reader).
 

@@ -1,4 +1,4 @@
-"""Goldens of `gpuscope slic` from skimage.segmentation.slic (issue 5).
+"""Goldens of `gpuscope slic` from skimage.segmentation.slic.
 
 Small cases where gpuscope's labels equal scikit-image's exactly (checked
 on the CPU twin and on lavapipe). On large images a few pixels differ

@@ -347,9 +347,9 @@ pub async fn median_filter(
 /// [`median_filter`] into an existing array of the input's dtype and
 /// length, like scipy's `output=` argument. An f32 stack streams straight
 /// into it: an array kept across calls saves the first touch of a fresh
-/// result's pages, which costs more than copying the results into them (64
-/// slices of 2048², H200 host: 51-59 ms against 71-77 ms into a fresh
-/// array). Other dtypes are computed as by [`median_filter`], then copied
+/// result's pages, which costs more than copying the results into them
+/// (`gpuscope bench` workloads median-stack-into and median-stack compare
+/// the two). Other dtypes are computed as by [`median_filter`], then copied
 /// in. On an error `output` may hold part of the result.
 pub async fn median_filter_into(
     gpu: &Gpu,
@@ -893,9 +893,9 @@ fn reach(footprint: &Footprint) -> ([i32; 3], [i32; 3]) {
     (lo, hi)
 }
 
-/// Footprints up to this many elements run without a tile: measured on an
-/// H200 (2048² f32), 3x3 took 0.0374 ms from L1 and 0.0389 from a tile,
-/// 7x7 0.250 and 0.203.
+/// Footprints up to this many elements run without a tile: a 3x3 reads
+/// its inputs from the L1 cache faster than from a tile, while a 7x7 is
+/// faster with the tile (measured on 2048² f32; BENCHMARKS.md).
 const TILE_MIN_ELEMENTS: usize = 10;
 
 /// The (x, y, z) extent of the input a grid workgroup's outputs read, when

@@ -11,7 +11,7 @@
 //! `cpu` is the twin: the same f32 arithmetic in the same order, so labels
 //! are equal on lavapipe.
 //!
-//! Choices (see README, "SLIC"):
+//! Choices (see docs/slic.md):
 //! - Assignment is pixel-centric: a pixel looks at the centres seeded in
 //!   the 5^3 grid cells around its own (±2 cells, the reach of skimage's
 //!   ±2·step windows) and applies skimage's window test to each; ties go
@@ -619,8 +619,8 @@ pub(crate) fn prepare(
         lab = true;
         if on_gpu {
             // Three cube roots a pixel took most of a call's host time
-            // (2.4 of 5 ms for a 512x512 photograph on 16 cores); the GPU
-            // takes microseconds, in float32 (LAB_TOLERANCE).
+            // for a photograph; the GPU does it in a small fraction of
+            // that, in float32 (LAB_TOLERANCE).
             lab_table = Some(table.iter().map(|&v| v as f32).collect());
             rgb8_features = Some(Vec::new());
         } else {
@@ -1434,9 +1434,9 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
     // buffer of this size per call, `queue.write_buffer`, costs more than
     // the copy), then the upload buffer back to the pool whatever
     // happened. The first slab is copied on the copy threads while this
-    // thread records the first submission (slic-3d-100 on an H100: the
-    // copy 0.17 ms and the recording about 0.2 ms; the copy on one thread
-    // started for it was slower than both in turn: 2.78 -> 2.96 ms).
+    // thread records the first submission (the two take about as long;
+    // a single thread started for the copy was slower than doing both in
+    // turn: BENCHMARKS.md).
     let mut up = gpu.upload_buffer(4 * (depth * plane * nc) as u64);
     let uploaded: Result<Recorder<'_>> = async {
         let mut first = None;
@@ -1469,7 +1469,7 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
     gpu.host_done("slic upload", clock);
     // The labels' host memory is faulted in while the host waits for the
     // GPU, not during the upload: beside the upload's copies it made
-    // slic-3d-300 take 50 ms instead of 34 (H100).
+    // large volumes markedly slower.
     let labels_out = Prefaulted::new(if gpu_connect { n } else { 0 });
     let clock = gpu.host_clock();
     // The host waits for a batch's change flags only once the next batch
@@ -1653,11 +1653,11 @@ const ROUNDS: u32 = 4;
 const ROUNDS_PER_BATCH: u32 = 8 * ROUNDS;
 
 /// Search rounds of the first batch at least, and at most: each round
-/// costs GPU time (about 10 us on an H100 with its `advance`), many
-/// volumes resolve in a few (binary_blobs, coins and camera in 8), and a
-/// further batch costs a round trip (astronaut needs 28: 2.6 ms host to
-/// host with a first batch of 8, 2.2 ms with 32; slic-3d-100 2.7 ms with
-/// 8, 2.9 ms with 32).
+/// costs GPU time (a few microseconds with its `advance`), many volumes
+/// resolve in a few (binary_blobs, coins and camera in 8), and a further
+/// batch costs a round trip (astronaut needs 28, so it gains from a larger
+/// first batch, while small volumes that resolve in 8 lose by it; the
+/// first batch is sized from the previous call).
 const FIRST_ROUNDS: u32 = 2 * ROUNDS;
 const MAX_FIRST_ROUNDS: u32 = 8 * ROUNDS;
 
@@ -1752,7 +1752,7 @@ async fn connect(
     // readback buffer: when the first batch resolves every piece (the
     // usual case, sized from the previous call), one round trip serves the
     // whole call. Later batches read the counts alone (labels that are
-    // not final would cross the bus for nothing: 64 MB take 2.6 ms), and
+    // not final would cross the bus for nothing), and
     // the labels follow once resolved.
     let whole = n <= ONE_READBACK_MAX_PIXELS;
     gather_into(&mut rec)?;
