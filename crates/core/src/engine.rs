@@ -460,7 +460,7 @@ impl Gpu {
     /// Writes `bytes` at the start of `up`, once the GPU has finished its
     /// previous copy out of it; large writes are split over threads.
     pub(crate) async fn fill(&self, up: &mut UploadBuffer, bytes: &[u8]) -> Result<()> {
-        self.fill_during(up, bytes, crate::stream::upload_threads(), async {})
+        self.fill_during(up, bytes, crate::copies::upload_threads(), async {})
             .await
     }
 
@@ -810,7 +810,7 @@ impl Gpu {
         count: usize,
     ) -> Result<Vec<T>> {
         let out: Vec<T> = Vec::with_capacity(count);
-        crate::stream::advise_huge_pages(out.as_ptr() as usize, std::mem::size_of::<T>() * count);
+        crate::copies::advise_huge_pages(out.as_ptr() as usize, std::mem::size_of::<T>() * count);
         self.read_vec_into(buffer, offset, out, count).await
     }
 
@@ -879,7 +879,7 @@ impl Gpu {
                 let view = staging
                     .get_mapped_range(..(part.len() as u64).div_ceil(4) * 4)
                     .map_err(|e| Error::Device(format!("mapping a result failed: {e}")))?;
-                crate::stream::parallel_copy_to_uninit(part, &view[..part.len()]);
+                crate::copies::parallel_copy_to_uninit(part, &view[..part.len()]);
                 Ok(())
             }
             .await;
@@ -1297,7 +1297,7 @@ pub(crate) fn split_parts<'a>(bytes: &'a [u8], sizes: &[u64]) -> Result<Vec<&'a 
 pub(crate) fn vec_from_bytes<T: bytemuck::Pod>(mut out: Vec<T>, bytes: &[u8]) -> Vec<T> {
     let count = bytes.len() / std::mem::size_of::<T>();
     let len = count * std::mem::size_of::<T>();
-    crate::stream::parallel_copy_to_uninit(spare_bytes(&mut out, count), &bytes[..len]);
+    crate::copies::parallel_copy_to_uninit(spare_bytes(&mut out, count), &bytes[..len]);
     // SAFETY: every byte of the `count` values was written just now, and
     // any bytes are a valid `T` (Pod).
     unsafe { out.set_len(count) };

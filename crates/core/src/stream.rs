@@ -8,15 +8,18 @@
 //! overlap the download of the other and the host's gathering of the next.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use bytemuck::Pod;
 
+use crate::boundary::Mode;
 use crate::chunk::{self, Chunk, Shape3};
+use crate::copies::{
+    STREAM_UPLOAD_THREADS, as_uninit, copy_threads, parallel_copy_with, upload_threads,
+};
+pub use crate::copies::{parallel_copy, zeroed_output};
 use crate::engine::{Gpu, Pending, Recorder, UploadBuffer};
 use crate::error::{Error, Result};
-use crate::filters::Mode;
 
 /// Slices (z first, each a whole y×x plane) of an array, read on demand.
 pub trait SliceSource<T> {
@@ -122,181 +125,6 @@ impl<T: Pod> MemorySink<'_, T> {
         self.filled = end;
         Ok(())
     }
-}
-
-/// A zeroed vector for a large result. On Linux it asks for transparent
-/// huge pages before anything touches it: a fresh 1 GB output otherwise
-/// takes 262 144 page faults as the results are copied in, which cost more
-/// than the copy itself (measured on this project's stacks). Set
-/// GPUSCOPE_NO_HUGE_PAGES=1 to compare.
-pub fn zeroed_output<T: bytemuck::Pod>(n: usize) -> Vec<T> {
-    let v: Vec<T> = bytemuck::zeroed_vec(n);
-    advise_huge_pages(v.as_ptr() as usize, std::mem::size_of_val(&v[..]));
-    v
-}
-
-/// Asks for transparent huge pages on the whole 2 MiB pages of `len` bytes
-/// from address `begin`, which nothing has touched yet (Linux; advice only).
-pub(crate) fn advise_huge_pages(begin: usize, len: usize) {
-    const HUGE: usize = 2 << 20;
-    if len < 8 * HUGE || std::env::var_os("GPUSCOPE_NO_HUGE_PAGES").is_some() {
-        return;
-    }
-    let start = begin.next_multiple_of(HUGE);
-    let end = (begin + len) / HUGE * HUGE;
-    #[cfg(target_os = "linux")]
-    if end > start {
-        // SAFETY: advice only, on whole pages inside the caller's
-        // allocation; the kernel may ignore it and the contents are unchanged.
-        unsafe {
-            libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (start, end);
-}
-
-/// An empty vector with room for `count` values whose pages are faulted in
-/// on another thread ([`Populating`]) while the GPU works, so that results
-/// are later copied into memory already mapped.
-pub(crate) struct Prefaulted<T> {
-    // Declared first, so dropped (joined) before the vector is freed.
-    populating: Populating,
-    vec: Vec<T>,
-}
-
-impl<T> Prefaulted<T> {
-    pub(crate) fn new(count: usize) -> Self {
-        let vec: Vec<T> = Vec::with_capacity(count);
-        let (begin, len) = (vec.as_ptr() as usize, std::mem::size_of::<T>() * count);
-        advise_huge_pages(begin, len);
-        Prefaulted {
-            populating: Populating::start(begin, len),
-            vec,
-        }
-    }
-
-    /// The vector (empty, with its capacity) once its pages are in.
-    pub(crate) fn take(self) -> Vec<T> {
-        let Prefaulted { populating, vec } = self;
-        drop(populating);
-        vec
-    }
-}
-
-/// A thread faulting in the whole pages of a range of memory (Linux:
-/// MADV_POPULATE_WRITE, 8 MiB and more; elsewhere nothing): the first touch
-/// of fresh pages costs more than copying results into them (see
-/// [`zeroed_output`]), and this moves that cost to a time the host would
-/// wait for the GPU anyway (SLIC's k-means). Not for the stack streams,
-/// whose host threads never wait: faulting in a 1 GiB output beside them
-/// made median-stack several times slower. Dropping it waits for the
-/// thread: keep it no longer than the memory. GPUSCOPE_NO_PREFAULT=1 turns
-/// it off.
-struct Populating(Option<std::thread::JoinHandle<()>>);
-
-impl Populating {
-    fn start(begin: usize, len: usize) -> Self {
-        if len < 8 << 20 || std::env::var_os("GPUSCOPE_NO_PREFAULT").is_some() {
-            return Populating(None);
-        }
-        let start = begin.next_multiple_of(4096);
-        let end = (begin + len) / 4096 * 4096;
-        #[cfg(target_os = "linux")]
-        return Populating(
-            std::thread::Builder::new()
-                .spawn(move || {
-                    // In steps: each call holds the process's memory map
-                    // lock, which mapping the GPU's buffers needs too.
-                    for at in (start..end).step_by(POPULATE_STEP) {
-                        let len = POPULATE_STEP.min(end - at);
-                        // SAFETY: the pages lie in memory that outlives
-                        // this thread (its owner keeps the Populating no
-                        // longer); populating maps them writable without
-                        // changing a byte, so it may run while other
-                        // threads write there.
-                        unsafe {
-                            libc::madvise(at as *mut libc::c_void, len, libc::MADV_POPULATE_WRITE);
-                        }
-                    }
-                })
-                .ok(),
-        );
-        #[cfg(not(target_os = "linux"))]
-        {
-            let _ = (start, end);
-            Populating(None)
-        }
-    }
-}
-
-/// Bytes faulted in per call of [`Populating`]'s thread.
-#[cfg(target_os = "linux")]
-const POPULATE_STEP: usize = 4 << 20;
-
-impl Drop for Populating {
-    fn drop(&mut self) {
-        if let Some(worker) = self.0.take() {
-            let _ = worker.join();
-        }
-    }
-}
-
-/// `dst.copy_from_slice(src)`, split over threads for large copies: one
-/// core's memcpy is slower than the bus.
-pub fn parallel_copy(dst: &mut [u8], src: &[u8]) {
-    parallel_copy_with(as_uninit(dst), src, copy_threads());
-}
-
-/// `dst` as memory to be written: the copies write only initialised bytes.
-fn as_uninit(dst: &mut [u8]) -> &mut [MaybeUninit<u8>] {
-    // SAFETY: same layout; callers of the result only write initialised
-    // bytes (copies from `&[u8]`), so `dst` stays initialised.
-    unsafe { &mut *(dst as *mut [u8] as *mut [MaybeUninit<u8>]) }
-}
-
-/// [`parallel_copy`] into memory not yet initialised (a vector's spare
-/// capacity): every byte of `dst` is written.
-pub(crate) fn parallel_copy_to_uninit(dst: &mut [MaybeUninit<u8>], src: &[u8]) {
-    parallel_copy_with(dst, src, copy_threads());
-}
-
-/// [`parallel_copy`] on at most `threads` threads (one on wasm, whose
-/// [`copy_threads`] is 1).
-fn parallel_copy_with(dst: &mut [MaybeUninit<u8>], src: &[u8], threads: usize) {
-    if dst.len() == src.len() {
-        crate::copies::copy(dst, src, threads);
-    } else {
-        dst.write_copy_of_slice(src);
-    }
-}
-
-/// Threads writing a large upload into mapped upload memory. Where that
-/// memory is the device's, seen through its PCIe window (NVIDIA's Vulkan
-/// driver), the writes are bound by the bus, and more threads only compete
-/// with each other: the spot series ran faster with 8 threads than with
-/// 16 on a 16-core host.
-pub(crate) fn upload_threads() -> usize {
-    available_cores().min(8)
-}
-
-/// Threads writing a stream's chunk into upload memory while the previous
-/// chunk's result is copied out on the others: 4 of 16 cores measured best
-/// for median-stack (8 upload threads beside 8 copying, or 16 copying,
-/// were slower).
-pub(crate) const STREAM_UPLOAD_THREADS: usize = 4;
-
-/// Threads for large host copies.
-pub(crate) fn copy_threads() -> usize {
-    available_cores().min(16)
-}
-
-/// One where threads are not available (wasm).
-fn available_cores() -> usize {
-    #[cfg(not(target_arch = "wasm32"))]
-    return std::thread::available_parallelism().map_or(1, |n| n.get());
-    #[cfg(target_arch = "wasm32")]
-    return 1;
 }
 
 /// Called after each write with (slices written, total slices).
@@ -692,14 +520,14 @@ mod tests {
     fn prefaulting_keeps_what_is_written_meanwhile() {
         let count = 5 << 20; // 20 MiB of u32: a populating thread runs
         let mut data: Vec<u32> = zeroed_output(count);
-        let populating = Populating::start(data.as_ptr() as usize, 4 * count);
+        let populating = crate::copies::Populating::start(data.as_ptr() as usize, 4 * count);
         for (i, v) in data.iter_mut().enumerate().rev() {
             *v = i as u32;
         }
         drop(populating);
         assert!(data.iter().enumerate().all(|(i, &v)| v == i as u32));
 
-        let room = Prefaulted::<u32>::new(count).take();
+        let room = crate::copies::Prefaulted::<u32>::new(count).take();
         assert!(room.is_empty() && room.capacity() >= count);
         let src: Vec<u8> = (0..4 * count).map(|i| (i % 251) as u8).collect();
         let out: Vec<u32> = crate::engine::vec_from_bytes(room, &src);

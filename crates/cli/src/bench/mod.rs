@@ -265,7 +265,8 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     if let Some(copy) = copy_ms {
         filters::add_copy_rows(&b, &mut rows, copy);
     }
-    let mut all = json!({ "device": gpu.summary().name, "backend": gpu.summary().backend, "results": rows });
+    let mut all =
+        json!({ "device": gpu.summary().name, "backend": gpu.summary().backend, "results": rows });
     if cli.adapters.is_some() {
         all["adapters"] = json!(names);
     }

@@ -34,12 +34,12 @@ use bytemuck::{Pod, Zeroable};
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 
+use crate::copies::Prefaulted;
 use crate::engine::{Gpu, Pending, Recorder, split_parts, vec_from_bytes};
 use crate::error::{Error, Result};
 use crate::filters::{Boundary, Filter, Mode, Output};
 use crate::keys::Samples;
 use crate::shaders;
-use crate::stream::Prefaulted;
 
 /// A pixel no centre reached (masked, or outside every window).
 pub(crate) const NONE: u32 = u32::MAX;
@@ -1448,7 +1448,7 @@ async fn run(gpu: &Gpu, prep: &Prepared, input: GpuInput<'_>) -> Result<Segments
                 GpuInput::Rgb8(v) => &v[3 * lo..3 * hi],
             };
             if first.is_none() {
-                let threads = crate::stream::upload_threads();
+                let threads = crate::copies::upload_threads();
                 first = Some(
                     gpu.fill_during(&mut up, bytes, threads, async { record_first() })
                         .await??,

@@ -1082,7 +1082,7 @@ async fn run_series(
                     .fill_during(
                         next_up,
                         frame_bytes(frame(z + 1)),
-                        crate::stream::upload_threads(),
+                        crate::copies::upload_threads(),
                         step,
                     )
                     .await?;
