@@ -164,7 +164,10 @@ async fn run(
     let sources: Vec<String> = passes.iter().map(pass_source).collect();
     let mut weight_buffers = Vec::with_capacity(passes.len());
     for pass in &passes {
-        let w: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
+        let w: Vec<f32> = match output {
+            Output::Float => pass.weights.iter().map(|&v| v as f32).collect(),
+            Output::Integer { .. } => pass.weights.iter().flat_map(|&v| split_weight(v)).collect(),
+        };
         match gpu.storage(4 * w.len() as u64, "filter weights").await {
             Ok(buffer) => {
                 gpu.upload(&buffer, bytemuck::cast_slice(&w));
@@ -286,6 +289,19 @@ fn separate(pass: &Pass) -> Option<Vec<Pass>> {
         })
         .collect();
     Some(passes)
+}
+
+/// An f64 weight as four f32 parts for the two-word sums of integer outputs
+/// (correlate.wgsl, exact_sum): three with 12-bit significands, so that
+/// their products with 12-bit parts of a sample are exact, and the rest.
+fn split_weight(w: f64) -> [f32; 4] {
+    let top12 = |x: f64| f32::from_bits((x as f32).to_bits() & 0xffff_f000);
+    let w1 = top12(w);
+    let r1 = w - f64::from(w1);
+    let w2 = top12(r1);
+    let r2 = r1 - f64::from(w2);
+    let w3 = top12(r2);
+    [w1, w2, w3, (r2 - f64::from(w3)) as f32]
 }
 
 /// Kernels up to this many taps get their window sum unrolled with the
@@ -426,6 +442,18 @@ mod tests {
         for (i, w) in f.passes[0].weights.iter().enumerate() {
             let product = passes[0].weights[i / 5] * passes[1].weights[i % 5];
             assert!((w - product).abs() < 1e-12, "{i}: {w} vs {product}");
+        }
+    }
+
+    #[test]
+    fn weights_split_into_parts_that_sum_to_them() {
+        for w in [0.1, -0.2440974, 1.0 / 3.0, 5.0e-7, 1234.5678, 0.0] {
+            let p = split_weight(w);
+            let back: f64 = p.iter().map(|&x| f64::from(x)).sum();
+            assert!((back - w).abs() <= 1e-15 * w.abs(), "{w}: {p:?}");
+            for x in &p[..3] {
+                assert_eq!(x.to_bits() & 0xfff, 0, "{w}: {p:?}");
+            }
         }
     }
 
