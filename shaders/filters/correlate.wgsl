@@ -19,6 +19,14 @@ struct Params {
     // each pass's result with cval.
     valid_lo: vec4<u32>,
     valid_hi: vec4<u32>,
+    // 0, from the host: a value the shader compiler cannot know, which
+    // keeps it from simplifying the two-word sums algebraically ((a + b) -
+    // a to b, as Mesa does for operations not marked exact; multiplying by
+    // a uniform 1.0 was not enough there).
+    zero: u32,
+    pad0: u32,
+    pad1: u32,
+    pad2: u32,
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
@@ -34,15 +42,20 @@ struct Params {
 // large uint16 sums). Products are exact: a 12-bit part of a weight times
 // a 12-bit part of a sample (samples of integer dtypes up to 24 bits).
 // Two-sum needs no FMA; parts are split with bit masks, which no compiler
-// contraction can change.
+// contraction can change; `opaque` keeps the sums from being simplified.
+
+// `x` as it is, through an operation no compiler can see through.
+fn opaque(x: f32) -> f32 {
+    return bitcast<f32>(bitcast<u32>(x) ^ p.zero);
+}
 
 fn two_add(acc: vec2<f32>, b: f32) -> vec2<f32> {
-    let s = acc.x + b;
-    let bb = s - acc.x;
-    let err = (acc.x - (s - bb)) + (b - bb);
-    let lo = err + acc.y;
-    let hi = s + lo;
-    return vec2<f32>(hi, lo - (hi - s));
+    let s = opaque(acc.x + b);
+    let bb = opaque(s - acc.x);
+    let err = (acc.x - opaque(s - bb)) + (b - bb);
+    let lo = opaque(err + acc.y);
+    let hi = opaque(s + lo);
+    return vec2<f32>(hi, lo - opaque(hi - s));
 }
 
 fn split12(a: f32) -> vec2<f32> {

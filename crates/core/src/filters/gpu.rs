@@ -31,6 +31,9 @@ struct Params {
     cval: f32,
     valid_lo: [u32; 4],
     valid_hi: [u32; 4],
+    /// 0 (correlate.wgsl: a value the shader compiler cannot fold).
+    zero: u32,
+    _pad: [u32; 3],
 }
 
 /// The (x, y, z) order the shader's vec4s use.
@@ -396,6 +399,8 @@ fn record_chunk(
             cval,
             valid_lo: [vx.0, vy.0, vz.0, 0],
             valid_hi: [vx.1, vy.1, vz.1, 0],
+            zero: 0,
+            _pad: [0; 3],
         };
         let uniform = gpu.uniform(&p);
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
