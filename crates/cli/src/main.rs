@@ -5,6 +5,7 @@ mod bench;
 mod common;
 mod filters;
 mod frames;
+mod runtime_dir;
 mod segment;
 mod slic;
 mod spots;
@@ -148,6 +149,7 @@ pub(crate) fn parse_size(s: &str) -> Result<u64, String> {
 }
 
 fn main() -> ExitCode {
+    runtime_dir::ensure();
     let cli = Cli::parse();
     // Ctrl-C (or SIGTERM) mid-write: outputs go to temporary files renamed
     // only when complete; remove those so nothing partial is left behind.
@@ -156,12 +158,27 @@ fn main() -> ExitCode {
         eprintln!("error: interrupted; no output file was written");
         std::process::exit(130);
     });
-    match run(cli) {
+    let result = run(cli);
+    warn_stale_temp_files();
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg)) => {
             eprintln!("error: {msg}");
             ExitCode::from(1)
         }
+    }
+}
+
+/// One line naming the temporary files that killed runs left where this
+/// one wrote (see docs/files.md); they are left for the user to remove.
+fn warn_stale_temp_files() {
+    let stale = gpuscope_io::take_stale_temp_files();
+    if !stale.is_empty() {
+        let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+        eprintln!(
+            "warning: temporary files left by interrupted runs (their process is gone; remove them): {}",
+            names.join(", ")
+        );
     }
 }
 

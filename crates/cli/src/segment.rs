@@ -451,6 +451,9 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
             )));
         }
     };
+    // Created first, published last: a catalogue that cannot be written
+    // fails the run before the labels are written.
+    let catalogue = gpuscope_io::PendingOutput::create(&args.catalogue)?;
     let engine = Engine::open(cli)?;
     // A 3-D .npy or TIFF stack larger than one box goes disk to disk.
     let labels_streamable = args.labels.as_deref().is_none_or(stream_output);
@@ -460,7 +463,7 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
     {
         let shape = reader.shape();
         if shape.iter().product::<usize>() > label::max_box(gpu) && shape[0] > 1 {
-            return sources_streamed(&engine, gpu, reader, args, catalogue_json);
+            return sources_streamed(&engine, gpu, reader, args, catalogue, catalogue_json);
         }
     }
     let a = read_one_channel(&args.input)?;
@@ -495,7 +498,7 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
         let l = Array::from_i32(a.shape.clone(), found.labels.labels.clone())?;
         gpuscope_io::write(path, &l)?;
     }
-    gpuscope_io::write_bytes_atomic(&args.catalogue, text.as_bytes())?;
+    publish_catalogue(catalogue, &text, args.labels.as_deref())?;
     if args.json {
         println!(
             "{}",
@@ -515,6 +518,21 @@ pub fn sources_cmd(cli: &Cli, args: &SourcesCmd) -> CliResult {
     Ok(())
 }
 
+/// Publishes the catalogue; if that fails, removes the labels just written
+/// with it, so that a failed run leaves no output.
+fn publish_catalogue(
+    catalogue: gpuscope_io::PendingOutput,
+    text: &str,
+    labels: Option<&Path>,
+) -> CliResult {
+    catalogue.commit(text.as_bytes()).inspect_err(|_| {
+        if let Some(path) = labels {
+            let _ = std::fs::remove_file(path);
+        }
+    })?;
+    Ok(())
+}
+
 /// `sources` on a stack larger than the device's box: the input read slice
 /// by slice (several passes), labels (if asked) written slice by slice.
 fn sources_streamed(
@@ -522,6 +540,7 @@ fn sources_streamed(
     gpu: &Gpu,
     reader: StackReader,
     args: &SourcesCmd,
+    catalogue: gpuscope_io::PendingOutput,
     catalogue_json: bool,
 ) -> CliResult {
     let shape = reader.shape();
@@ -587,7 +606,7 @@ fn sources_streamed(
     } else {
         catalogue_csv(&found.regions, shape.len())
     };
-    gpuscope_io::write_bytes_atomic(&args.catalogue, text.as_bytes())?;
+    publish_catalogue(catalogue, &text, args.labels.as_deref())?;
     if args.json {
         println!(
             "{}",

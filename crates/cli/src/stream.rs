@@ -3,9 +3,8 @@
 //! than memory never sits in RAM. The core sees them as slice sources and
 //! sinks.
 
-use std::fs::File;
 use std::io::{IsTerminal, Read, Seek, SeekFrom, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Instant;
 
 use gpuscope_core::Samples;
@@ -264,66 +263,44 @@ pub fn from_i32_words(shape: Vec<usize>, _dtype: DType, v: &[i32]) -> CliResult<
 
 /// A raw file of u32 slices (native byte order) beside an output, written in order then read
 /// back (provisional labels between the two passes of streamed labelling);
-/// removed when dropped.
+/// created as temporary outputs are (unpredictable name, never through a
+/// symlink) and removed when dropped or on interrupt.
 pub struct ScratchFile {
-    path: PathBuf,
-    file: File,
+    inner: gpuscope_io::ScratchFile,
     plane: usize,
 }
 
 impl ScratchFile {
     pub fn create(beside: &Path, plane: usize) -> CliResult<ScratchFile> {
-        let name = beside
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        let path = beside.with_file_name(format!(".{name}.provisional-{}", std::process::id()));
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .open(&path)
-            .map_err(|e| {
-                Failure(format!(
-                    "{}: cannot create a temporary file beside the output: {e}",
-                    path.display()
-                ))
-            })?;
-        Ok(ScratchFile { path, file, plane })
+        let inner = gpuscope_io::ScratchFile::create(beside)?;
+        Ok(ScratchFile { inner, plane })
     }
 
     fn fail(&self, e: std::io::Error) -> gpuscope_core::Error {
-        gpuscope_core::Error::InvalidInput(format!("{}: {e}", self.path.display()))
-    }
-}
-
-impl Drop for ScratchFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        gpuscope_core::Error::InvalidInput(format!("{}: {e}", self.inner.path().display()))
     }
 }
 
 impl SliceSink<u32> for ScratchFile {
     fn write(&mut self, slices: &[u32]) -> gpuscope_core::Result<()> {
         // Native byte order: the same process reads it back.
-        self.file
-            .write_all(bytemuck::cast_slice(slices))
-            .map_err(|e| self.fail(e))
+        let r = self.inner.file().write_all(bytemuck::cast_slice(slices));
+        r.map_err(|e| self.fail(e))
     }
 }
 
 impl SliceSource<u32> for ScratchFile {
     fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<u32>) -> gpuscope_core::Result<()> {
         let at = (z.start * self.plane * 4) as u64;
-        self.file
-            .seek(SeekFrom::Start(at))
-            .map_err(|e| self.fail(e))?;
+        let r = self.inner.file().seek(SeekFrom::Start(at));
+        r.map_err(|e| self.fail(e))?;
         let start = out.len();
         out.resize(start + z.len() * self.plane, 0);
-        self.file
-            .read_exact(bytemuck::cast_slice_mut(&mut out[start..]))
-            .map_err(|e| self.fail(e))
+        let r = self
+            .inner
+            .file()
+            .read_exact(bytemuck::cast_slice_mut(&mut out[start..]));
+        r.map_err(|e| self.fail(e))
     }
 }
 

@@ -184,7 +184,7 @@ fn stack_filters_on_two_contexts_equal_one() {
     // No temporary file is left beside the outputs.
     for e in std::fs::read_dir(&dir).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();
-        assert!(!name.contains(".tmp-"), "left behind: {name}");
+        assert!(!name.contains(gpuscope_io::TEMP_TAG), "left behind: {name}");
     }
 }
 
@@ -400,7 +400,11 @@ fn an_interrupted_spread_run_leaves_no_output_and_no_temporary_file() {
         std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .contains(gpuscope_io::TEMP_TAG)
+            })
     };
     let start = std::time::Instant::now();
     while !temporary(&dir) {

@@ -249,7 +249,11 @@ fn an_interrupted_run_leaves_no_output_and_no_temporary_file() {
         std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())
-            .any(|e| e.file_name().to_string_lossy().contains(".tmp-"))
+            .any(|e| {
+                e.file_name()
+                    .to_string_lossy()
+                    .contains(gpuscope_io::TEMP_TAG)
+            })
     };
     let start = std::time::Instant::now();
     while !temporary(&dir) {

@@ -271,3 +271,78 @@ fn separable_kernels_match_reference_in_every_mode_whole_and_chunked() {
     let (g, c) = run_both(gpu(), &f, &[30, 40], Boundary::default(), 15);
     assert_close(&g, &c, "25x25 kernel");
 }
+
+#[test]
+fn integer_outputs_of_large_values_equal_the_reference_exactly() {
+    // uint16 near the top of the range and int16 of both signs: an f32
+    // window sum there lands on the wrong side of an integer for several
+    // percent of the pixels; the two-word sums truncate as scipy's f64 does.
+    let (h, w) = (48, 61);
+    let r = noise(h * w, 21);
+    let u16_in: Vec<f64> = r.iter().map(|v| (40000.0 + v * 25535.0).floor()).collect();
+    let i16_in: Vec<f64> = r.iter().map(|v| (v * 65535.0 - 32768.0).floor()).collect();
+    let k: Vec<f64> = noise(25, 4).iter().map(|v| v - 0.3).collect();
+    let sum: f64 = k.iter().sum();
+    let k: Vec<f64> = k.iter().map(|v| v / sum).collect();
+    let filters = [
+        Filter::gaussian(2, &[2.0], 4.0).unwrap(),
+        Filter::gaussian(2, &[0.7, 1.3], 4.0).unwrap(),
+        Filter::convolve(2, &k, &[5, 5]).unwrap(),
+    ];
+    for (input, out) in [
+        (
+            &u16_in,
+            Output::Integer {
+                bits: 16,
+                signed: false,
+            },
+        ),
+        (
+            &i16_in,
+            Output::Integer {
+                bits: 16,
+                signed: true,
+            },
+        ),
+    ] {
+        let input32: Vec<f32> = input.iter().map(|&v| v as f32).collect();
+        for (fi, f) in filters.iter().enumerate() {
+            for mode in MODES {
+                let boundary = Boundary { mode, cval: 1000.0 };
+                let c = filters::cpu::apply(f, input, &[h, w], boundary, out).unwrap();
+                for device in [gpu(), tiny_gpu()] {
+                    let g = pollster::block_on(filters::apply(
+                        device,
+                        f,
+                        &input32,
+                        &[h, w],
+                        boundary,
+                        out,
+                    ))
+                    .unwrap();
+                    let off = g
+                        .iter()
+                        .zip(&c)
+                        .filter(|(g, c)| f64::from(**g) != **c)
+                        .count();
+                    assert_eq!(off, 0, "filter {fi} {mode:?} {out:?}: {off} pixels differ");
+                }
+            }
+        }
+    }
+    // A 3-D Gaussian: three truncating passes.
+    let v: Vec<f64> = noise(9 * 20 * 23, 5)
+        .iter()
+        .map(|v| (30000.0 + v * 35000.0).floor())
+        .collect();
+    let v32: Vec<f32> = v.iter().map(|&x| x as f32).collect();
+    let out = Output::Integer {
+        bits: 16,
+        signed: false,
+    };
+    let f = Filter::gaussian(3, &[1.5], 4.0).unwrap();
+    let b = Boundary::default();
+    let g = pollster::block_on(filters::apply(gpu(), &f, &v32, &[9, 20, 23], b, out)).unwrap();
+    let c = filters::cpu::apply(&f, &v, &[9, 20, 23], b, out).unwrap();
+    assert_eq!(g.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), c);
+}

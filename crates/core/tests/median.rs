@@ -233,7 +233,7 @@ fn nan_neighbours_count_as_minus_infinity_and_nan_stays() {
         median_both(gpu(), &SampleVec::F32(w.clone()), &[61, 70], &fp, b);
     }
     // 136 wide: the quads entry, whose plain median keeps a NaN centre
-    // without finish(); a NaN cval counts as -inf there too.
+    // without finish(); a NaN cval makes the edges NaN there too.
     let q = with_nan_and_inf(
         noise(70 * 136, 6).iter().map(|&x| x as f32).collect(),
         5,
@@ -610,5 +610,76 @@ fn a_sink_failing_mid_stream_fails_the_call_and_leaves_no_device_memory() {
         );
         device.trim();
         assert_eq!(device.live_bytes(), before, "limit {limit}");
+    }
+}
+
+/// scipy 1.17 `median_filter(a, size, mode="constant", cval=nan)` of the
+/// 6x7 float32 `a = arange(42).reshape(6, 7) * 7 % 17`, NaN as None.
+fn scipy_nan_cval(size: &[usize]) -> Vec<Option<f32>> {
+    let n = None;
+    let rows: Vec<Vec<Option<f32>>> = match size {
+        [3] => vec![
+            vec![15., 15., 14., 12., 16., 16., 6.],
+            vec![15., 10., 5., 9., 7., 8., 4.],
+            vec![13., 10., 5., 8., 9., 7., 2.],
+            vec![-1., 9., 8., 7., 10., 5., 0.],
+            vec![16., 8., 11., 6., 10., 5., -1.],
+            vec![-1., -1., 6., -1., 3., -1., -1.],
+        ],
+        [3, 5] => vec![
+            vec![14., 15., 15., 16., 16., 16., 16.],
+            vec![15., 13., 7., 7., 8., 6., -1.],
+            vec![13., -1., 8., 8., 8., 5., 2.],
+            vec![16., 16., 8., 8., 7., 4., 0.],
+            vec![16., 16., 8., 8., 8., 12., 2.],
+            vec![-1., -1., -1., 6., -1., 10., -1.],
+        ],
+        _ => unreachable!(),
+    }
+    .into_iter()
+    .map(|r| {
+        r.into_iter()
+            .map(|v| if v < 0.0 { n } else { Some(v) })
+            .collect()
+    })
+    .collect();
+    rows.concat()
+}
+
+#[test]
+fn nan_cval_gives_nan_wherever_scipy_does_and_never_minus_infinity() {
+    let (h, w) = (6usize, 7usize);
+    let a: Vec<f32> = (0..h * w).map(|i| (i * 7 % 17) as f32).collect();
+    let b = Boundary {
+        mode: Mode::Constant,
+        cval: f64::NAN,
+    };
+    for (size, reach) in [(vec![3], [1, 1]), (vec![3, 5], [1, 2])] {
+        let fp = Footprint::size(2, &size).unwrap();
+        let scipy = scipy_nan_cval(&size);
+        let inputs = [
+            SampleVec::F32(a.clone()),
+            SampleVec::F64(a.iter().map(|&v| f64::from(v)).collect()),
+        ];
+        for input in inputs {
+            median_both(gpu(), &input, &[h, w], &fp, b);
+            median_both(tiny_gpu(), &input, &[h, w], &fp, b);
+            let out = cpu::median_filter(input.as_samples(), &[h, w], &fp, b).unwrap();
+            let out: Vec<f64> = match out {
+                SampleVec::F32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+                SampleVec::F64(v) => v,
+                _ => panic!("float output expected"),
+            };
+            for (i, (&got, want)) in out.iter().zip(&scipy).enumerate() {
+                let (y, x) = (i / w, i % w);
+                let edge = y < reach[0] || y + reach[0] >= h || x < reach[1] || x + reach[1] >= w;
+                assert!(got != f64::NEG_INFINITY, "{size:?} ({y}, {x}): -inf");
+                match want {
+                    None => assert!(got.is_nan(), "{size:?} ({y}, {x}): scipy NaN, got {got}"),
+                    Some(v) if !edge => assert_eq!(got, f64::from(*v), "{size:?} ({y}, {x})"),
+                    Some(_) => assert!(got.is_nan(), "{size:?} ({y}, {x}): window reaches out"),
+                }
+            }
+        }
     }
 }

@@ -1,11 +1,28 @@
-//! Write-to-temp-then-rename, so readers never see a half-written file.
+//! Write-to-temp-then-rename, so readers never see a half-written file, and
+//! scratch files beside outputs.
+//!
+//! Every temporary file is named `.NAME.gpuscope-tmp-PID-RANDOM` in the
+//! output's directory and created with `O_EXCL` (and `O_NOFOLLOW`): a name
+//! nobody can guess in advance, and a file or symlink planted at it makes
+//! the creation fail instead of redirecting the write. The rename that
+//! publishes an output replaces a symlink at the output's path, never what
+//! it points to.
+//!
+//! A process killed outright (SIGKILL, power loss) leaves its temporary
+//! files behind. The next run that creates one in the same directory notes
+//! those whose owning process is gone ([`take_stale_temp_files`]); the CLI
+//! reports them with a warning and leaves them for the user to remove (a
+//! file on a shared filesystem may belong to a live process on another host).
 
 use crate::error::{IoError, Result};
-use std::fs::File;
+use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+/// What every temporary file's name holds after `.NAME`.
+pub const TEMP_TAG: &str = ".gpuscope-tmp-";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -13,15 +30,19 @@ static COUNTER: AtomicU64 = AtomicU64::new(0);
 /// when the process is interrupted (Drop does not run then).
 static UNFINISHED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
 
+/// Directories already searched for stale temporary files, and what was found.
+static SCANNED: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+static STALE: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
 fn forget(path: &Path) {
     if let Ok(mut live) = UNFINISHED.lock() {
         live.retain(|p| p != path);
     }
 }
 
-/// Removes every temporary output file still being written: call it from
-/// an interrupt handler (Ctrl-C) before exiting, so an interrupted run
-/// leaves neither a partial output nor a stray temporary file.
+/// Removes every temporary file still being written (outputs and scratch
+/// files): call it from an interrupt handler (Ctrl-C) before exiting, so an
+/// interrupted run leaves neither a partial output nor a stray temporary file.
 pub fn remove_unfinished_outputs() {
     // try_lock: a handler must not wait on a lock the interrupted thread holds.
     if let Ok(live) = UNFINISHED.try_lock() {
@@ -29,6 +50,154 @@ pub fn remove_unfinished_outputs() {
             let _ = std::fs::remove_file(p);
         }
     }
+}
+
+/// Temporary files left by killed runs, found in the directories this
+/// process has written into since the last call (each directory searched
+/// once). Their names end in `.gpuscope-tmp-PID-RANDOM` with PID no longer
+/// running on this machine.
+pub fn take_stale_temp_files() -> Vec<PathBuf> {
+    STALE
+        .lock()
+        .map(|mut s| std::mem::take(&mut *s))
+        .unwrap_or_default()
+}
+
+/// 64 bits nobody can predict: std's per-process random hash keys over the
+/// time, the pid and a counter.
+fn random_u64() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(now);
+    h.finish()
+}
+
+/// The pid in a temporary file's name, when the name is one of ours.
+fn owner_pid(name: &str) -> Option<u32> {
+    let (_, rest) = name.rsplit_once(TEMP_TAG)?;
+    let (pid, random) = rest.split_once('-')?;
+    if random.len() != 16 || !random.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    pid.parse().ok()
+}
+
+#[cfg(unix)]
+fn running(pid: u32) -> bool {
+    let Ok(p) = libc::pid_t::try_from(pid) else {
+        return false;
+    };
+    if p <= 0 {
+        return false;
+    }
+    // Signal 0 checks only that the process exists (EPERM: it does, not ours).
+    // SAFETY: kill with signal 0 sends nothing.
+    let r = unsafe { libc::kill(p, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM)
+}
+
+#[cfg(not(unix))]
+fn running(_pid: u32) -> bool {
+    // No portable check: never call another process's file stale.
+    true
+}
+
+/// Notes the stale temporary files of `dir` (once per directory).
+fn scan_for_stale(dir: &Path) {
+    let Ok(mut scanned) = SCANNED.lock() else {
+        return;
+    };
+    if scanned.iter().any(|d| d == dir) {
+        return;
+    }
+    scanned.push(dir.to_path_buf());
+    drop(scanned);
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let me = std::process::id();
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .filter(|e| {
+            let name = e.file_name();
+            let name = name.to_string_lossy();
+            // Only plain files: gpuscope never makes links or directories.
+            e.file_type().is_ok_and(|t| t.is_file())
+                && name.starts_with('.')
+                && owner_pid(&name).is_some_and(|p| p != me && !running(p))
+        })
+        .map(|e| e.path())
+        .collect();
+    found.sort();
+    if let Ok(mut stale) = STALE.lock() {
+        stale.extend(found);
+    }
+}
+
+/// Creates a new file `.NAME.gpuscope-tmp-PID-RANDOM` beside `target`,
+/// exclusively (never an existing file, never through a symlink), and
+/// registers it for removal on interrupt. `private`: readable by the owner
+/// only (scratch data, never published).
+fn create_exclusive(target: &Path, private: bool) -> Result<(PathBuf, File)> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let base: String = target
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .ok_or_else(|| IoError::invalid("the path has no file name", "give a path to a file"))?
+        .chars()
+        // Keep the temporary name within the usual 255-byte limit.
+        .take(120)
+        .collect();
+    scan_for_stale(&dir);
+    let mut last = None;
+    // A clash of 64 random bits means something is planting names: give up
+    // after a few tries rather than loop.
+    for _ in 0..8 {
+        let path = dir.join(format!(
+            ".{base}{TEMP_TAG}{}-{:016x}",
+            std::process::id(),
+            random_u64()
+        ));
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create_new(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+            if private {
+                options.mode(0o600);
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = private;
+        match options.open(&path) {
+            Ok(file) => {
+                if let Ok(mut live) = UNFINISHED.lock() {
+                    live.push(path.clone());
+                }
+                return Ok((path, file));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
+                return Err(IoError::io(
+                    "cannot create a temporary file beside the output (is the directory writable?)",
+                    e,
+                ));
+            }
+        }
+    }
+    Err(IoError::io(
+        "cannot create a temporary file beside the output: every name tried exists",
+        last.unwrap_or_else(|| std::io::ErrorKind::AlreadyExists.into()),
+    ))
 }
 
 /// A temporary file beside `target`; removed on drop unless committed.
@@ -40,23 +209,7 @@ pub(crate) struct TempFile {
 
 impl TempFile {
     pub(crate) fn create(target: &Path) -> Result<(TempFile, File)> {
-        let dir = match target.parent() {
-            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-            _ => PathBuf::from("."),
-        };
-        let base = target
-            .file_name()
-            .map(|s| s.to_string_lossy().into_owned())
-            .ok_or_else(|| {
-                IoError::invalid("the path has no file name", "give a path to a file")
-            })?;
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let path = dir.join(format!(".{base}.tmp-{}-{n}", std::process::id()));
-        let file = File::create(&path)
-            .map_err(|e| IoError::io("cannot create a temporary file beside the output", e))?;
-        if let Ok(mut live) = UNFINISHED.lock() {
-            live.push(path.clone());
-        }
+        let (path, file) = create_exclusive(target, false)?;
         Ok((
             TempFile {
                 path,
@@ -112,9 +265,82 @@ pub(crate) fn write_atomic(
 /// Writes `bytes` to `path` through a temporary file (see [`write_atomic`]):
 /// text outputs such as catalogues and spot tables.
 pub fn write_bytes_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic(path, |w| {
+    PendingOutput::create(path)?.commit(bytes)
+}
+
+/// An output whose temporary file is created now and published later by
+/// [`PendingOutput::commit`]: a command with two outputs creates the second
+/// before publishing the first, so an unwritable place fails before
+/// anything is published. Dropped uncommitted, it leaves nothing.
+pub struct PendingOutput {
+    tmp: TempFile,
+    file: File,
+}
+
+impl PendingOutput {
+    pub fn create(path: &Path) -> Result<PendingOutput> {
+        let (tmp, file) = TempFile::create(path).map_err(|e| e.in_file(&path.to_string_lossy()))?;
+        Ok(PendingOutput { tmp, file })
+    }
+
+    /// Writes `bytes` and renames the file over the output.
+    pub fn commit(self, bytes: &[u8]) -> Result<()> {
+        let name = self.tmp.target.to_string_lossy().into_owned();
+        let mut w = BufWriter::new(self.file);
         w.write_all(bytes)
-            .map_err(|e| IoError::io("cannot write the file", e))
-    })
-    .map_err(|e| e.in_file(&path.to_string_lossy()))
+            .map_err(|e| IoError::io("cannot write the file", e).in_file(&name))?;
+        self.tmp.commit(w).map_err(|e| e.in_file(&name))
+    }
+}
+
+/// A private read-write file beside an output for data between two passes
+/// (named and created as temporary outputs are), removed when dropped and
+/// on interrupt; never published.
+pub struct ScratchFile {
+    path: PathBuf,
+    file: File,
+}
+
+impl ScratchFile {
+    pub fn create(beside: &Path) -> Result<ScratchFile> {
+        let (path, file) =
+            create_exclusive(beside, true).map_err(|e| e.in_file(&beside.to_string_lossy()))?;
+        Ok(ScratchFile { path, file })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn file(&mut self) -> &mut File {
+        &mut self.file
+    }
+}
+
+impl Drop for ScratchFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+        forget(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn owner_pid_reads_only_our_pattern() {
+        assert_eq!(
+            owner_pid(".a.npy.gpuscope-tmp-123-00112233445566ff"),
+            Some(123)
+        );
+        assert_eq!(owner_pid(".a.npy.gpuscope-tmp-123-0011"), None);
+        assert_eq!(owner_pid(".a.npy.tmp-123-4"), None);
+        assert_eq!(owner_pid(".a.npy.gpuscope-tmp-x-00112233445566ff"), None);
+    }
+
+    #[test]
+    fn names_differ_between_calls() {
+        assert_ne!(random_u64(), random_u64());
+    }
 }

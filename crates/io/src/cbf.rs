@@ -8,7 +8,7 @@
 
 use crate::array::{Array, ArrayData};
 use crate::error::{IoError, Result};
-use crate::{Format, Image};
+use crate::{Format, Image, decoded_size_limit};
 use std::io::Read;
 
 const MARKER: [u8; 4] = [0x0C, 0x1A, 0x04, 0xD5];
@@ -81,6 +81,21 @@ fn decode_gz(bytes: &[u8]) -> Result<Image> {
         }
     };
     let header = parse_header(&buf[..start])?;
+    // As for PNG and TIFF: what the header declares (compressed data, then
+    // 4-byte pixels) must fit the bound a file of this size can honestly
+    // decode to, before any of it is inflated.
+    let limit = decoded_size_limit(bytes.len());
+    let pixels = header.fast.saturating_mul(header.slow).saturating_mul(4);
+    if header.size > limit || pixels > limit {
+        return Err(IoError::too_large(format!(
+            "the CBF header declares {} bytes of data and {}x{} pixels, more than a {}-byte \
+             gzip file may decode to ({limit} bytes)",
+            header.size,
+            header.slow,
+            header.fast,
+            bytes.len()
+        )));
+    }
     let data_start = start + 4;
     let mut data = buf.split_off(data_start.min(buf.len()));
     if data.len() < header.size {

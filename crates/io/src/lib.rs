@@ -15,14 +15,21 @@ mod atomic;
 pub mod cbf;
 mod error;
 pub mod fits;
+#[cfg(not(target_arch = "wasm32"))]
+mod fortran;
 pub mod npy;
+#[cfg(not(target_arch = "wasm32"))]
+mod pair;
 pub mod png;
 pub mod raw;
 pub mod tiff;
 
 pub use array::{Array, ArrayData, DType, Stats, checked_product};
 #[cfg(not(target_arch = "wasm32"))]
-pub use atomic::{remove_unfinished_outputs, write_bytes_atomic};
+pub use atomic::{
+    PendingOutput, ScratchFile, TEMP_TAG, remove_unfinished_outputs, take_stale_temp_files,
+    write_bytes_atomic,
+};
 pub use error::{ErrorKind, IoError, Result};
 
 #[cfg(not(target_arch = "wasm32"))]

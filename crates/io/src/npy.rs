@@ -556,16 +556,23 @@ mod stream {
     use super::*;
     use crate::atomic::TempFile;
     use crate::error::display_name;
-    use crate::raw::{RawLayout, write_sidecar};
+    use crate::pair::{PairCheck, SequentialHash, SlabHash, Tee};
+    use crate::raw::{RawLayout, sidecar_hash, write_sidecar_hashed};
     use std::fs::File;
     use std::io::{BufWriter, Read, Seek, SeekFrom};
     use std::path::Path;
 
-    /// Reads leading-axis slabs of a C-order `.npy` file without loading it whole.
+    /// Reads leading-axis slabs of a `.npy` file: a C-order file without
+    /// loading it whole, a Fortran-order one held in memory in C order (see
+    /// [`crate::fortran`]).
     pub struct NpyReader {
         file: File,
         name: String,
         header: Header,
+        /// A raw file with a hashed sidecar: checked once every slice was read.
+        pair: Option<PairCheck>,
+        /// A Fortran-order file's data in C order, read on the first slab.
+        c_order: Option<Vec<u8>>,
     }
 
     impl NpyReader {
@@ -586,10 +593,13 @@ mod stream {
                     .map_err(|e| IoError::io("cannot stat the file", e))?
                     .len();
                 layout.check_file_len(file_len)?;
+                let pair = sidecar_hash(path).map(|(h, side)| PairCheck::new(layout, h, side));
                 Ok(NpyReader {
                     file,
                     name: name.clone(),
                     header,
+                    pair,
+                    c_order: None,
                 })
             })()
             .map_err(|e| e.in_file(&name))
@@ -612,12 +622,6 @@ mod stream {
             let got = read_up_to(&mut file, &mut head)?;
             head.truncate(got);
             let header = parse_header(&head)?;
-            if header.fortran_order && header.shape.len() > 1 {
-                return Err(IoError::unsupported(
-                    "NpyReader streams C-order files only and this one is Fortran-order",
-                    "load it whole with gpuscope_io::read, or re-save in C order",
-                ));
-            }
             if header.shape.is_empty() {
                 return Err(IoError::unsupported(
                     "a 0-d array has no slabs to stream",
@@ -633,7 +637,13 @@ mod stream {
                 )));
             }
             let name = display_name(&path.to_string_lossy());
-            Ok(NpyReader { file, name, header })
+            Ok(NpyReader {
+                file,
+                name,
+                header,
+                pair: None,
+                c_order: None,
+            })
         }
 
         pub fn shape(&self) -> &[usize] {
@@ -673,18 +683,23 @@ mod stream {
             let slice_bytes = self.slice_len() * item;
             let offset = self.header.data_offset as u64 + (z0 * slice_bytes) as u64;
             let mut buf = vec![0u8; nz * slice_bytes];
-            self.file
-                .seek(SeekFrom::Start(offset))
-                .map_err(|e| IoError::io("cannot seek", e))?;
-            self.file.read_exact(&mut buf).map_err(|e| {
-                if e.kind() == std::io::ErrorKind::UnexpectedEof {
-                    IoError::truncated(
-                        "the file ended while reading a slab (was it truncated after opening?)",
-                    )
-                } else {
-                    IoError::io("cannot read the file", e)
-                }
-            })?;
+            if !self.fill_from_c_order(z0 * slice_bytes, &mut buf)? {
+                self.file
+                    .seek(SeekFrom::Start(offset))
+                    .map_err(|e| IoError::io("cannot seek", e))?;
+                self.file.read_exact(&mut buf).map_err(|e| {
+                    if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                        IoError::truncated(
+                            "the file ended while reading a slab (was it truncated after opening?)",
+                        )
+                    } else {
+                        IoError::io("cannot read the file", e)
+                    }
+                })?;
+            }
+            if let Some(pair) = &mut self.pair {
+                pair.read(z0, &buf)?;
+            }
             let data = decode_elements(self.header.dtype, &buf, self.header.big_endian);
             let mut shape = self.header.shape.clone();
             shape[0] = nz;
@@ -693,6 +708,33 @@ mod stream {
     }
 
     impl NpyReader {
+        /// Fills `buf` from byte `at` of the C-order copy of a Fortran-order
+        /// file (made on the first call); false for a C-order file.
+        fn fill_from_c_order(&mut self, at: usize, buf: &mut [u8]) -> Result<bool> {
+            let h = &self.header;
+            if !(h.fortran_order && h.shape.len() > 1) {
+                return Ok(false);
+            }
+            if self.c_order.is_none() {
+                self.c_order = Some(crate::fortran::read_as_c_order(
+                    &mut self.file,
+                    h.data_offset as u64,
+                    h.data_bytes()?,
+                    &h.shape,
+                    h.dtype.size_bytes(),
+                )?);
+            }
+            let data = self.c_order.as_deref().unwrap_or_default();
+            let src = data.get(at..at + buf.len()).ok_or_else(|| {
+                IoError::invalid(
+                    "a slab outside the array",
+                    "request slices within its shape",
+                )
+            })?;
+            buf.copy_from_slice(src);
+            Ok(true)
+        }
+
         /// Whether the file's elements are in this machine's byte order
         /// (little-endian, or one byte), so [`NpyReader::read_slab_raw`]
         /// gives them as they are in memory.
@@ -722,6 +764,12 @@ mod stream {
                     ),
                     "request whole slices within the array's shape",
                 ));
+            }
+            if self.fill_from_c_order(z0 * slice_bytes, out)? {
+                return match &mut self.pair {
+                    Some(pair) => pair.read(z0, out),
+                    None => Ok(()),
+                };
             }
             let offset = self.header.data_offset as u64 + (z0 * slice_bytes) as u64;
             // Parts of at least 8 MiB, at most one per core (8 at most).
@@ -758,12 +806,24 @@ mod stream {
                         })
                         .collect()
                 });
-                return results.into_iter().try_for_each(|r| r.map_err(truncated));
+                results.into_iter().try_for_each(|r| r.map_err(truncated))?;
+            } else {
+                self.file
+                    .seek(SeekFrom::Start(offset))
+                    .map_err(|e| IoError::io("cannot seek", e))?;
+                self.file.read_exact(out).map_err(truncated)?;
             }
-            self.file
-                .seek(SeekFrom::Start(offset))
-                .map_err(|e| IoError::io("cannot seek", e))?;
-            self.file.read_exact(out).map_err(truncated)
+            #[cfg(not(unix))]
+            {
+                self.file
+                    .seek(SeekFrom::Start(offset))
+                    .map_err(|e| IoError::io("cannot seek", e))?;
+                self.file.read_exact(out).map_err(truncated)?;
+            }
+            match &mut self.pair {
+                Some(pair) => pair.read(z0, out),
+                None => Ok(()),
+            }
         }
     }
 
@@ -784,8 +844,9 @@ mod stream {
     pub struct NpyWriter {
         w: Option<BufWriter<File>>,
         tmp: Option<TempFile>,
-        /// Headerless output: the path whose sidecar `finish` writes.
-        raw: Option<std::path::PathBuf>,
+        /// Headerless output: the path whose sidecar `finish` writes, and
+        /// the pair hash of the data written so far.
+        raw: Option<(std::path::PathBuf, Box<SequentialHash>)>,
         name: String,
         shape: Vec<usize>,
         dtype: DType,
@@ -826,10 +887,11 @@ mod stream {
                     w.write_all(&header_bytes(&shape, dtype))
                         .map_err(|e| IoError::io("cannot write the file", e))?;
                 }
+                let layout = RawLayout::new(shape.clone(), dtype);
                 Ok(NpyWriter {
                     w: Some(w),
                     tmp: Some(tmp),
-                    raw: raw.then(|| path.to_path_buf()),
+                    raw: raw.then(|| (path.to_path_buf(), Box::new(SequentialHash::new(&layout)))),
                     name: name.clone(),
                     shape,
                     dtype,
@@ -879,7 +941,11 @@ mod stream {
             let w = self.w.as_mut().ok_or_else(|| {
                 IoError::invalid("the writer is already finished", "create a new writer")
             })?;
-            write_data(w, &slab.data).map_err(|e| IoError::io("cannot write the file", e))?;
+            match &mut self.raw {
+                Some((_, hash)) => write_data(&mut Tee { w, hash }, &slab.data),
+                None => write_data(w, &slab.data),
+            }
+            .map_err(|e| IoError::io("cannot write the file", e))?;
             self.written = after;
             Ok(())
         }
@@ -906,7 +972,11 @@ mod stream {
                 }
             }
             match &self.raw {
-                Some(path) => write_sidecar(path, &RawLayout::new(self.shape.clone(), self.dtype)),
+                Some((path, hash)) => write_sidecar_hashed(
+                    path,
+                    &RawLayout::new(self.shape.clone(), self.dtype),
+                    hash.finish(),
+                ),
                 None => Ok(()),
             }
         }
@@ -922,8 +992,9 @@ mod stream {
         shape: Vec<usize>,
         dtype: DType,
         header: u64,
-        /// Headerless output: the path whose sidecar `finish` writes.
-        raw: Option<std::path::PathBuf>,
+        /// Headerless output: the path whose sidecar `finish` writes, and
+        /// the pair hash of the slabs written so far.
+        raw: Option<(std::path::PathBuf, SlabHash)>,
         written: std::sync::atomic::AtomicUsize,
     }
 
@@ -964,6 +1035,10 @@ mod stream {
                 file.write_all(&header)
                     .and_then(|()| file.set_len((header.len() + data) as u64))
                     .map_err(|e| IoError::io("cannot write the file", e))?;
+                let raw = raw.then(|| {
+                    let layout = RawLayout::new(shape.clone(), dtype);
+                    (path.to_path_buf(), SlabHash::new(&layout))
+                });
                 Ok(NpySlabWriter {
                     file,
                     tmp,
@@ -971,7 +1046,7 @@ mod stream {
                     shape,
                     dtype,
                     header: header.len() as u64,
-                    raw: raw.then(|| path.to_path_buf()),
+                    raw,
                     written: std::sync::atomic::AtomicUsize::new(0),
                 })
             })()
@@ -1010,6 +1085,9 @@ mod stream {
             let offset = self.header + (z0 * plane) as u64;
             write_all_at(&self.file, &bytes, offset)
                 .map_err(|e| IoError::io("cannot write the file", e))?;
+            if let Some((_, hash)) = &self.raw {
+                hash.add(z0, &bytes);
+            }
             self.written
                 .fetch_add(slab.shape[0], std::sync::atomic::Ordering::Relaxed);
             Ok(())
@@ -1031,7 +1109,11 @@ mod stream {
                 .commit_file(self.file)
                 .map_err(|e| e.in_file(&name))?;
             match &self.raw {
-                Some(path) => write_sidecar(path, &RawLayout::new(self.shape, self.dtype)),
+                Some((path, hash)) => write_sidecar_hashed(
+                    path,
+                    &RawLayout::new(self.shape, self.dtype),
+                    hash.finish(),
+                ),
                 None => Ok(()),
             }
         }

@@ -94,10 +94,18 @@ impl RawLayout {
 
     /// The sidecar's text: one JSON object.
     pub fn to_json(&self) -> String {
+        self.to_json_with(None)
+    }
+
+    /// The sidecar's text with the pair hash of its data (see [`crate::pair`]).
+    pub(crate) fn to_json_with(&self, data_hash: Option<u64>) -> String {
         let shape: Vec<String> = self.shape.iter().map(|n| n.to_string()).collect();
+        let hash = data_hash
+            .map(|h| format!(", \"data_hash\": \"{}\"", crate::pair::to_hex(h)))
+            .unwrap_or_default();
         format!(
             "{{\"format\": \"raw\", \"shape\": [{}], \"dtype\": \"{}\", \"byte_order\": \"{}\", \
-             \"offset\": {}, \"order\": \"C\"}}\n",
+             \"offset\": {}, \"order\": \"C\"{hash}}}\n",
             shape.join(", "),
             self.dtype.name(),
             if self.big_endian { "big" } else { "little" },
@@ -196,17 +204,44 @@ mod native {
             .map_err(|e| e.in_file(&side.to_string_lossy()))
     }
 
-    /// Writes the sidecar of the raw file `path`.
+    /// Writes the sidecar of the raw file `path` (no pair hash: a layout
+    /// for a file from another program).
     pub fn write_sidecar(path: &Path, layout: &RawLayout) -> Result<()> {
         write_bytes_atomic(&sidecar_path(path), layout.to_json().as_bytes())
     }
 
-    /// Reads the raw file `path` whole.
+    /// Writes the sidecar of raw data gpuscope just wrote, with its pair hash.
+    pub(crate) fn write_sidecar_hashed(path: &Path, layout: &RawLayout, hash: u64) -> Result<()> {
+        write_bytes_atomic(
+            &sidecar_path(path),
+            layout.to_json_with(Some(hash)).as_bytes(),
+        )
+    }
+
+    /// The pair hash in `path`'s sidecar and the sidecar's name, when the
+    /// sidecar has one (a sidecar that does not parse is the layout
+    /// reader's to report).
+    pub(crate) fn sidecar_hash(path: &Path) -> Option<(u64, String)> {
+        let side = sidecar_path(path);
+        let text = std::fs::read_to_string(&side).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&text).ok()?;
+        crate::pair::from_json(&v).map(|h| (h, display_name(&side.to_string_lossy())))
+    }
+
+    /// Reads the raw file `path` whole (checked against its sidecar's pair
+    /// hash when it has one).
     pub fn read(path: &Path, layout: &RawLayout) -> Result<Array> {
         let name = display_name(&path.to_string_lossy());
         let bytes = std::fs::read(path)
             .map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
-        decode(&bytes, layout).map_err(|e| e.in_file(&name))
+        let array = decode(&bytes, layout).map_err(|e| e.in_file(&name))?;
+        if let Some((expected, side)) = sidecar_hash(path) {
+            let data = &bytes[layout.offset as usize..];
+            if crate::pair::hash_of(layout, data) != expected {
+                return Err(crate::pair::mismatch(&side).in_file(&name));
+            }
+        }
+        Ok(array)
     }
 
     /// Writes `array` headerless (little-endian, C order) and its sidecar;
@@ -221,11 +256,14 @@ mod native {
             )
             .in_file(&name));
         }
+        let layout = RawLayout::new(array.shape.clone(), array.dtype());
+        let mut hash = crate::pair::SequentialHash::new(&layout);
         write_atomic(path, |w| {
-            crate::npy::write_data(w, &array.data)
+            let mut tee = crate::pair::Tee { w, hash: &mut hash };
+            crate::npy::write_data(&mut tee, &array.data)
                 .map_err(|e| IoError::io("cannot write the file", e))
         })
         .map_err(|e| e.in_file(&name))?;
-        write_sidecar(path, &RawLayout::new(array.shape.clone(), array.dtype()))
+        write_sidecar_hashed(path, &layout, hash.finish())
     }
 }

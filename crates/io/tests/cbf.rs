@@ -397,3 +397,47 @@ fn mutated_cbfs_never_panic() {
         &[marker, marker + 4],
     );
 }
+
+#[test]
+fn a_gzip_bomb_is_refused_before_it_is_inflated() {
+    // 256 M zero deltas (one byte per pixel) gzip to about 250 kB but
+    // would decode to 256 MB of data and 1 GB of int32 pixels: more than
+    // a file of this size may decode to (decoded_size_limit, as for PNG
+    // and TIFF), refused from the header.
+    let n = 16_000usize;
+    let conv = "x-CBF_BYTE_OFFSET";
+    let whole = mini_cbf(n, n, &[], "signed 32-bit integer", conv, Some(n * n));
+    let marker = whole
+        .windows(4)
+        .position(|w| w == [0x0C, 0x1A, 0x04, 0xD5])
+        .unwrap();
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::best());
+    e.write_all(&whole[..marker + 4]).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    let mut left = n * n;
+    while left > 0 {
+        let k = left.min(zeros.len());
+        e.write_all(&zeros[..k]).unwrap();
+        left -= k;
+    }
+    e.write_all(&whole[marker + 4..]).unwrap();
+    let gz = e.finish().unwrap();
+    assert!(gz.len() < 400 << 10, "{} bytes", gz.len());
+    let err = match decode("bomb.cbf.gz", &gz) {
+        Ok(img) => panic!("the bomb decoded to {:?} pixels", img.array.shape),
+        Err(e) => e,
+    };
+    assert_eq!(err.kind, ErrorKind::TooLarge, "{err}");
+    assert!(err.to_string().contains("gzip"), "{err}");
+    // The same image, honestly small, still decodes.
+    let small = mini_cbf(
+        300,
+        200,
+        &vec![0u8; 60_000],
+        "signed 32-bit integer",
+        conv,
+        None,
+    );
+    let img = decode("small.cbf.gz", &gzip(&small)).unwrap();
+    assert_eq!(img.array.shape, vec![200, 300]);
+}

@@ -31,6 +31,9 @@ struct Params {
     cval: f32,
     valid_lo: [u32; 4],
     valid_hi: [u32; 4],
+    /// 0 (correlate.wgsl: a value the shader compiler cannot fold).
+    zero: u32,
+    _pad: [u32; 3],
 }
 
 /// The (x, y, z) order the shader's vec4s use.
@@ -164,7 +167,10 @@ async fn run(
     let sources: Vec<String> = passes.iter().map(pass_source).collect();
     let mut weight_buffers = Vec::with_capacity(passes.len());
     for pass in &passes {
-        let w: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
+        let w: Vec<f32> = match output {
+            Output::Float => pass.weights.iter().map(|&v| v as f32).collect(),
+            Output::Integer { .. } => pass.weights.iter().flat_map(|&v| split_weight(v)).collect(),
+        };
         match gpu.storage(4 * w.len() as u64, "filter weights").await {
             Ok(buffer) => {
                 gpu.upload(&buffer, bytemuck::cast_slice(&w));
@@ -288,6 +294,19 @@ fn separate(pass: &Pass) -> Option<Vec<Pass>> {
     Some(passes)
 }
 
+/// An f64 weight as four f32 parts for the two-word sums of integer outputs
+/// (correlate.wgsl, exact_sum): three with 12-bit significands, so that
+/// their products with 12-bit parts of a sample are exact, and the rest.
+fn split_weight(w: f64) -> [f32; 4] {
+    let top12 = |x: f64| f32::from_bits((x as f32).to_bits() & 0xffff_f000);
+    let w1 = top12(w);
+    let r1 = w - f64::from(w1);
+    let w2 = top12(r1);
+    let r2 = r1 - f64::from(w2);
+    let w3 = top12(r2);
+    [w1, w2, w3, (r2 - f64::from(w3)) as f32]
+}
+
 /// Kernels up to this many taps get their window sum unrolled with the
 /// weights as literals; larger ones loop over the weights buffer.
 const MAX_UNROLLED_TAPS: usize = 512;
@@ -380,6 +399,8 @@ fn record_chunk(
             cval,
             valid_lo: [vx.0, vy.0, vz.0, 0],
             valid_hi: [vx.1, vy.1, vz.1, 0],
+            zero: 0,
+            _pad: [0; 3],
         };
         let uniform = gpu.uniform(&p);
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
@@ -426,6 +447,18 @@ mod tests {
         for (i, w) in f.passes[0].weights.iter().enumerate() {
             let product = passes[0].weights[i / 5] * passes[1].weights[i % 5];
             assert!((w - product).abs() < 1e-12, "{i}: {w} vs {product}");
+        }
+    }
+
+    #[test]
+    fn weights_split_into_parts_that_sum_to_them() {
+        for w in [0.1, -0.2440974, 1.0 / 3.0, 5.0e-7, 1234.5678, 0.0] {
+            let p = split_weight(w);
+            let back: f64 = p.iter().map(|&x| f64::from(x)).sum();
+            assert!((back - w).abs() <= 1e-15 * w.abs(), "{w}: {p:?}");
+            for x in &p[..3] {
+                assert_eq!(x.to_bits() & 0xfff, 0, "{w}: {p:?}");
+            }
         }
     }
 

@@ -7,7 +7,10 @@
 //! input dtype, as in scipy.
 //!
 //! NaN follows Mantid Imaging (scipy leaves it undefined): a NaN neighbour is
-//! taken as -inf, and a NaN element stays NaN.
+//! taken as -inf, and a NaN element stays NaN. A NaN `cval` (mode constant)
+//! makes every output whose window reaches outside the array NaN: scipy's
+//! result there is undefined too (its selection compares NaN), and it gives
+//! NaN only at some of these outputs, never elsewhere.
 //!
 //! Small footprints (up to [`NETWORK_MAX`] elements) are compiled into the
 //! shader as a pruned sorting network; larger ones use a bitwise search over
@@ -62,7 +65,30 @@ impl Footprint {
                 ));
             }
         };
-        let count: usize = extents.iter().product();
+        // Checked before the mask is allocated: a huge --size must be an
+        // error, not gigabytes of mask (or an abort).
+        if let Some(&n) = extents.iter().find(|&&n| n == 0 || n > EXTENT_MAX) {
+            return Err(Error::param(
+                "size",
+                format!(
+                    "{n} (each extent must be 1..={EXTENT_MAX}: a window of at most \
+                     {FOOTPRINT_MAX} elements is what the median can select from)"
+                ),
+            ));
+        }
+        let count = extents
+            .iter()
+            .try_fold(1usize, |acc, &n| acc.checked_mul(n))
+            .filter(|&c| c <= FOOTPRINT_MAX)
+            .ok_or_else(|| {
+                Error::param(
+                    "size",
+                    format!(
+                        "{extents:?} gives more than {FOOTPRINT_MAX} elements per window, \
+                         the largest the median can select from (use a smaller --size)"
+                    ),
+                )
+            })?;
         Footprint::from_mask(ndim, &vec![true; count], &extents)
     }
 
@@ -279,7 +305,8 @@ fn outlier_key(dtype: Samples<'_>, x: u64, m: u64, r: &OutlierRemoval) -> u64 {
 }
 
 /// Key of the constant for `mode = constant`: cval converted into the dtype
-/// (NaN selects as -inf, like NaN samples).
+/// (NaN selects as -inf, like NaN samples; every window that holds it then
+/// gives NaN, see [`nan_band`]).
 fn cval_key(input: Samples<'_>, boundary: Boundary) -> Result<u64> {
     if boundary.mode != Mode::Constant {
         return Ok(0);
@@ -784,6 +811,23 @@ async fn stream_keys<T: Pod>(
         mode: boundary.mode,
         cval: cval_word,
     };
+    // A NaN cval makes every window reaching outside the array NaN.
+    let nan_bits: u64 = if params.f32_bits != 0 { 0x7fc0_0000 } else { 0 };
+    let mut banded;
+    let sink: &mut dyn SliceSink<T> = match nan_band(dtype, boundary, footprint) {
+        Some(band) => {
+            banded = NanBand {
+                inner: sink,
+                band,
+                shape,
+                z: 0,
+                nan: bytemuck::pod_read_unaligned(&nan_bits.to_le_bytes()[..word as usize]),
+                buf: Vec::new(),
+            };
+            &mut banded
+        }
+        None => sink,
+    };
     let outcome = match resident {
         Some((data, repeats)) => stream::time_resident(gpu, spec, data, &kernel, repeats).await,
         None => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
@@ -794,6 +838,70 @@ async fn stream_keys<T: Pod>(
         gpu.recycle(o);
     }
     outcome
+}
+
+/// Where a NaN cval reaches: per axis (z, y, x), the outputs closer than
+/// `lo` to the start or `hi` to the end have a window element outside.
+fn nan_band(
+    dtype: Samples<'_>,
+    boundary: Boundary,
+    footprint: &Footprint,
+) -> Option<[[usize; 2]; 3]> {
+    if boundary.mode != Mode::Constant || !boundary.cval.is_nan() || !dtype.is_float() {
+        return None;
+    }
+    Some([0, 1, 2].map(|a| {
+        let lo = footprint.offsets.iter().map(|o| o[a]).min().unwrap_or(0);
+        let hi = footprint.offsets.iter().map(|o| o[a]).max().unwrap_or(0);
+        [(-lo).max(0) as usize, hi.max(0) as usize]
+    }))
+}
+
+/// Whether output `p` of an array of shape `s` lies in the band.
+fn in_band(band: &[[usize; 2]; 3], s: Shape3, p: [usize; 3]) -> bool {
+    (0..3).any(|a| p[a] < band[a][0] || p[a] + band[a][1] >= s[a])
+}
+
+/// A sink that sets the outputs within a NaN cval's reach to NaN (in the
+/// stream's word encoding) before passing whole slices on.
+struct NanBand<'a, T> {
+    inner: &'a mut dyn SliceSink<T>,
+    band: [[usize; 2]; 3],
+    shape: Shape3,
+    z: usize,
+    nan: T,
+    buf: Vec<T>,
+}
+
+impl<T: Pod> NanBand<'_, T> {
+    fn mark(&mut self, slices: &[T]) {
+        self.buf.clear();
+        self.buf.extend_from_slice(slices);
+        let band = self.band;
+        let [_, h, w] = self.shape;
+        let plane = (h * w).max(1);
+        for (dz, p) in self.buf.chunks_mut(plane).enumerate() {
+            let z = self.z + dz;
+            for (i, v) in p.iter_mut().enumerate() {
+                if in_band(&band, self.shape, [z, i / w.max(1), i % w.max(1)]) {
+                    *v = self.nan;
+                }
+            }
+        }
+        self.z += slices.len() / plane;
+    }
+}
+
+impl<T: Pod> SliceSink<T> for NanBand<'_, T> {
+    fn write(&mut self, slices: &[T]) -> Result<()> {
+        self.mark(slices);
+        self.inner.write(&self.buf)
+    }
+
+    fn write_alone(&mut self, slices: &[T]) -> Result<()> {
+        self.mark(slices);
+        self.inner.write_alone(&self.buf)
+    }
 }
 
 /// Outputs per invocation of `median_3x3_rows`, stacked along y.
@@ -1078,6 +1186,7 @@ pub mod cpu {
         } else {
             u64::from(NEG_INF_KEY_F32)
         };
+        let band = nan_band(input, boundary, footprint);
         let mut window = vec![0u64; footprint.len()];
         let mut out = vec![0u64; keys.len()];
         for z in 0..s[0] {
@@ -1098,7 +1207,8 @@ pub mod cpu {
                     }
                     let rank = footprint.rank();
                     let med = *window.select_nth_unstable(rank).1;
-                    out[i] = if float && keys[i] == 0 {
+                    let nan_cval = band.is_some_and(|b| in_band(&b, s, [z, y, x]));
+                    out[i] = if (float && keys[i] == 0) || nan_cval {
                         0
                     } else {
                         match removal {
