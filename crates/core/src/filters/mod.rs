@@ -8,8 +8,10 @@
 pub mod cpu;
 mod gpu;
 pub mod median;
+mod params;
 
 pub use gpu::{apply, apply_stream, kernel_ms};
+pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
 
 use std::str::FromStr;
 
@@ -32,7 +34,17 @@ pub enum Mode {
     Constant,
 }
 
+/// The names of [`Mode`]'s values, scipy's spelling, default first.
+pub const MODES: [&str; 5] = ["reflect", "mirror", "nearest", "wrap", "constant"];
+
+named_enum!(Mode);
+
 impl Mode {
+    /// scipy's name of the mode.
+    pub fn name(self) -> &'static str {
+        MODES[self.code() as usize]
+    }
+
     pub(crate) fn code(self) -> u32 {
         match self {
             Mode::Reflect => 0,
