@@ -4,7 +4,7 @@
 //! GPU work can run without it.
 
 use gpuscope_core::keys::SampleVec;
-use numpy::{Element, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use numpy::{Element, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 
@@ -55,7 +55,10 @@ pub fn input(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
 }
 
 /// A numpy array of one element type, copied.
-pub fn typed<T: Element + Copy>(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<(Vec<T>, Vec<usize>)> {
+pub fn typed<T: Element + Copy>(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<(Vec<T>, Vec<usize>)> {
     let a = obj.cast::<PyArrayDyn<T>>().map_err(|_| {
         PyTypeError::new_err(format!(
             "{what} must be a numpy array of {}",
@@ -71,7 +74,9 @@ pub fn array<'py, T: Element>(
     values: Vec<T>,
     shape: &[usize],
 ) -> PyResult<Bound<'py, PyAny>> {
-    Ok(PyArrayDyn::from_vec(py, values).reshape(shape.to_vec())?.into_any())
+    Ok(PyArray1::from_vec(py, values)
+        .reshape(shape.to_vec())?
+        .into_any())
 }
 
 /// A sample vector as a numpy array of its own dtype.

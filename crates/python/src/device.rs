@@ -20,7 +20,9 @@ static ENGINE: Mutex<Option<Arc<Engine>>> = Mutex::new(None);
 /// The default engine, opened once per process.
 static DEFAULT: Mutex<Option<Arc<Engine>>> = Mutex::new(None);
 
-fn lock(m: &'static Mutex<Option<Arc<Engine>>>) -> std::sync::MutexGuard<'static, Option<Arc<Engine>>> {
+fn lock(
+    m: &'static Mutex<Option<Arc<Engine>>>,
+) -> std::sync::MutexGuard<'static, Option<Arc<Engine>>> {
     // A panic elsewhere while the lock was held leaves a usable value.
     m.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -1,15 +1,13 @@
 //! The operations: options JSON into the core's parameter type, validated,
 //! then the GPU path (without the GIL) or the CPU reference.
 
+use gpuscope_core::Result;
 use gpuscope_core::filters::median::{self, OutlierRemoval};
-use gpuscope_core::filters::{
-    self, ConvolveParams, GaussianParams, MedianParams, NdArray, Output,
-};
+use gpuscope_core::filters::{self, ConvolveParams, GaussianParams, MedianParams, NdArray, Output};
 use gpuscope_core::keys::SampleVec;
 use gpuscope_core::segment::{self, LabelParams, label::foreground};
-use gpuscope_core::slic::{self, SlicParams};
+use gpuscope_core::slic::{self as core_slic, SlicParams};
 use gpuscope_core::stats::{self, SigmaClipParams};
-use gpuscope_core::Result;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
@@ -87,7 +85,9 @@ pub fn filter<'py>(
             let fp = p.footprint(shape.len()).map_err(py_err)?;
             let boundary = p.boundary();
             return rank(py, values, shape, move |gpu, s, shape| match gpu {
-                Some(gpu) => pollster::block_on(median::median_filter(gpu, s, shape, &fp, boundary)),
+                Some(gpu) => {
+                    pollster::block_on(median::median_filter(gpu, s, shape, &fp, boundary))
+                }
                 None => median::cpu::median_filter(s, shape, &fp, boundary),
             });
         }
@@ -111,7 +111,9 @@ pub fn filter<'py>(
             (p.filter(shape.len(), *flip).map_err(py_err)?, p.boundary())
         }
     };
-    let dtype = dtype.unwrap_or(values.as_samples().dtype_name()).to_string();
+    let dtype = dtype
+        .unwrap_or(values.as_samples().dtype_name())
+        .to_string();
     let output = output_of(&dtype)?;
     let engine = engine(py)?;
     let result: Result<Vec<f64>> = py.detach(|| {
@@ -142,7 +144,11 @@ fn rank<'py, F>(
     run: F,
 ) -> PyResult<Bound<'py, PyAny>>
 where
-    F: FnOnce(Option<&gpuscope_core::Gpu>, gpuscope_core::Samples<'_>, &[usize]) -> Result<SampleVec>
+    F: FnOnce(
+            Option<&gpuscope_core::Gpu>,
+            gpuscope_core::Samples<'_>,
+            &[usize],
+        ) -> Result<SampleVec>
         + Send,
 {
     let engine = engine(py)?;
@@ -208,7 +214,9 @@ pub fn regionprops<'py>(
     let n = labels.iter().copied().max().unwrap_or(0).max(0) as usize;
     let engine = engine(py)?;
     let regions = py.detach(|| match engine.as_ref() {
-        Engine::Gpu(gpu) => pollster::block_on(segment::regionprops(gpu, &labels, &values, &shape, n)),
+        Engine::Gpu(gpu) => {
+            pollster::block_on(segment::regionprops(gpu, &labels, &values, &shape, n))
+        }
         Engine::Cpu => segment::measure::cpu::regionprops(&labels, &values, &shape, n),
     });
     // skimage lists the labels present only.
@@ -224,21 +232,52 @@ pub fn regionprops<'py>(
     };
     let d = PyDict::new(py);
     let col = |f: &dyn Fn(&segment::Region) -> f64| -> Vec<f64> { regions.iter().map(f).collect() };
-    d.set_item("label", arrays::array(py, regions.iter().map(|r| i64::from(r.label)).collect(), &[regions.len()])?)?;
-    d.set_item("area", arrays::array(py, col(&|r| r.area as f64), &[regions.len()])?)?;
-    let bbox_min: Vec<i64> = regions.iter().flat_map(|r| r.bbox_min.iter().map(|&v| v as i64)).collect();
-    let bbox_max: Vec<i64> = regions.iter().flat_map(|r| r.bbox_max.iter().map(|&v| v as i64)).collect();
+    d.set_item(
+        "label",
+        arrays::array(
+            py,
+            regions.iter().map(|r| i64::from(r.label)).collect(),
+            &[regions.len()],
+        )?,
+    )?;
+    d.set_item(
+        "area",
+        arrays::array(py, col(&|r| r.area as f64), &[regions.len()])?,
+    )?;
+    let bbox_min: Vec<i64> = regions
+        .iter()
+        .flat_map(|r| r.bbox_min.iter().map(|&v| v as i64))
+        .collect();
+    let bbox_max: Vec<i64> = regions
+        .iter()
+        .flat_map(|r| r.bbox_max.iter().map(|&v| v as i64))
+        .collect();
     d.set_item("bbox_min", arrays::array(py, bbox_min, &rows)?)?;
     d.set_item("bbox_max", arrays::array(py, bbox_max, &rows)?)?;
-    d.set_item("centroid", arrays::array(py, per_axis(&|r| r.centroid.clone()), &rows)?)?;
+    d.set_item(
+        "centroid",
+        arrays::array(py, per_axis(&|r| r.centroid.clone()), &rows)?,
+    )?;
     d.set_item(
         "centroid_weighted",
         arrays::array(py, per_axis(&|r| r.centroid_weighted.clone()), &rows)?,
     )?;
-    d.set_item("intensity_sum", arrays::array(py, col(&|r| r.intensity_sum), &[regions.len()])?)?;
-    d.set_item("intensity_mean", arrays::array(py, col(&|r| r.intensity_mean), &[regions.len()])?)?;
-    d.set_item("intensity_min", arrays::array(py, col(&|r| r.intensity_min), &[regions.len()])?)?;
-    d.set_item("intensity_max", arrays::array(py, col(&|r| r.intensity_max), &[regions.len()])?)?;
+    d.set_item(
+        "intensity_sum",
+        arrays::array(py, col(&|r| r.intensity_sum), &[regions.len()])?,
+    )?;
+    d.set_item(
+        "intensity_mean",
+        arrays::array(py, col(&|r| r.intensity_mean), &[regions.len()])?,
+    )?;
+    d.set_item(
+        "intensity_min",
+        arrays::array(py, col(&|r| r.intensity_min), &[regions.len()])?,
+    )?;
+    d.set_item(
+        "intensity_max",
+        arrays::array(py, col(&|r| r.intensity_max), &[regions.len()])?,
+    )?;
     Ok(d)
 }
 
@@ -259,8 +298,10 @@ pub fn slic<'py>(
     p.validate().map_err(py_err)?;
     let engine = engine(py)?;
     let segments = py.detach(|| match engine.as_ref() {
-        Engine::Gpu(gpu) => pollster::block_on(slic::slic(gpu, values.as_samples(), &shape, &p)),
-        Engine::Cpu => slic::cpu::slic(values.as_samples(), &shape, &p),
+        Engine::Gpu(gpu) => {
+            pollster::block_on(core_slic::slic(gpu, values.as_samples(), &shape, &p))
+        }
+        Engine::Cpu => core_slic::cpu::slic(values.as_samples(), &shape, &p),
     });
     let s = segments.map_err(py_err)?;
     arrays::array(py, s.labels, &s.shape)

@@ -65,15 +65,16 @@ def test_convolve_correlate(engine, op, mode):
 
 
 def test_convolve_3d_integer(engine):
-    w = np.ones((3, 3, 3)) / 7.0
+    w = rng.uniform(0, 0.1, (3, 3, 3))
     got = gn.convolve(U16, w, mode="constant")
-    assert_integer_sums(got, ndi.convolve(U16, w, mode="constant"), engine == "cpu")
+    sums = ndi.convolve(U16.astype(np.float64), w, mode="constant")
+    assert_integer_sums(got, ndi.convolve(U16, w, mode="constant"), engine == "cpu", sums)
 
 
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16, np.int32, np.float32, np.float64, np.int64])
 @pytest.mark.parametrize("mode", MODES)
 def test_median_exact(engine, dtype, mode):
-    x = (rng.normal(0, 50, (19, 23))).astype(dtype)
+    x = rng.uniform(0, 200, (19, 23)).astype(dtype)
     got = gn.median_filter(x, 3, mode=mode, cval=1)
     want = ndi.median_filter(x, 3, mode=mode, cval=1)
     assert got.dtype == want.dtype
