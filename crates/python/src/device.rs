@@ -45,10 +45,11 @@ pub fn engine(py: Python<'_>) -> PyResult<Arc<Engine>> {
     let engine = match pollster::block_on(Gpu::new(GpuOptions::default())) {
         Ok(gpu) => Engine::Gpu(Box::new(gpu)),
         Err(e) => {
-            let msg = format!(
-                "{}; gpuscope runs on the CPU reference path",
-                python_words(&e.to_string())
-            );
+            let why = match e {
+                Error::NoAdapter(m) => format!("no GPU adapter ({m})"),
+                other => python_words(&other.to_string()),
+            };
+            let msg = format!("{why}; gpuscope runs on the CPU reference path");
             let text = std::ffi::CString::new(msg).unwrap_or_default();
             PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &text, 2)?;
             Engine::Cpu

@@ -2,6 +2,9 @@
 the reference libraries', the device, threads."""
 
 import inspect
+import os
+import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -85,3 +88,21 @@ def test_measure_signature():
     assert list(inspect.signature(measure.regionprops_table).parameters) == list(
         inspect.signature(regionprops_table).parameters
     )
+
+
+def test_no_adapter_runs_on_the_cpu_with_one_warning():
+    """Without an adapter (WGPU_BACKEND names one this build lacks) the CPU
+    reference runs, with one RuntimeWarning for the process."""
+    code = (
+        "import warnings, numpy as np, scipy.ndimage as ndi, gpuscope.ndimage as gn\n"
+        "x = np.random.default_rng(1).random((9, 7)).astype(np.float32)\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    for _ in range(2):\n"
+        "        assert (gn.median_filter(x, 3) == ndi.median_filter(x, 3)).all()\n"
+        "print(len(w), w[0].category.__name__, w[0].message)\n"
+    )
+    env = dict(os.environ, WGPU_BACKEND="dx12")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1 RuntimeWarning no GPU adapter"), out.stdout
