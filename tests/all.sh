@@ -9,6 +9,7 @@ missing=()
 ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing+=(mesa-vulkan-drivers)
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v node >/dev/null || missing+=(nodejs npm)
+python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing ${missing[*]}"
@@ -43,6 +44,9 @@ echo "== the GPU-vs-CPU suite and the goldens again on llvmpipe through GL"
 gl_tests=(--lib --test goldens --test stacks)
 for f in crates/core/tests/*.rs; do gl_tests+=(--test "$(basename "$f" .rs)"); done
 WGPU_BACKEND=gl cargo test --workspace "${gl_tests[@]}"
+
+echo "== Python package (pip install ., pytest against scipy, scikit-image, astropy)"
+bash tests/python.sh
 
 echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
 cargo xtask test-web

@@ -37,16 +37,15 @@ impl Mode {
     }
 }
 
+/// The names of [`Mode`]'s values, scipy's spelling, default first.
+pub const MODES: [&str; 5] = ["reflect", "mirror", "nearest", "wrap", "constant"];
+
+named_enum!(Mode);
+
 impl Mode {
     /// scipy's name of the mode.
     pub fn name(self) -> &'static str {
-        match self {
-            Mode::Reflect => "reflect",
-            Mode::Mirror => "mirror",
-            Mode::Nearest => "nearest",
-            Mode::Wrap => "wrap",
-            Mode::Constant => "constant",
-        }
+        MODES[self.code() as usize]
     }
 }
 

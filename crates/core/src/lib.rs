@@ -2,7 +2,32 @@
 //! driven through wgpu) and the CPU reference of each. No file I/O here: the
 //! same crate runs natively and in the browser.
 
+/// `Display`, `Serialize` and `Deserialize` for a parameter enum with a
+/// `name()` and a `FromStr`: the reference library's spelling both ways, and
+/// the core's own message for a bad value.
+macro_rules! named_enum {
+    ($t:ty) => {
+        impl std::fmt::Display for $t {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+        impl serde::Serialize for $t {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                s.serialize_str(self.name())
+            }
+        }
+        impl<'de> serde::Deserialize<'de> for $t {
+            fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                let s = <String as serde::Deserialize>::deserialize(d)?;
+                s.parse().map_err(serde::de::Error::custom)
+            }
+        }
+    };
+}
+
 pub mod boundary;
+pub mod catalogue;
 pub mod chunk;
 mod copies;
 pub mod engine;

@@ -40,7 +40,7 @@ pub const NETWORK_MAX: usize = 49;
 const FOOTPRINT_MAX: usize = 1 << 16;
 
 /// Largest extent of a footprint axis.
-const EXTENT_MAX: usize = 1025;
+pub const EXTENT_MAX: usize = 1025;
 
 /// The neighbourhood of a rank filter: offsets from the output element, in
 /// scipy's raster order, with the centre of each axis at `extent // 2`.
@@ -204,7 +204,16 @@ impl FromStr for Outliers {
     }
 }
 
+named_enum!(Outliers);
+
+/// The names of [`Outliers`]' values, default first.
+pub const OUTLIERS: [&str; 4] = ["bright", "dark", "both", "tomopy"];
+
 impl Outliers {
+    pub fn name(self) -> &'static str {
+        OUTLIERS[self.code() as usize - 1]
+    }
+
     fn code(self) -> u32 {
         match self {
             Outliers::Bright => 1,
@@ -215,16 +224,42 @@ impl Outliers {
     }
 }
 
-/// The parameters of an outlier removal, checked.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The parameters of an outlier removal (`remove_outliers` in the
+/// catalogue): Mantid Imaging's `diff` (required), `size` and `mode`.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct OutlierRemoval {
+    /// No default: NaN stands for "not given" (and fails `validate`).
     pub diff: f64,
     pub size: usize,
+    #[serde(rename = "mode")]
     pub outliers: Outliers,
 }
 
+impl Default for OutlierRemoval {
+    fn default() -> Self {
+        OutlierRemoval {
+            diff: f64::NAN,
+            size: 3,
+            outliers: Outliers::Bright,
+        }
+    }
+}
+
 impl OutlierRemoval {
+    /// The parameters, checked.
     pub fn new(diff: f64, size: usize, outliers: Outliers) -> Result<OutlierRemoval> {
+        let r = OutlierRemoval {
+            diff,
+            size,
+            outliers,
+        };
+        r.validate()?;
+        Ok(r)
+    }
+
+    pub fn validate(&self) -> Result<()> {
+        let (diff, size) = (self.diff, self.size);
         if !(diff.is_finite() && diff > 0.0) {
             return Err(Error::param(
                 "diff",
@@ -237,11 +272,7 @@ impl OutlierRemoval {
                 format!("{size} (must be 1..={EXTENT_MAX})"),
             ));
         }
-        Ok(OutlierRemoval {
-            diff,
-            size,
-            outliers,
-        })
+        Ok(())
     }
 
     /// The median footprint: `size × size` in each 2-D slice (Mantid filters

@@ -8,10 +8,12 @@
 pub mod cpu;
 mod gpu;
 pub mod median;
+mod params;
 
 pub use gpu::{apply, apply_stream, kernel_ms};
+pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
 
-pub use crate::boundary::Mode;
+pub use crate::boundary::{MODES, Mode};
 use crate::chunk::Shape3;
 use crate::error::{Error, Result};
 

@@ -3,9 +3,11 @@
 
 pub mod label;
 pub mod measure;
+mod params;
 pub mod sources;
 pub mod threshold;
 
 pub use label::{Labels, label};
 pub use measure::{Region, regionprops};
+pub use params::{LabelParams, RegionpropsParams, SourcesParams, ThresholdParams};
 pub use threshold::threshold_above;

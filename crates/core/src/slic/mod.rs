@@ -51,7 +51,8 @@ const ASSIGN_LANES: usize = 4;
 pub(crate) const RADIUS: usize = 2;
 
 /// skimage.segmentation.slic's parameters with its defaults.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SlicParams {
     pub n_segments: usize,
     pub compactness: f64,
@@ -324,6 +325,13 @@ fn byte_range<T: Copy + Ord + Into<f64>>(v: &[T]) -> (f64, f64) {
     match (lo, hi) {
         (Some(l), Some(h)) => (l.into(), h.into()),
         _ => (f64::INFINITY, f64::NEG_INFINITY),
+    }
+}
+
+impl SlicParams {
+    /// The checks that need no input (axes and shapes are checked by `slic`).
+    pub fn validate(&self) -> Result<()> {
+        check_params(self)
     }
 }
 

@@ -32,7 +32,24 @@ pub enum Algorithm {
     DispersionExtended,
 }
 
+named_enum!(Algorithm);
+
+impl std::str::FromStr for Algorithm {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Algorithm> {
+        Algorithm::parse(s)
+    }
+}
+
 impl Algorithm {
+    /// DIALS' name of the algorithm.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Dispersion => "dispersion",
+            Algorithm::DispersionExtended => "dispersion_extended",
+        }
+    }
+
     pub fn parse(s: &str) -> Result<Algorithm> {
         match s {
             "dispersion" => Ok(Algorithm::Dispersion),
@@ -46,8 +63,10 @@ impl Algorithm {
 }
 
 /// The detector gain: none (DIALS' formulas without gain), one number for
-/// every pixel, or a per-pixel map (DIALS' `_w_gain` formulas).
-#[derive(Clone, Debug, Default, PartialEq)]
+/// every pixel, or a per-pixel map (DIALS' `_w_gain` formulas). As a
+/// parameter: null, a number, or an array of one number per pixel.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
 pub enum Gain {
     #[default]
     None,
@@ -66,7 +85,8 @@ impl Gain {
 }
 
 /// DIALS' spot-finding parameters, with DIALS' defaults.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+#[serde(default, deny_unknown_fields)]
 pub struct SpotOptions {
     pub algorithm: Algorithm,
     /// Half-widths (rows, columns) of the local window: 3,3 is 7 x 7.

@@ -29,6 +29,18 @@ pub enum CenFunc {
     Mean,
 }
 
+named_enum!(CenFunc);
+
+impl CenFunc {
+    /// astropy's name of the centre function.
+    pub fn name(self) -> &'static str {
+        match self {
+            CenFunc::Median => "median",
+            CenFunc::Mean => "mean",
+        }
+    }
+}
+
 impl std::str::FromStr for CenFunc {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
@@ -58,14 +70,7 @@ pub struct ClipOptions {
 
 impl Default for ClipOptions {
     fn default() -> Self {
-        ClipOptions {
-            sigma: 3.0,
-            sigma_lower: None,
-            sigma_upper: None,
-            maxiters: Some(5),
-            cenfunc: CenFunc::Median,
-            strict: false,
-        }
+        super::SigmaClipParams::default().options()
     }
 }
 
@@ -80,7 +85,7 @@ impl ClipOptions {
         }
     }
 
-    fn sigmas(&self) -> Result<(f64, f64)> {
+    pub(crate) fn sigmas(&self) -> Result<(f64, f64)> {
         let lo = self.sigma_lower.unwrap_or(self.sigma);
         let hi = self.sigma_upper.unwrap_or(self.sigma);
         for (name, v) in [

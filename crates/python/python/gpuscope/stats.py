@@ -1,0 +1,45 @@
+"""astropy.stats' sigma-clipped statistics on the GPU.
+
+Differences from astropy: ``cenfunc`` is 'median' or 'mean' (no
+callables), ``stdfunc`` 'std' with ``std_ddof=0``, ``axis=None`` and
+``grow=False`` only (NotImplementedError otherwise); the GPU path clips in
+float32 (float64 data agree to float32 rounding); infinite sigmas are
+refused. ``workshop=True`` is gpuscope's own: the GPU workshop's loop
+(strict comparisons until nothing changes).
+"""
+
+import numpy as np
+
+from . import _gpuscope
+from ._catalogue import CATALOGUE, array, options, signature, unsupported
+
+__all__ = ["sigma_clipped_stats"]
+
+
+@signature("sigma_clipped_stats")
+def sigma_clipped_stats(data, mask=None, mask_value=None, sigma=CATALOGUE, sigma_lower=CATALOGUE,
+                        sigma_upper=CATALOGUE, maxiters=CATALOGUE, cenfunc=CATALOGUE, stdfunc="std",
+                        std_ddof=0, axis=None, grow=False, *, workshop=CATALOGUE):
+    """``(mean, median, std)`` of the values kept by iterative kappa-sigma
+    clipping, as ``astropy.stats.sigma_clipped_stats``; NaN and inf are
+    left out, ``mask`` (true = excluded) and a masked array's mask too."""
+    unsupported("sigma_clipped_stats", stdfunc=(stdfunc, "std"), std_ddof=(std_ddof, 0),
+                axis=(axis, None), grow=(grow, False))
+    excluded = None
+    if isinstance(data, np.ma.MaskedArray):
+        excluded = np.ma.getmaskarray(data)
+        data = data.data
+    x = array(data, "data")
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    if mask is not None:
+        m = np.asarray(mask, dtype=bool)
+        excluded = m if excluded is None else excluded | m
+    if mask_value is not None:
+        m = x == mask_value
+        excluded = m if excluded is None else excluded | m
+    if excluded is not None:
+        excluded = np.ascontiguousarray(np.broadcast_to(excluded, x.shape))
+    opts = options(sigma=sigma, sigma_lower=sigma_lower, sigma_upper=sigma_upper,
+                   maxiters=maxiters, cenfunc=cenfunc, workshop=workshop)
+    return _gpuscope.sigma_clipped_stats(x.ravel(), opts, None if excluded is None else excluded.ravel())

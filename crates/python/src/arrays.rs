@@ -1,0 +1,160 @@
+//! numpy arrays to and from the core's sample vectors. The Python layer
+//! hands over C-contiguous arrays in native byte order (it copies only the
+//! ones that are not); the samples are copied out under the GIL so that the
+//! GPU work can run without it.
+
+use gpuscope_core::keys::SampleVec;
+use numpy::{Element, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+
+/// An array's values, copied, and its shape.
+pub struct Input {
+    pub values: SampleVec,
+    pub shape: Vec<usize>,
+}
+
+fn copy<T: Element + Copy>(a: &Bound<'_, PyArrayDyn<T>>) -> PyResult<(Vec<T>, Vec<usize>)> {
+    let r = a.try_readonly()?;
+    let values = r.as_slice().map_err(|_| {
+        PyTypeError::new_err("the array must be C-contiguous (use numpy.ascontiguousarray)")
+    })?;
+    Ok((values.to_vec(), a.shape().to_vec()))
+}
+
+/// The samples of a numpy array of a numeric dtype gpuscope computes on.
+pub fn input(obj: &Bound<'_, PyAny>) -> PyResult<Input> {
+    macro_rules! try_dtype {
+        ($t:ty, $variant:ident) => {
+            if let Ok(a) = obj.cast::<PyArrayDyn<$t>>() {
+                let (v, shape) = copy(a)?;
+                return Ok(Input {
+                    values: SampleVec::$variant(v),
+                    shape,
+                });
+            }
+        };
+    }
+    try_dtype!(f32, F32);
+    try_dtype!(f64, F64);
+    try_dtype!(u8, U8);
+    try_dtype!(u16, U16);
+    try_dtype!(i16, I16);
+    try_dtype!(i8, I8);
+    try_dtype!(u32, U32);
+    try_dtype!(i32, I32);
+    try_dtype!(u64, U64);
+    try_dtype!(i64, I64);
+    let dtype = obj
+        .getattr("dtype")
+        .map(|d| d.to_string())
+        .unwrap_or_else(|_| "unknown".into());
+    Err(PyTypeError::new_err(format!(
+        "arrays of dtype {dtype} are not supported (give bool, an integer dtype, float32 or float64)"
+    )))
+}
+
+/// A numpy array of one element type, copied.
+pub fn typed<T: Element + Copy>(
+    obj: &Bound<'_, PyAny>,
+    what: &str,
+) -> PyResult<(Vec<T>, Vec<usize>)> {
+    let a = obj.cast::<PyArrayDyn<T>>().map_err(|_| {
+        PyTypeError::new_err(format!(
+            "{what} must be a numpy array of {}",
+            std::any::type_name::<T>()
+        ))
+    })?;
+    copy(a)
+}
+
+/// A numpy array of `shape` holding `values`.
+pub fn array<'py, T: Element>(
+    py: Python<'py>,
+    values: Vec<T>,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    Ok(PyArray1::from_vec(py, values)
+        .reshape(shape.to_vec())?
+        .into_any())
+}
+
+/// A sample vector as a numpy array of its own dtype.
+pub fn samples_array<'py>(
+    py: Python<'py>,
+    values: SampleVec,
+    shape: &[usize],
+) -> PyResult<Bound<'py, PyAny>> {
+    match values {
+        SampleVec::U8(v) => array(py, v, shape),
+        SampleVec::I8(v) => array(py, v, shape),
+        SampleVec::U16(v) => array(py, v, shape),
+        SampleVec::I16(v) => array(py, v, shape),
+        SampleVec::U32(v) => array(py, v, shape),
+        SampleVec::I32(v) => array(py, v, shape),
+        SampleVec::F32(v) => array(py, v, shape),
+        SampleVec::U64(v) => array(py, v, shape),
+        SampleVec::I64(v) => array(py, v, shape),
+        SampleVec::F64(v) => array(py, v, shape),
+    }
+}
+
+/// The values as f64 (the CPU references' precision).
+pub fn to_f64(s: &SampleVec) -> Vec<f64> {
+    fn f<T: Copy + Into<f64>>(v: &[T]) -> Vec<f64> {
+        v.iter().map(|&x| x.into()).collect()
+    }
+    match s {
+        SampleVec::U8(v) => f(v),
+        SampleVec::I8(v) => f(v),
+        SampleVec::U16(v) => f(v),
+        SampleVec::I16(v) => f(v),
+        SampleVec::U32(v) => f(v),
+        SampleVec::I32(v) => f(v),
+        SampleVec::F32(v) => f(v),
+        SampleVec::F64(v) => v.clone(),
+        // 64-bit integers above 2^53 round, as in scipy's double arithmetic.
+        SampleVec::U64(v) => v.iter().map(|&x| x as f64).collect(),
+        SampleVec::I64(v) => v.iter().map(|&x| x as f64).collect(),
+    }
+}
+
+/// The values as f32 (what the GPU's linear filters compute in).
+pub fn to_f32(s: &SampleVec) -> Vec<f32> {
+    match s {
+        SampleVec::F32(v) => v.clone(),
+        SampleVec::U8(v) => v.iter().map(|&x| f32::from(x)).collect(),
+        SampleVec::I8(v) => v.iter().map(|&x| f32::from(x)).collect(),
+        SampleVec::U16(v) => v.iter().map(|&x| f32::from(x)).collect(),
+        SampleVec::I16(v) => v.iter().map(|&x| f32::from(x)).collect(),
+        other => to_f64(other).into_iter().map(|x| x as f32).collect(),
+    }
+}
+
+/// Values (integral where `dtype` is an integer: the filters quantise them)
+/// as a numpy array of `dtype`.
+pub fn cast_array<'py>(
+    py: Python<'py>,
+    values: Vec<f64>,
+    shape: &[usize],
+    dtype: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    fn c<T, F: Fn(f64) -> T>(v: Vec<f64>, f: F) -> Vec<T> {
+        v.into_iter().map(f).collect()
+    }
+    match dtype {
+        "float64" => array(py, values, shape),
+        "float32" => array(py, c(values, |x| x as f32), shape),
+        "uint8" => array(py, c(values, |x| x as u8), shape),
+        "int8" => array(py, c(values, |x| x as i8), shape),
+        "uint16" => array(py, c(values, |x| x as u16), shape),
+        "int16" => array(py, c(values, |x| x as i16), shape),
+        "uint32" => array(py, c(values, |x| x as u32), shape),
+        "int32" => array(py, c(values, |x| x as i32), shape),
+        "uint64" => array(py, c(values, |x| x as u64), shape),
+        "int64" => array(py, c(values, |x| x as i64), shape),
+        other => Err(PyTypeError::new_err(format!(
+            "output dtype {other} is not supported (give an integer dtype, float32 or float64)"
+        ))),
+    }
+}

@@ -1,0 +1,26 @@
+//! gpuscope's Python extension module (`gpuscope._gpuscope`): the core's
+//! operations on numpy arrays. It is thin on purpose: every operation takes
+//! its options as JSON text that deserialises into the core's parameter
+//! type (the catalogue's names and defaults), array-valued parameters as
+//! numpy arrays beside it. The Python package gives the reference
+//! libraries' signatures on top (crates/python/python/gpuscope).
+
+mod arrays;
+mod device;
+mod ops;
+
+use pyo3::prelude::*;
+
+#[pymodule]
+fn _gpuscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(device::catalogue_json, m)?)?;
+    m.add_function(wrap_pyfunction!(device::devices, m)?)?;
+    m.add_function(wrap_pyfunction!(device::set_device, m)?)?;
+    m.add_function(wrap_pyfunction!(device::device, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::filter, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::label, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::regionprops, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::slic, m)?)?;
+    m.add_function(wrap_pyfunction!(ops::sigma_clipped_stats, m)?)?;
+    Ok(())
+}

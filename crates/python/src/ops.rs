@@ -1,0 +1,342 @@
+//! The operations: options JSON into the core's parameter type, validated,
+//! then the GPU path (without the GIL) or the CPU reference.
+
+use gpuscope_core::Result;
+use gpuscope_core::filters::median::{self, OutlierRemoval};
+use gpuscope_core::filters::{self, ConvolveParams, GaussianParams, MedianParams, NdArray, Output};
+use gpuscope_core::keys::SampleVec;
+use gpuscope_core::segment::{self, LabelParams, label::foreground};
+use gpuscope_core::slic::{self as core_slic, SlicParams};
+use gpuscope_core::stats::{self, SigmaClipParams};
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use serde::de::DeserializeOwned;
+
+use crate::arrays::{self, Input};
+use crate::device::{Engine, engine, options_err, py_err};
+
+fn params<T: DeserializeOwned>(options: &str) -> PyResult<T> {
+    serde_json::from_str(options).map_err(options_err)
+}
+
+/// An array-valued parameter (a kernel, a footprint) as the core takes it.
+fn nd_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<NdArray> {
+    let (values, shape) = arrays::typed::<f64>(obj, what)?;
+    Ok(NdArray { shape, values })
+}
+
+/// How scipy stores a filter's result in `dtype`.
+fn output_of(dtype: &str) -> PyResult<Output> {
+    let int = |bits, signed| Output::Integer { bits, signed };
+    Ok(match dtype {
+        "float32" | "float64" => Output::Float,
+        "uint8" => int(8, false),
+        "int8" => int(8, true),
+        "uint16" => int(16, false),
+        "int16" => int(16, true),
+        "uint32" => int(32, false),
+        "int32" => int(32, true),
+        "uint64" => int(64, false),
+        "int64" => int(64, true),
+        other => {
+            return Err(PyTypeError::new_err(format!(
+                "output dtype {other} is not supported (give an integer dtype, float32 or float64)"
+            )));
+        }
+    })
+}
+
+enum Linear {
+    Gaussian(GaussianParams),
+    Kernel(ConvolveParams, bool),
+}
+
+/// `gaussian_filter`, `convolve`, `correlate`, `median_filter` and
+/// `remove_outliers`: `op` names the catalogue entry, `options` its
+/// parameters as JSON, `array` the kernel or footprint, `dtype` the output
+/// dtype of the linear filters (default: the input's, as scipy).
+#[pyfunction]
+#[pyo3(signature = (op, input, options, array=None, dtype=None))]
+pub fn filter<'py>(
+    py: Python<'py>,
+    op: &str,
+    input: &Bound<'py, PyAny>,
+    options: &str,
+    array: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&str>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Input { values, shape } = arrays::input(input)?;
+    let linear = match op {
+        "gaussian_filter" => Linear::Gaussian(params(options)?),
+        "convolve" | "correlate" => {
+            let mut p: ConvolveParams = params(options)?;
+            if let Some(w) = array {
+                p.weights = nd_array(w, "weights")?;
+            }
+            Linear::Kernel(p, op == "convolve")
+        }
+        "median_filter" => {
+            let mut p: MedianParams = params(options)?;
+            if let Some(f) = array {
+                p.footprint = Some(nd_array(f, "footprint")?);
+            }
+            p.validate().map_err(py_err)?;
+            let fp = p.footprint(shape.len()).map_err(py_err)?;
+            let boundary = p.boundary();
+            return rank(py, values, shape, move |gpu, s, shape| match gpu {
+                Some(gpu) => {
+                    pollster::block_on(median::median_filter(gpu, s, shape, &fp, boundary))
+                }
+                None => median::cpu::median_filter(s, shape, &fp, boundary),
+            });
+        }
+        "remove_outliers" => {
+            let p: OutlierRemoval = params(options)?;
+            p.validate().map_err(py_err)?;
+            return rank(py, values, shape, move |gpu, s, shape| match gpu {
+                Some(gpu) => pollster::block_on(median::remove_outliers(gpu, s, shape, &p)),
+                None => median::cpu::remove_outliers(s, shape, &p),
+            });
+        }
+        other => return Err(PyValueError::new_err(format!("no filter named {other}"))),
+    };
+    let (filter, boundary) = match &linear {
+        Linear::Gaussian(p) => {
+            p.validate().map_err(py_err)?;
+            (p.filter(shape.len()).map_err(py_err)?, p.boundary())
+        }
+        Linear::Kernel(p, flip) => {
+            p.validate().map_err(py_err)?;
+            (p.filter(shape.len(), *flip).map_err(py_err)?, p.boundary())
+        }
+    };
+    let dtype = dtype
+        .unwrap_or(values.as_samples().dtype_name())
+        .to_string();
+    let output = output_of(&dtype)?;
+    let engine = engine(py)?;
+    let result: Result<Vec<f64>> = py.detach(|| {
+        if values.as_samples().is_empty() {
+            return Ok(Vec::new());
+        }
+        match engine.as_ref() {
+            Engine::Gpu(gpu) => {
+                let input = arrays::to_f32(&values);
+                pollster::block_on(filters::apply(
+                    gpu, &filter, &input, &shape, boundary, output,
+                ))
+                .map(|v| v.into_iter().map(f64::from).collect())
+            }
+            Engine::Cpu => {
+                filters::cpu::apply(&filter, &arrays::to_f64(&values), &shape, boundary, output)
+            }
+        }
+    });
+    arrays::cast_array(py, result.map_err(py_err)?, &shape, &dtype)
+}
+
+/// A rank filter in the input's dtype, on the engine in use.
+fn rank<'py, F>(
+    py: Python<'py>,
+    values: SampleVec,
+    shape: Vec<usize>,
+    run: F,
+) -> PyResult<Bound<'py, PyAny>>
+where
+    F: FnOnce(
+            Option<&gpuscope_core::Gpu>,
+            gpuscope_core::Samples<'_>,
+            &[usize],
+        ) -> Result<SampleVec>
+        + Send,
+{
+    let engine = engine(py)?;
+    let result = py.detach(|| {
+        if values.as_samples().is_empty() {
+            return Ok(values.clone());
+        }
+        let gpu = match engine.as_ref() {
+            Engine::Gpu(g) => Some(g.as_ref()),
+            Engine::Cpu => None,
+        };
+        run(gpu, values.as_samples(), &shape)
+    });
+    arrays::samples_array(py, result.map_err(py_err)?, &shape)
+}
+
+/// scipy.ndimage.label / skimage.measure.label: int32 labels and their
+/// number.
+#[pyfunction]
+pub fn label<'py>(
+    py: Python<'py>,
+    input: &Bound<'py, PyAny>,
+    options: &str,
+) -> PyResult<(Bound<'py, PyAny>, usize)> {
+    let Input { values, shape } = arrays::input(input)?;
+    let p: LabelParams = params(options)?;
+    p.validate().map_err(py_err)?;
+    let engine = engine(py)?;
+    let labels = py.detach(|| {
+        let mask = foreground(values.as_samples(), p.background);
+        match engine.as_ref() {
+            Engine::Gpu(gpu) => {
+                pollster::block_on(segment::label(gpu, &mask, &shape, p.connectivity))
+            }
+            Engine::Cpu => segment::label::cpu::label(&mask, &shape, p.connectivity),
+        }
+    });
+    let labels = labels.map_err(py_err)?;
+    Ok((arrays::array(py, labels.labels, &shape)?, labels.count))
+}
+
+/// skimage.measure.regionprops of int32 labels and float32 intensities:
+/// one numpy column per measurement (per-axis ones as rows x axes), for the
+/// labels present.
+#[pyfunction]
+pub fn regionprops<'py>(
+    py: Python<'py>,
+    labels: &Bound<'py, PyAny>,
+    intensity: &Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let (labels, shape) = arrays::typed::<i32>(labels, "label_image")?;
+    let (values, vshape) = arrays::typed::<f32>(intensity, "intensity_image")?;
+    if vshape != shape {
+        return Err(PyValueError::new_err(format!(
+            "intensity_image has the shape {vshape:?} but label_image {shape:?} (give arrays of one shape)"
+        )));
+    }
+    if let Some(bad) = labels.iter().find(|&&l| l < 0) {
+        return Err(PyValueError::new_err(format!(
+            "label {bad} is negative (labels are 0 for background and 1.. for regions)"
+        )));
+    }
+    let n = labels.iter().copied().max().unwrap_or(0).max(0) as usize;
+    let engine = engine(py)?;
+    let regions = py.detach(|| match engine.as_ref() {
+        Engine::Gpu(gpu) => {
+            pollster::block_on(segment::regionprops(gpu, &labels, &values, &shape, n))
+        }
+        Engine::Cpu => segment::measure::cpu::regionprops(&labels, &values, &shape, n),
+    });
+    // skimage lists the labels present only.
+    let regions: Vec<_> = regions
+        .map_err(py_err)?
+        .into_iter()
+        .filter(|r| r.area > 0)
+        .collect();
+    let ndim = shape.len();
+    let rows = [regions.len(), ndim];
+    let per_axis = |f: &dyn Fn(&segment::Region) -> Vec<f64>| -> Vec<f64> {
+        regions.iter().flat_map(f).collect()
+    };
+    let d = PyDict::new(py);
+    let col = |f: &dyn Fn(&segment::Region) -> f64| -> Vec<f64> { regions.iter().map(f).collect() };
+    d.set_item(
+        "label",
+        arrays::array(
+            py,
+            regions.iter().map(|r| i64::from(r.label)).collect(),
+            &[regions.len()],
+        )?,
+    )?;
+    d.set_item(
+        "area",
+        arrays::array(py, col(&|r| r.area as f64), &[regions.len()])?,
+    )?;
+    let bbox_min: Vec<i64> = regions
+        .iter()
+        .flat_map(|r| r.bbox_min.iter().map(|&v| v as i64))
+        .collect();
+    let bbox_max: Vec<i64> = regions
+        .iter()
+        .flat_map(|r| r.bbox_max.iter().map(|&v| v as i64))
+        .collect();
+    d.set_item("bbox_min", arrays::array(py, bbox_min, &rows)?)?;
+    d.set_item("bbox_max", arrays::array(py, bbox_max, &rows)?)?;
+    d.set_item(
+        "centroid",
+        arrays::array(py, per_axis(&|r| r.centroid.clone()), &rows)?,
+    )?;
+    d.set_item(
+        "centroid_weighted",
+        arrays::array(py, per_axis(&|r| r.centroid_weighted.clone()), &rows)?,
+    )?;
+    d.set_item(
+        "intensity_sum",
+        arrays::array(py, col(&|r| r.intensity_sum), &[regions.len()])?,
+    )?;
+    d.set_item(
+        "intensity_mean",
+        arrays::array(py, col(&|r| r.intensity_mean), &[regions.len()])?,
+    )?;
+    d.set_item(
+        "intensity_min",
+        arrays::array(py, col(&|r| r.intensity_min), &[regions.len()])?,
+    )?;
+    d.set_item(
+        "intensity_max",
+        arrays::array(py, col(&|r| r.intensity_max), &[regions.len()])?,
+    )?;
+    Ok(d)
+}
+
+/// skimage.segmentation.slic: int32 labels of the spatial shape.
+#[pyfunction]
+#[pyo3(signature = (image, options, mask=None))]
+pub fn slic<'py>(
+    py: Python<'py>,
+    image: &Bound<'py, PyAny>,
+    options: &str,
+    mask: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Input { values, shape } = arrays::input(image)?;
+    let mut p: SlicParams = params(options)?;
+    if let Some(m) = mask {
+        p.mask = Some(arrays::typed::<bool>(m, "mask")?.0);
+    }
+    p.validate().map_err(py_err)?;
+    let engine = engine(py)?;
+    let segments = py.detach(|| match engine.as_ref() {
+        Engine::Gpu(gpu) => {
+            pollster::block_on(core_slic::slic(gpu, values.as_samples(), &shape, &p))
+        }
+        Engine::Cpu => core_slic::cpu::slic(values.as_samples(), &shape, &p),
+    });
+    let s = segments.map_err(py_err)?;
+    arrays::array(py, s.labels, &s.shape)
+}
+
+/// astropy.stats.sigma_clipped_stats: (mean, median, std). The GPU path
+/// computes in float32, as the command line does.
+#[pyfunction]
+#[pyo3(signature = (data, options, mask=None))]
+pub fn sigma_clipped_stats<'py>(
+    py: Python<'py>,
+    data: &Bound<'py, PyAny>,
+    options: &str,
+    mask: Option<&Bound<'py, PyAny>>,
+) -> PyResult<(f64, f64, f64)> {
+    let Input { values, .. } = arrays::input(data)?;
+    let p: SigmaClipParams = params(options)?;
+    p.validate().map_err(py_err)?;
+    let mask = match mask {
+        Some(m) => Some(arrays::typed::<bool>(m, "mask")?.0),
+        None => None,
+    };
+    let options = p.options();
+    let engine = engine(py)?;
+    let stats = py.detach(|| match engine.as_ref() {
+        Engine::Gpu(gpu) => pollster::block_on(stats::sigma_clipped_stats(
+            gpu,
+            &arrays::to_f32(&values),
+            mask.as_deref(),
+            &options,
+        )),
+        Engine::Cpu => {
+            stats::clip::cpu::sigma_clipped_stats(values.as_samples(), mask.as_deref(), &options)
+        }
+    });
+    let s = stats.map_err(py_err)?;
+    Ok((s.mean, s.median, s.std))
+}

@@ -1,0 +1,108 @@
+"""The package's surface: signatures with the catalogue's defaults equal to
+the reference libraries', the device, threads."""
+
+import inspect
+import os
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+import scipy.ndimage
+import skimage.segmentation
+import astropy.stats
+
+import gpuscope
+from gpuscope import measure, ndimage, segmentation, stats, tomo
+from gpuscope._catalogue import OPERATIONS
+
+REFERENCES = [
+    (ndimage.gaussian_filter, scipy.ndimage.gaussian_filter),
+    (ndimage.convolve, scipy.ndimage.convolve),
+    (ndimage.correlate, scipy.ndimage.correlate),
+    (ndimage.median_filter, scipy.ndimage.median_filter),
+    (ndimage.label, scipy.ndimage.label),
+    (segmentation.slic, skimage.segmentation.slic),
+    (stats.sigma_clipped_stats, astropy.stats.sigma_clipped_stats),
+]
+
+
+@pytest.mark.parametrize("ours, theirs", REFERENCES, ids=lambda f: getattr(f, "__name__", ""))
+def test_signature_matches_reference(ours, theirs):
+    """Same parameter names, kinds and defaults as the reference (gpuscope
+    may add keyword-only parameters of its own)."""
+    mine = inspect.signature(ours).parameters
+    ref = inspect.signature(theirs).parameters
+    for name, p in ref.items():
+        assert name in mine, name
+        assert mine[name].kind == p.kind, name
+        if p.default is not inspect.Parameter.empty:
+            assert mine[name].default == p.default, (name, mine[name].default, p.default)
+    extra = [n for n in mine if n not in ref]
+    assert all(mine[n].kind == inspect.Parameter.KEYWORD_ONLY for n in extra), extra
+
+
+def test_defaults_come_from_the_catalogue():
+    sig = inspect.signature(tomo.remove_outliers).parameters
+    cat = {p["name"]: p["default"] for p in OPERATIONS["remove_outliers"]["params"]}
+    assert sig["size"].default == cat["size"] and sig["mode"].default == cat["mode"]
+    assert gpuscope.catalogue["slic"]["reference"] == "skimage.segmentation.slic"
+
+
+def test_device_choice():
+    assert isinstance(gpuscope.devices(), list)
+    assert gpuscope.set_device("cpu")["name"] == "cpu"
+    assert gpuscope.device()["name"] == "cpu"
+    with pytest.raises(RuntimeError):
+        gpuscope.set_device("no adapter has this name")
+    with pytest.raises(TypeError):
+        gpuscope.set_device(1.5)
+    gpuscope.set_device(None)
+
+
+def test_threads_get_right_answers():
+    """The GIL is released during GPU work: two threads at once, each with
+    its own right answer."""
+    rng = np.random.default_rng(11)
+    images = [rng.normal(0, 1, (64, 64)).astype(np.float32) for _ in range(4)]
+    want = [scipy.ndimage.median_filter(x, 3) for x in images]
+    got = [None] * len(images)
+
+    def work(i):
+        for _ in range(3):
+            got[i] = ndimage.median_filter(images[i], 3)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(len(images))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_measure_signature():
+    from skimage.measure import regionprops_table
+
+    assert list(inspect.signature(measure.regionprops_table).parameters) == list(
+        inspect.signature(regionprops_table).parameters
+    )
+
+
+def test_no_adapter_runs_on_the_cpu_with_one_warning():
+    """Without an adapter (WGPU_BACKEND names one this build lacks) the CPU
+    reference runs, with one RuntimeWarning for the process."""
+    code = (
+        "import warnings, numpy as np, scipy.ndimage as ndi, gpuscope.ndimage as gn\n"
+        "x = np.random.default_rng(1).random((9, 7)).astype(np.float32)\n"
+        "with warnings.catch_warnings(record=True) as w:\n"
+        "    warnings.simplefilter('always')\n"
+        "    for _ in range(2):\n"
+        "        assert (gn.median_filter(x, 3) == ndi.median_filter(x, 3)).all()\n"
+        "print(len(w), w[0].category.__name__, w[0].message)\n"
+    )
+    env = dict(os.environ, WGPU_BACKEND="dx12")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("1 RuntimeWarning no GPU adapter"), out.stdout

@@ -1,0 +1,163 @@
+"""gpuscope.ndimage against scipy.ndimage."""
+
+import numpy as np
+import pytest
+import scipy.ndimage as ndi
+
+import gpuscope.ndimage as gn
+from conftest import assert_float, assert_integer_sums, golden
+
+MODES = ["reflect", "mirror", "nearest", "wrap", "constant"]
+rng = np.random.default_rng(7)
+F32 = rng.normal(100, 20, (24, 31)).astype(np.float32)
+U16 = rng.integers(0, 4000, (5, 17, 13)).astype(np.uint16)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_gaussian_modes(engine, mode):
+    got = gn.gaussian_filter(F32, 1.5, mode=mode, cval=3.0)
+    want = ndi.gaussian_filter(F32, 1.5, mode=mode, cval=3.0)
+    assert got.dtype == want.dtype == np.float32
+    assert_float(got, want, engine == "cpu")
+
+
+def test_gaussian_real_image(engine):
+    x = golden("camera_crop_f32.npy")
+    got = gn.gaussian_filter(x, (1, 3), truncate=3)
+    assert_float(got, ndi.gaussian_filter(x, (1, 3), truncate=3), engine == "cpu")
+
+
+def test_gaussian_float64_and_3d(engine):
+    x = U16.astype(np.float64)
+    got = gn.gaussian_filter(x, (0, 1, 2), mode="nearest")
+    want = ndi.gaussian_filter(x, (0, 1, 2), mode="nearest")
+    assert got.dtype == np.float64
+    assert_float(got, want, engine == "cpu")
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16])
+def test_gaussian_integers_keep_dtype(engine, dtype):
+    x = (U16 % 200).astype(dtype)
+    got = gn.gaussian_filter(x, 1.2)
+    want = ndi.gaussian_filter(x, 1.2)
+    assert_integer_sums(got, want, engine == "cpu")
+
+
+def test_gaussian_output_dtype_and_array(engine):
+    got = gn.gaussian_filter(U16, 1.0, output=np.float32)
+    want = ndi.gaussian_filter(U16, 1.0, output=np.float32)
+    assert got.dtype == np.float32
+    assert_float(got, want, engine == "cpu")
+    out = np.empty(U16.shape, np.float64)
+    r = gn.gaussian_filter(U16, 1.0, output=out)
+    assert r is out
+    assert_float(out, ndi.gaussian_filter(U16, 1.0, output=np.float64), engine == "cpu")
+
+
+@pytest.mark.parametrize("op", ["convolve", "correlate"])
+@pytest.mark.parametrize("mode", MODES)
+def test_convolve_correlate(engine, op, mode):
+    w = rng.normal(0, 1, (4, 6))
+    got = getattr(gn, op)(F32, w, mode=mode, cval=-2.0)
+    want = getattr(ndi, op)(F32, w, mode=mode, cval=-2.0)
+    assert got.dtype == np.float32
+    assert_float(got, want, engine == "cpu")
+
+
+def test_convolve_3d_integer(engine):
+    w = rng.uniform(0, 0.1, (3, 3, 3))
+    got = gn.convolve(U16, w, mode="constant")
+    sums = ndi.convolve(U16.astype(np.float64), w, mode="constant")
+    assert_integer_sums(got, ndi.convolve(U16, w, mode="constant"), engine == "cpu", sums)
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.uint16, np.int32, np.float32, np.float64, np.int64])
+@pytest.mark.parametrize("mode", MODES)
+def test_median_exact(engine, dtype, mode):
+    x = rng.uniform(0, 200, (19, 23)).astype(dtype)
+    got = gn.median_filter(x, 3, mode=mode, cval=1)
+    want = ndi.median_filter(x, 3, mode=mode, cval=1)
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_median_stack_and_footprint(engine):
+    got = gn.median_filter(U16, size=(1, 5, 3))
+    np.testing.assert_array_equal(got, ndi.median_filter(U16, size=(1, 5, 3)))
+    fp = np.array([[0, 1, 0], [1, 1, 1], [0, 1, 0]], bool)
+    x = U16[0]
+    np.testing.assert_array_equal(gn.median_filter(x, footprint=fp), ndi.median_filter(x, footprint=fp))
+    out = np.zeros(x.shape, np.float32)
+    assert gn.median_filter(x, 3, output=out) is out
+    np.testing.assert_array_equal(out, ndi.median_filter(x, 3).astype(np.float32))
+
+
+def test_median_bool(engine):
+    x = rng.random((16, 16)) > 0.5
+    got = gn.median_filter(x, 3)
+    assert got.dtype == np.bool_
+    np.testing.assert_array_equal(got, ndi.median_filter(x, 3))
+
+
+def test_layouts_are_accepted(engine):
+    """Non-contiguous, Fortran-ordered, big-endian and read-only arrays."""
+    want = ndi.median_filter(F32, 3)
+    fortran = np.asfortranarray(F32)
+    big = F32.astype(">f4")
+    ro = F32.copy()
+    ro.flags.writeable = False
+    for x in (fortran, big, ro):
+        np.testing.assert_array_equal(gn.median_filter(x, 3), want)
+    strided = np.zeros((24, 62), np.float32)
+    strided[:, ::2] = F32
+    np.testing.assert_array_equal(gn.median_filter(strided[:, ::2], 3), want)
+
+
+def test_empty_arrays(engine):
+    x = np.zeros((0, 5), np.float32)
+    assert gn.median_filter(x, 3).shape == (0, 5)
+    got = gn.gaussian_filter(x, 1.0)
+    assert got.shape == (0, 5) and got.dtype == np.float32
+
+
+def test_label_exact(engine):
+    mask = golden("segment", "coins_mask.npy")
+    for structure in (None, np.ones((3, 3))):
+        got, n = gn.label(mask, structure)
+        want, wn = ndi.label(mask, structure)
+        assert n == wn
+        assert got.dtype == np.int32
+        np.testing.assert_array_equal(got, want)
+
+
+def test_label_3d_and_output(engine):
+    vol = golden("segment", "blobs3d_u8.npy")
+    for c in (1, 2, 3):
+        s = ndi.generate_binary_structure(3, c)
+        got, n = gn.label(vol, s)
+        want, wn = ndi.label(vol, s)
+        assert n == wn
+        np.testing.assert_array_equal(got, want)
+    out = np.zeros(vol.shape, np.int32)
+    assert gn.label(vol, output=out) == ndi.label(vol)[1]
+    np.testing.assert_array_equal(out, ndi.label(vol)[0])
+
+
+@pytest.mark.parametrize(
+    "call, error",
+    [
+        (lambda: gn.median_filter(np.zeros((2, 2, 2, 2), np.float32), 3), ValueError),
+        (lambda: gn.median_filter(np.zeros((4, 4), np.complex64), 3), TypeError),
+        (lambda: gn.gaussian_filter(F32, float("nan")), ValueError),
+        (lambda: gn.gaussian_filter(F32, -1.0), ValueError),
+        (lambda: gn.median_filter(F32, -3), ValueError),
+        (lambda: gn.median_filter(F32, 3, mode="bogus"), ValueError),
+        (lambda: gn.median_filter(F32), ValueError),
+        (lambda: gn.gaussian_filter(F32, 1.0, order=1), NotImplementedError),
+        (lambda: gn.gaussian_filter(F32, "a"), TypeError),
+        (lambda: gn.label(F32, np.ones((3, 3, 3))), RuntimeError),
+    ],
+)
+def test_bad_arguments(engine, call, error):
+    with pytest.raises(error):
+        call()
