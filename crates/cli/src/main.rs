@@ -3,6 +3,7 @@
 //! the README.
 
 mod bench;
+mod clipping;
 mod common;
 mod filters;
 mod frames;
