@@ -134,7 +134,7 @@ pub fn whole_mask(path: &Path, shape: &[usize]) -> CliResult<Vec<bool>> {
 /// Whether the GPU clips `n` values of `dtype`: float32 within the memory
 /// budget (the GPU holds them all); everything else is clipped by the
 /// streamed passes on the CPU.
-pub fn gpu_clips<'a>(engine: &'a Engine, dtype: DType, n: usize) -> Option<&'a Gpu> {
+pub fn gpu_clips(engine: &Engine, dtype: DType, n: usize) -> Option<&Gpu> {
     match engine {
         Engine::Gpu(gpu) if dtype == DType::F32 && (n as u64) * 4 <= gpu.memory_budget() => {
             Some(gpu)
