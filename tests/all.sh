@@ -34,5 +34,8 @@ cargo clippy -q -p gpuscope-core -p gpuscope-io -p gpuscope-web --target wasm32-
 echo "== Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)"
 cargo test --workspace
 
+echo "== fuzz targets (each reader and the CLI's arguments, 15 s each on the seed corpus)"
+FUZZ_SECONDS=15 bash tests/fuzz.sh
+
 echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
 cargo xtask test-web
