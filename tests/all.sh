@@ -48,5 +48,8 @@ WGPU_BACKEND=gl cargo test --workspace "${gl_tests[@]}"
 echo "== Python package (pip install ., pytest against scipy, scikit-image, astropy)"
 bash tests/python.sh
 
+echo "== fuzz targets (each reader and the CLI's arguments, 15 s each on the seed corpus)"
+FUZZ_SECONDS=15 bash tests/fuzz.sh
+
 echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
 cargo xtask test-web

@@ -1,7 +1,12 @@
 //! `gpuscope`, the native command line. The contract (commands, exit codes,
 //! one-line errors, JSON summaries) is in docs/cli.md.
+// Built as the argv fuzz target (crates/fuzz), check.rs holds the entry.
+#![cfg_attr(fuzzing, no_main)]
 
 mod bench;
+#[cfg(any(test, fuzzing))]
+pub(crate) mod check;
+mod clipping;
 mod common;
 mod filters;
 mod frames;

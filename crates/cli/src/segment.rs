@@ -14,6 +14,7 @@ use gpuscope_io::{Array, ArrayData, Format};
 use serde_json::{Value, json};
 
 use crate::Cli;
+use crate::clipping;
 use crate::common::{CliResult, Engine, Failure, peak_rss_bytes, samples};
 use crate::filters::stream_output;
 use crate::stream::{
@@ -64,7 +65,7 @@ fn parse_cenfunc(s: &str) -> Result<CenFunc, String> {
 }
 
 impl ClipArgs {
-    fn options(&self) -> ClipOptions {
+    pub(crate) fn options(&self) -> ClipOptions {
         ClipOptions {
             sigma: self.sigma,
             sigma_lower: self.sigma_lower,
@@ -182,30 +183,33 @@ fn f32_data(a: &Array) -> CliResult<Vec<f32>> {
     }
 }
 
+/// The statistics, on the GPU for float32 within the budget, otherwise by
+/// the streamed passes over the rows in memory (the CPU reference's answer
+/// without its float64 copies).
 fn clip_stats(
     engine: &Engine,
     a: &Array,
-    mask: Option<&[bool]>,
+    mask: Option<Vec<bool>>,
     o: &ClipOptions,
 ) -> CliResult<ClipStats> {
-    Ok(match (engine, &a.data) {
-        // The GPU clips float32 (and small integers, exact in float32 but
-        // with float32 bounds); wider dtypes keep float64 on the CPU.
-        (Engine::Gpu(gpu), ArrayData::F32(v)) => {
-            pollster::block_on(clip::sigma_clipped_stats(gpu, v, mask, o))?
-        }
-        _ => clip::cpu::sigma_clipped_stats(samples(a)?, mask, o)?,
-    })
+    Ok(
+        match (clipping::gpu_clips(engine, a.dtype(), a.len()), &a.data) {
+            (Some(gpu), ArrayData::F32(v)) => {
+                pollster::block_on(clip::sigma_clipped_stats(gpu, v, mask.as_deref(), o))?
+            }
+            _ => clipping::clip_array(a, mask.map(clipping::Mask::Whole), o)?,
+        },
+    )
 }
 
-fn stats_json(s: &ClipStats) -> Value {
+pub(crate) fn stats_json(s: &ClipStats) -> Value {
     json!({
         "mean": s.mean, "median": s.median, "std": s.std,
         "n_kept": s.n_kept, "iterations": s.iterations,
     })
 }
 
-fn timing(engine: &Engine, start: Instant) -> (Value, f64) {
+pub(crate) fn timing(engine: &Engine, start: Instant) -> (Value, f64) {
     let kernel = match engine {
         Engine::Gpu(g) => g.kernel_ns_total().map(|ns| ns as f64 / 1e6),
         Engine::Cpu => None,
@@ -213,49 +217,60 @@ fn timing(engine: &Engine, start: Instant) -> (Value, f64) {
     (json!(kernel), start.elapsed().as_secs_f64() * 1e3)
 }
 
-fn reset(engine: &Engine) {
+pub(crate) fn reset(engine: &Engine) {
     if let Engine::Gpu(g) = engine {
         g.reset_kernel_time();
     }
 }
 
 pub fn clip_cmd(cli: &Cli, args: &ClipCmd) -> CliResult {
+    let o = args.clip.options();
+    // A stack on disk is read slab by slab unless the GPU clips it whole.
+    if let Some(mut reader) = StackReader::open(&args.input)? {
+        let shape = reader.shape();
+        let mask = match &args.mask {
+            Some(p) => Some(clipping::Mask::open(p, &shape)?),
+            None => None,
+        };
+        let engine = Engine::open(cli)?;
+        let n = shape.iter().product();
+        if clipping::gpu_clips(&engine, reader.dtype(), n).is_none() {
+            let start = Instant::now();
+            let s = clipping::clip_stack(&mut reader, mask, &o)?;
+            return print_clip(args, &s, "cpu".into(), "cpu".into(), json!(null), start);
+        }
+    }
     let a = read_one_channel(&args.input)?;
     let mask = match &args.mask {
-        Some(p) => {
-            let m = crate::common::read_image(p)?.array;
-            if m.shape != a.shape {
-                return Err(Failure(format!(
-                    "the mask has shape {:?} but the image {:?}; give a mask of the image's shape",
-                    m.shape, a.shape
-                )));
-            }
-            Some(
-                m.to_f64_vec()
-                    .iter()
-                    .map(|&v| v != 0.0)
-                    .collect::<Vec<bool>>(),
-            )
-        }
+        Some(p) => Some(clipping::whole_mask(p, &a.shape)?),
         None => None,
     };
     let engine = Engine::open(cli)?;
     reset(&engine);
     let start = Instant::now();
-    let s = clip_stats(&engine, &a, mask.as_deref(), &args.clip.options())?;
-    let (kernel_ms, total_ms) = timing(&engine, start);
+    let gpu = clipping::gpu_clips(&engine, a.dtype(), a.len()).is_some();
+    let s = clip_stats(&engine, &a, mask, &o)?;
+    let (kernel_ms, _) = timing(&engine, start);
+    let device = if gpu { engine.name() } else { "cpu".into() };
+    let backend = if gpu { engine.backend() } else { "cpu".into() };
+    print_clip(args, &s, device, backend, kernel_ms, start)
+}
+
+fn print_clip(
+    args: &ClipCmd,
+    s: &ClipStats,
+    device: String,
+    backend: String,
+    kernel_ms: Value,
+    start: Instant,
+) -> CliResult {
     if args.json {
-        let mut out = stats_json(&s);
-        // Only float32 data is clipped on the GPU (see clip_stats).
-        let gpu_f32 = matches!((&engine, &a.data), (Engine::Gpu(_), ArrayData::F32(_)));
-        out["device"] = json!(if gpu_f32 { engine.name() } else { "cpu".into() });
-        out["backend"] = json!(if gpu_f32 {
-            engine.backend()
-        } else {
-            "cpu".into()
-        });
+        let mut out = stats_json(s);
+        out["device"] = json!(device);
+        out["backend"] = json!(backend);
         out["kernel_ms"] = kernel_ms;
-        out["total_ms"] = json!(total_ms);
+        out["total_ms"] = json!(start.elapsed().as_secs_f64() * 1e3);
+        out["peak_rss_bytes"] = json!(peak_rss_bytes());
         println!("{out}");
     } else {
         println!(
@@ -266,7 +281,27 @@ pub fn clip_cmd(cli: &Cli, args: &ClipCmd) -> CliResult {
     Ok(())
 }
 
+pub(crate) fn level(args: &ClipArgs, n: f64) -> Level {
+    if args.workshop {
+        Level::Workshop(n)
+    } else {
+        Level::AboveMedian(n)
+    }
+}
+
 pub fn threshold_cmd(cli: &Cli, args: &ThresholdCmd) -> CliResult {
+    // A stack on disk to a stack format goes slab by slab unless the GPU
+    // clips it whole.
+    if stream_output(&args.output)
+        && let Some(reader) = StackReader::open(&args.input)?
+    {
+        let engine = Engine::open(cli)?;
+        let n = reader.shape().iter().product();
+        let gpu = clipping::gpu_clips(&engine, reader.dtype(), n);
+        if args.nsigma.is_none() || gpu.is_none() {
+            return clipping::threshold_stack(&engine, reader, args);
+        }
+    }
     let a = read_one_channel(&args.input)?;
     let engine = Engine::open(cli)?;
     reset(&engine);
@@ -275,12 +310,7 @@ pub fn threshold_cmd(cli: &Cli, args: &ThresholdCmd) -> CliResult {
         (Some(v), _) => (v, None),
         (None, Some(n)) => {
             let s = clip_stats(&engine, &a, None, &args.clip.options())?;
-            let level = if args.clip.workshop {
-                Level::Workshop(n)
-            } else {
-                Level::AboveMedian(n)
-            };
-            (level.value(&s)?, Some(s))
+            (level(&args.clip, n).value(&s)?, Some(s))
         }
         (None, None) => return Err(Failure("give --above V or --nsigma N".into())),
     };
@@ -300,6 +330,7 @@ pub fn threshold_cmd(cli: &Cli, args: &ThresholdCmd) -> CliResult {
                 "shape": a.shape, "n_above": count, "threshold": value,
                 "clip": stats.as_ref().map(stats_json),
                 "device": engine.name(), "backend": engine.backend(), "kernel_ms": kernel_ms, "total_ms": total_ms,
+                "streamed": false, "peak_rss_bytes": peak_rss_bytes(),
             })
         );
     }

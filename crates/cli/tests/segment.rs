@@ -216,3 +216,69 @@ fn bad_input_gets_one_line_and_no_output() {
         (Some(1), Some(0.0))
     );
 }
+
+/// A stack on disk is clipped slab by slab (with its mask read alongside)
+/// and thresholded slice by slice: the same statistics as the same values
+/// as one 2-D image in memory, and the mask `image > threshold`.
+#[test]
+fn streamed_clip_and_threshold_equal_the_in_memory_path() {
+    let dir = scratch("clip_streamed");
+    let (nz, ny, nx) = (5, 7, 9);
+    let v: Vec<u16> = (0..nz * ny * nx)
+        .map(|i| ((i * 7919) % 251) as u16 + if i % 37 == 0 { 5000 } else { 0 })
+        .collect();
+    let m: Vec<bool> = (0..nz * ny * nx).map(|i| i % 11 == 0).collect();
+    let write = |name: &str, a: Array| {
+        let p = dir.join(name);
+        gpuscope_io::write(&p, &a).unwrap();
+        p.display().to_string()
+    };
+    let stack = write(
+        "stack.npy",
+        Array::from_u16(vec![nz, ny, nx], v.clone()).unwrap(),
+    );
+    let mask = write(
+        "mask.npy",
+        Array::from_bool(vec![nz, ny, nx], m.clone()).unwrap(),
+    );
+    let flat = write(
+        "flat.npy",
+        Array::from_u16(vec![nz * ny, nx], v.clone()).unwrap(),
+    );
+    let flat_mask = write(
+        "flat_mask.npy",
+        Array::from_bool(vec![nz * ny, nx], m).unwrap(),
+    );
+    for cpu in [false, true] {
+        let pre: Vec<&str> = if cpu { vec!["--cpu"] } else { vec![] };
+        let json = |args: &[&str]| run_json(&[&pre[..], args].concat());
+        let a = json(&["clip", &stack, "--mask", &mask, "--json"]);
+        let b = json(&["clip", &flat, "--mask", &flat_mask, "--json"]);
+        for k in ["mean", "median", "std", "n_kept", "iterations"] {
+            assert_eq!(a[k], b[k], "{k} cpu={cpu}");
+        }
+        let out = dir.join("t.npy");
+        let t = json(&[
+            "threshold",
+            &stack,
+            &out.display().to_string(),
+            "--nsigma",
+            "1",
+            "--json",
+        ]);
+        assert_eq!(t["streamed"], true);
+        let s = json(&["clip", &stack, "--json"]);
+        assert_eq!(t["clip"]["median"], s["median"]);
+        assert_eq!(t["clip"]["std"], s["std"]);
+        let level = t["threshold"].as_f64().unwrap();
+        let above = s["median"].as_f64().unwrap() + s["std"].as_f64().unwrap();
+        assert!(
+            (level - above).abs() <= 1e-12 * above.abs(),
+            "{level} vs {above}"
+        );
+        let got = gpuscope_io::read(&out).unwrap().array;
+        assert_eq!(got.shape, vec![nz, ny, nx]);
+        let want: Vec<bool> = v.iter().map(|&x| f64::from(x) > level).collect();
+        assert_eq!(got.data, gpuscope_io::ArrayData::Bool(want), "cpu={cpu}");
+    }
+}

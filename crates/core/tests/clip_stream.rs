@@ -7,8 +7,11 @@ mod common;
 use common::noise;
 use gpuscope_core::Samples;
 use gpuscope_core::stats::CenFunc;
-use gpuscope_core::stats::clip::stream::{InMemory, sigma_clipped_stats};
+use gpuscope_core::stats::clip::stream::{
+    ClipSample, InMemory, clipped_stats, sigma_clipped_stats,
+};
 use gpuscope_core::stats::clip::{ClipOptions, ClipStats, cpu};
+use gpuscope_core::stream::SliceSource;
 
 fn streamed(d: &[f32], plane: usize, per: usize, o: &ClipOptions) -> ClipStats {
     let mut src = InMemory { data: d, plane };
@@ -111,4 +114,87 @@ fn constant_data_and_nothing_finite() {
     };
     let e = sigma_clipped_stats(&mut src, 4, 1, &ClipOptions::default(), &mut |_| {});
     assert!(e.unwrap_err().to_string().contains("no finite"));
+}
+
+fn streamed_of<T: ClipSample>(
+    d: &[T],
+    mask: Option<&[bool]>,
+    per: usize,
+    o: &ClipOptions,
+) -> ClipStats {
+    let plane = 8;
+    let mut src = InMemory { data: d, plane };
+    let mut m = mask.map(|m| InMemory { data: m, plane });
+    let mask_src = m.as_mut().map(|m| m as &mut dyn SliceSource<bool>);
+    clipped_stats(
+        &mut src,
+        mask_src,
+        d.len().div_ceil(plane),
+        per,
+        o,
+        &mut |_| {},
+    )
+    .unwrap()
+}
+
+/// Every dtype, with and without a mask, against the reference.
+#[test]
+fn streamed_clip_of_every_dtype_equals_the_reference() {
+    let n = 8 * 53;
+    let u = noise(n, 7);
+    // Skewed values with ties and outliers in each dtype's range.
+    let base: Vec<f64> = u
+        .iter()
+        .enumerate()
+        .map(|(i, &x)| if i % 41 == 0 { 1.0 } else { x * x })
+        .collect();
+    let mask: Vec<bool> = (0..n).map(|i| i % 13 == 0).collect();
+    let options = [
+        ClipOptions::default(),
+        ClipOptions {
+            maxiters: None,
+            strict: true,
+            ..ClipOptions::default()
+        },
+        ClipOptions {
+            cenfunc: CenFunc::Mean,
+            sigma: 1.5,
+            ..ClipOptions::default()
+        },
+    ];
+    macro_rules! check {
+        ($t:ty, $variant:ident, $scale:expr, $offset:expr) => {{
+            let d: Vec<$t> = base.iter().map(|&x| (x * $scale + $offset) as $t).collect();
+            for o in &options {
+                for m in [None, Some(&mask[..])] {
+                    let want = cpu::sigma_clipped_stats(Samples::$variant(&d), m, o).unwrap();
+                    for per in [1, 5, 53] {
+                        let got = streamed_of(&d, m, per, o);
+                        assert!(
+                            same(&got, &want),
+                            "{} per={per} mask={} {o:?}: {got:?} vs {want:?}",
+                            stringify!($t),
+                            m.is_some()
+                        );
+                    }
+                }
+            }
+        }};
+    }
+    check!(u8, U8, 250.0, 0.0);
+    check!(i8, I8, 250.0, -125.0);
+    check!(u16, U16, 60000.0, 0.0);
+    check!(i16, I16, 60000.0, -30000.0);
+    check!(u32, U32, 4.0e9, 0.0);
+    check!(i32, I32, 4.0e9, -2.0e9);
+    check!(f32, F32, 3.0, -1.0);
+    check!(u64, U64, 1.0e19, 12345.0);
+    check!(i64, I64, 1.0e18, -5.0e17);
+    check!(f64, F64, 1.0e-3, -7.0e-4);
+    // Values close together: 64-bit keys sharing their upper 48 bits.
+    let close: Vec<f64> = base.iter().map(|&x| 1.0 + x * 1e-12).collect();
+    for o in &options {
+        let want = cpu::sigma_clipped_stats(Samples::F64(&close), None, o).unwrap();
+        assert!(same(&streamed_of(&close, None, 3, o), &want), "{o:?}");
+    }
 }

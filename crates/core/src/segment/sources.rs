@@ -181,7 +181,17 @@ async fn stepwise(
     level: Level,
     connectivity: usize,
 ) -> Result<Sources> {
-    let stats = clip::sigma_clipped_stats(gpu, data, None, clip).await?;
+    let stats = if 4 * data.len() as u64 > gpu.memory_budget() {
+        // The GPU's clipping holds the whole image: beyond the budget, the
+        // streamed passes over its rows on the CPU (the CPU reference's
+        // answer) instead.
+        let plane = shape.last().copied().unwrap_or(1).max(1);
+        let mut rows = clip::stream::InMemory { data, plane };
+        let nz = data.len().div_ceil(plane);
+        clip::stream::sigma_clipped_stats(&mut rows, nz, 1024, clip, &mut |_| {})?
+    } else {
+        clip::sigma_clipped_stats(gpu, data, None, clip).await?
+    };
     let threshold = level.value(&stats)?;
     let mask = threshold::threshold_above(gpu, Samples::F32(data), threshold).await?;
     let labels = label::label(gpu, &mask, shape, connectivity).await?;

@@ -1,15 +1,18 @@
-//! Sigma-clipped statistics of a float32 stack too large for memory, read
-//! slice by slice: the same answer as [`super::cpu::sigma_clipped_stats`]
-//! on the whole array, bit for bit.
+//! Sigma-clipped statistics of a stack too large for memory, read slab by
+//! slab: the same answer as [`super::cpu::sigma_clipped_stats`] on the whole
+//! array, bit for bit, for every dtype.
 //!
-//! Each round's kept values are the finite values inside one interval (the
-//! rounds' bounds intersect), so a round needs only that interval. Two
-//! passes over the stack give its statistics: the count, the sum (in f64,
-//! sequentially in raster order as the reference sums) and a histogram of
-//! the upper 16 bits of the order-preserving keys; then the sum of squared
-//! deviations from the mean and, inside the one or two buckets holding the
-//! median's ranks, histograms of the lower 16 bits, which give the median
-//! exactly. Memory: two slabs and three 64 Ki-entry histograms.
+//! Each round's kept values are the finite, unmasked values inside one
+//! interval (the rounds' bounds intersect), so a round needs only that
+//! interval. Two passes over the stack give its statistics: the count, the
+//! sum (in f64, sequentially in raster order as the reference sums) and a
+//! histogram of the upper 16 bits of the order-preserving keys; then the
+//! sum of squared deviations from the mean and, inside the one or two
+//! buckets holding the median's ranks, histograms of the next 16 bits.
+//! A bucket whose smallest and largest key agree holds one value, so 8- and
+//! 16-bit data need no second histogram, 32-bit data one, and 64-bit data
+//! at most three (extra passes only while a bucket still holds several
+//! values). Memory: one slab and at most three 64 Ki-entry histograms.
 
 use std::ops::Range;
 
@@ -18,14 +21,119 @@ use crate::error::{Error, Result};
 use crate::stats::CenFunc;
 use crate::stream::SliceSource;
 
-/// Order-preserving key of a finite float32 (as `total_cmp`).
-fn key(x: f32) -> u32 {
-    let b = x.to_bits();
-    if b >> 31 == 1 { !b } else { b | 0x8000_0000 }
+/// A sample the streamed clipping reads: its value as the reference widens
+/// it, and an order-preserving key left-aligned in 64 bits.
+pub trait ClipSample: Copy {
+    /// float32 data gets float32 bounds, as in the reference.
+    const F32_BOUNDS: bool = false;
+    fn value(self) -> f64;
+    fn key(self) -> u64;
+    /// The value of a key made by [`ClipSample::key`].
+    fn from_key(k: u64) -> f64;
 }
 
-fn value(k: u32) -> f32 {
-    f32::from_bits(if k >> 31 == 1 { k & 0x7FFF_FFFF } else { !k })
+macro_rules! unsigned {
+    ($($t:ty),*) => {$(
+        impl ClipSample for $t {
+            fn value(self) -> f64 {
+                f64::from(self)
+            }
+            fn key(self) -> u64 {
+                u64::from(self) << (64 - <$t>::BITS)
+            }
+            fn from_key(k: u64) -> f64 {
+                (k >> (64 - <$t>::BITS)) as f64
+            }
+        }
+    )*};
+}
+
+macro_rules! signed {
+    ($($t:ty),*) => {$(
+        impl ClipSample for $t {
+            fn value(self) -> f64 {
+                f64::from(self)
+            }
+            fn key(self) -> u64 {
+                // Offset binary: flipping the sign bit orders the integers.
+                let bits = (i64::from(self) as u64) & (u64::MAX >> (64 - <$t>::BITS));
+                (bits ^ (1 << (<$t>::BITS - 1))) << (64 - <$t>::BITS)
+            }
+            fn from_key(k: u64) -> f64 {
+                let offset = (k >> (64 - <$t>::BITS)) as i64;
+                (offset - (1i64 << (<$t>::BITS - 1))) as f64
+            }
+        }
+    )*};
+}
+
+unsigned!(u8, u16, u32);
+signed!(i8, i16, i32);
+
+/// Order-preserving key of a float64 (as `total_cmp`).
+fn key64(x: f64) -> u64 {
+    let b = x.to_bits();
+    if b >> 63 == 1 { !b } else { b | (1 << 63) }
+}
+
+fn value64(k: u64) -> f64 {
+    f64::from_bits(if k >> 63 == 1 { k & !(1 << 63) } else { !k })
+}
+
+impl ClipSample for f32 {
+    const F32_BOUNDS: bool = true;
+    fn value(self) -> f64 {
+        f64::from(self)
+    }
+    fn key(self) -> u64 {
+        let b = self.to_bits();
+        u64::from(if b >> 31 == 1 { !b } else { b | 0x8000_0000 }) << 32
+    }
+    fn from_key(k: u64) -> f64 {
+        let k = (k >> 32) as u32;
+        f64::from(f32::from_bits(if k >> 31 == 1 {
+            k & 0x7FFF_FFFF
+        } else {
+            !k
+        }))
+    }
+}
+
+impl ClipSample for f64 {
+    fn value(self) -> f64 {
+        self
+    }
+    fn key(self) -> u64 {
+        key64(self)
+    }
+    fn from_key(k: u64) -> f64 {
+        value64(k)
+    }
+}
+
+// 64-bit integers are widened to f64 first, as the reference does.
+impl ClipSample for u64 {
+    fn value(self) -> f64 {
+        self as f64
+    }
+    fn key(self) -> u64 {
+        key64(self as f64)
+    }
+    fn from_key(k: u64) -> f64 {
+        value64(k)
+    }
+}
+
+impl ClipSample for i64 {
+    fn value(self) -> f64 {
+        self as f64
+    }
+    fn key(self) -> u64 {
+        key64(self as f64)
+    }
+    fn from_key(k: u64) -> f64 {
+        value64(k)
+    }
 }
 
 /// The kept values: finite and inside [lo, hi] (strict: (lo, hi)).
@@ -55,42 +163,126 @@ struct Round {
     std: f64,
 }
 
-/// Reads the stack in slabs of `per` slices.
-struct Slabs<'a, S> {
-    source: &'a mut S,
+/// Reads the stack (and its mask, true = excluded) in slabs of `per` slices.
+struct Slabs<'a, T> {
+    source: &'a mut dyn SliceSource<T>,
+    mask: Option<&'a mut dyn SliceSource<bool>>,
     nz: usize,
     per: usize,
-    buf: Vec<f32>,
+    buf: Vec<T>,
+    masked: Vec<bool>,
 }
 
-impl<S: SliceSource<f32>> Slabs<'_, S> {
-    /// Calls `f` on every slab in order.
-    fn each(&mut self, mut f: impl FnMut(&[f32])) -> Result<()> {
+impl<T: ClipSample> Slabs<'_, T> {
+    /// Calls `f` on every kept value in raster order.
+    fn each(&mut self, keep: Interval, mut f: impl FnMut(T, f64)) -> Result<()> {
         let mut z = 0;
         while z < self.nz {
             let hi = (z + self.per).min(self.nz);
             self.buf.clear();
             self.source.read(z..hi, &mut self.buf)?;
-            f(&self.buf);
+            self.masked.clear();
+            if let Some(m) = self.mask.as_mut() {
+                m.read(z..hi, &mut self.masked)?;
+                if self.masked.len() != self.buf.len() {
+                    return Err(Error::InvalidInput(
+                        "the mask has fewer values than the data; give a mask of the data's shape"
+                            .into(),
+                    ));
+                }
+            }
+            for (i, &x) in self.buf.iter().enumerate() {
+                let d = x.value();
+                if keep.keeps(d) && !self.masked.get(i).copied().unwrap_or(false) {
+                    f(x, d);
+                }
+            }
             z = hi;
         }
         Ok(())
     }
 }
 
-fn round<S: SliceSource<f32>>(slabs: &mut Slabs<'_, S>, keep: Interval) -> Result<Round> {
+const BINS: usize = 1 << 16;
+
+/// Counts and the smallest and largest key per bucket of 16 key bits.
+struct Histogram {
+    count: Vec<u64>,
+    min: Vec<u64>,
+    max: Vec<u64>,
+}
+
+impl Histogram {
+    fn new() -> Self {
+        Histogram {
+            count: vec![0; BINS],
+            min: vec![u64::MAX; BINS],
+            max: vec![0; BINS],
+        }
+    }
+
+    fn add(&mut self, b: usize, k: u64) {
+        self.count[b] += 1;
+        self.min[b] = self.min[b].min(k);
+        self.max[b] = self.max[b].max(k);
+    }
+
+    /// The bucket holding `rank` (0-based) and the rank within it.
+    fn find(&self, rank: usize) -> (usize, usize) {
+        let mut below = 0usize;
+        for (b, &c) in self.count.iter().enumerate() {
+            if below + c as usize > rank {
+                return (b, rank - below);
+            }
+            below += c as usize;
+        }
+        (BINS - 1, 0)
+    }
+}
+
+/// Where a median rank is: found (its key), or inside the bucket of keys
+/// whose upper `known` bits are `prefix`, at `rank` within it.
+#[derive(Clone, Copy)]
+enum Target {
+    Found(u64),
+    Within {
+        prefix: u64,
+        known: u32,
+        rank: usize,
+    },
+}
+
+impl Target {
+    /// After a histogram of the 16 bits below `known`.
+    fn refine(prefix: u64, known: u32, rank: usize, h: &Histogram) -> Target {
+        let (b, r) = h.find(rank);
+        if h.min[b] == h.max[b] {
+            return Target::Found(h.min[b]);
+        }
+        Target::Within {
+            prefix: (prefix << 16) | b as u64,
+            known: known + 16,
+            rank: r,
+        }
+    }
+}
+
+/// The bucket of key `k` below the `known` upper bits, if its upper bits
+/// are `prefix`.
+fn bucket(k: u64, prefix: u64, known: u32) -> Option<usize> {
+    let upper = if known == 0 { 0 } else { k >> (64 - known) };
+    (upper == prefix).then_some(((k >> (48 - known)) & 0xFFFF) as usize)
+}
+
+fn round<T: ClipSample>(slabs: &mut Slabs<'_, T>, keep: Interval) -> Result<Round> {
     // Pass 1: count, sum (the reference's fold from -0.0), upper bits.
     let (mut n, mut sum) = (0usize, -0.0f64);
-    let mut upper = vec![0u64; 1 << 16];
-    slabs.each(|v| {
-        for &x in v {
-            let d = f64::from(x);
-            if keep.keeps(d) {
-                n += 1;
-                sum += d;
-                upper[(key(x) >> 16) as usize] += 1;
-            }
-        }
+    let mut upper = Histogram::new();
+    slabs.each(keep, |x, d| {
+        n += 1;
+        sum += d;
+        let k = x.key();
+        upper.add((k >> 48) as usize, k);
     })?;
     if n == 0 {
         return Ok(Round {
@@ -101,46 +293,65 @@ fn round<S: SliceSource<f32>>(slabs: &mut Slabs<'_, S>, keep: Interval) -> Resul
         });
     }
     let mean = sum / n as f64;
-    // The median's ranks (0-based) and the buckets holding them.
+    // The median's ranks (0-based).
     let ranks: Vec<usize> = if n % 2 == 1 {
         vec![n / 2]
     } else {
         vec![n / 2 - 1, n / 2]
     };
-    let find = |hist: &[u64], rank: usize| -> (usize, usize) {
-        let mut below = 0usize;
-        for (b, &c) in hist.iter().enumerate() {
-            if below + c as usize > rank {
-                return (b, rank - below);
-            }
-            below += c as usize;
-        }
-        (hist.len() - 1, 0)
-    };
-    let buckets: Vec<(usize, usize)> = ranks.iter().map(|&r| find(&upper, r)).collect();
-    // Pass 2: squared deviations, lower bits inside those buckets.
+    let mut targets: Vec<Target> = ranks
+        .iter()
+        .map(|&r| Target::refine(0, 0, r, &upper))
+        .collect();
+    drop(upper);
+    // Pass 2: squared deviations; then further passes while a median's
+    // bucket still holds several values (lower bits inside that bucket).
     let mut squares = -0.0f64;
-    let mut lower = vec![vec![0u64; 1 << 16]; buckets.len()];
-    slabs.each(|v| {
-        for &x in v {
-            let d = f64::from(x);
-            if keep.keeps(d) {
+    let mut first = true;
+    loop {
+        let open: Vec<(usize, u64, u32)> = targets
+            .iter()
+            .enumerate()
+            .filter_map(|(j, t)| match *t {
+                Target::Within { prefix, known, .. } => Some((j, prefix, known)),
+                Target::Found(_) => None,
+            })
+            .collect();
+        if open.is_empty() && !first {
+            break;
+        }
+        let mut hists: Vec<Histogram> = open.iter().map(|_| Histogram::new()).collect();
+        slabs.each(keep, |x, d| {
+            if first {
                 squares += (d - mean) * (d - mean);
-                let k = key(x);
-                for (j, &(b, _)) in buckets.iter().enumerate() {
-                    if (k >> 16) as usize == b {
-                        lower[j][(k & 0xFFFF) as usize] += 1;
+            }
+            if !open.is_empty() {
+                let k = x.key();
+                for (h, &(_, prefix, known)) in hists.iter_mut().zip(&open) {
+                    if let Some(b) = bucket(k, prefix, known) {
+                        h.add(b, k);
                     }
                 }
             }
+        })?;
+        first = false;
+        for (h, &(j, _, _)) in hists.iter().zip(&open) {
+            if let Target::Within {
+                prefix,
+                known,
+                rank,
+            } = targets[j]
+            {
+                targets[j] = Target::refine(prefix, known, rank, h);
+            }
         }
-    })?;
-    let picked: Vec<f64> = buckets
+    }
+    let picked: Vec<f64> = targets
         .iter()
-        .zip(&lower)
-        .map(|(&(b, r), hist)| {
-            let (low, _) = find(hist, r);
-            f64::from(value(((b as u32) << 16) | low as u32))
+        .map(|t| match *t {
+            Target::Found(k) => T::from_key(k),
+            // Not reached: a bucket of the lowest 16 bits holds one key.
+            Target::Within { .. } => f64::NAN,
         })
         .collect();
     let median = if picked.len() == 1 {
@@ -165,15 +376,31 @@ pub fn sigma_clipped_stats(
     options: &ClipOptions,
     progress: &mut dyn FnMut(u32),
 ) -> Result<ClipStats> {
+    clipped_stats(source, None, nz, per, options, progress)
+}
+
+/// Sigma-clipped statistics of the stack `source` of `nz` slices of any
+/// dtype, read `per` slices at a time; `mask` (true = excluded) gives the
+/// same slices. `progress(round)` after each round.
+pub fn clipped_stats<'a, T: ClipSample>(
+    source: &'a mut dyn SliceSource<T>,
+    mask: Option<&'a mut dyn SliceSource<bool>>,
+    nz: usize,
+    per: usize,
+    options: &ClipOptions,
+    progress: &mut dyn FnMut(u32),
+) -> Result<ClipStats> {
     let (sl, su) = options.sigmas()?;
     if per == 0 {
         return Err(Error::InvalidInput("slabs of 0 slices".into()));
     }
     let mut slabs = Slabs {
         source,
+        mask,
         nz,
         per,
         buf: Vec::new(),
+        masked: Vec::new(),
     };
     let mut keep = Interval {
         lo: f64::NEG_INFINITY,
@@ -192,9 +419,13 @@ pub fn sigma_clipped_stats(
             CenFunc::Median => s.median,
             CenFunc::Mean => s.mean,
         };
-        // float32 bounds, as the reference for float32 data.
-        let (c, d) = (cen as f32, s.std as f32);
-        let (lo, hi) = (f64::from(c - d * sl as f32), f64::from(c + d * su as f32));
+        let (lo, hi) = if T::F32_BOUNDS {
+            // float32 bounds, as the reference for float32 data.
+            let (c, d) = (cen as f32, s.std as f32);
+            (f64::from(c - d * sl as f32), f64::from(c + d * su as f32))
+        } else {
+            (cen - s.std * sl, cen + s.std * su)
+        };
         if lo.is_nan() || hi.is_nan() {
             // Comparisons with NaN keep nothing.
             keep.lo = f64::INFINITY;
@@ -220,15 +451,17 @@ pub fn sigma_clipped_stats(
     })
 }
 
-/// Slices `z` of a float32 array in memory (tests and callers holding it).
-pub struct InMemory<'a> {
-    pub data: &'a [f32],
+/// Slices `z` of an array in memory (tests and callers holding it).
+pub struct InMemory<'a, T = f32> {
+    pub data: &'a [T],
     pub plane: usize,
 }
 
-impl SliceSource<f32> for InMemory<'_> {
-    fn read(&mut self, z: Range<usize>, out: &mut Vec<f32>) -> Result<()> {
-        out.extend_from_slice(&self.data[z.start * self.plane..z.end * self.plane]);
+impl<T: Copy> SliceSource<T> for InMemory<'_, T> {
+    fn read(&mut self, z: Range<usize>, out: &mut Vec<T>) -> Result<()> {
+        let end = (z.end * self.plane).min(self.data.len());
+        let start = (z.start * self.plane).min(end);
+        out.extend_from_slice(&self.data[start..end]);
         Ok(())
     }
 }

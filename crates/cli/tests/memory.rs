@@ -1,0 +1,298 @@
+//! Peak host memory of each command on inputs much larger than
+//! `--memory-budget`, read from the child's rusage (`wait4`), against the
+//! bounds docs/memory.md states: streamed commands within a constant of the
+//! budget above the process's baseline (a run on a tiny input, which holds
+//! the GPU driver), in-memory commands within a small multiple of the
+//! decoded input. Linux only (where rusage reports the peak resident size).
+#![cfg(target_os = "linux")]
+
+mod common;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Mutex, OnceLock};
+
+use common::scratch;
+use gpuscope_io::{Array, write};
+
+const BUDGET: &str = "16M";
+const MIB: f64 = (1 << 20) as f64;
+
+/// Held while an input is made and while a child starts: Linux keeps the
+/// high-water mark of the forked copy of this process across `exec`, so a
+/// child started while another test holds a large input would inherit it.
+static QUIET: Mutex<()> = Mutex::new(());
+
+/// Runs gpuscope; its exit success, stderr and peak resident bytes. The
+/// child is reaped by `wait4`, not `Child::wait` (which gives no rusage).
+#[allow(clippy::zombie_processes)]
+fn peak(args: &[&str]) -> (bool, String, u64) {
+    let started = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the gpuscope binary runs");
+    drop(started);
+    let mut err = String::new();
+    // stderr is small; read it to the end (the child's exit) before reaping.
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut err);
+    }
+    let mut status = 0;
+    // SAFETY: rusage is plain data written by the kernel; the pid is our
+    // child, not yet reaped.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let pid = child.id() as libc::pid_t;
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(r, pid, "wait4 failed");
+    let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
+    (ok, err, usage.ru_maxrss as u64 * 1024)
+}
+
+/// Peak bytes of a successful run.
+fn run(args: &[&str]) -> u64 {
+    let (ok, err, bytes) = peak(args);
+    assert!(ok, "{args:?} failed: {err}");
+    bytes
+}
+
+fn dir() -> &'static PathBuf {
+    static D: OnceLock<PathBuf> = OnceLock::new();
+    D.get_or_init(|| scratch("memory"))
+}
+
+fn s(p: &Path) -> String {
+    p.display().to_string()
+}
+
+/// Deterministic noise with a few bright blobs, as uint16 counts.
+fn counts(n: usize, seed: u64) -> Vec<u16> {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let base = 1000 + (x % 64) as u16;
+            if i % 4099 < 9 { base + 30000 } else { base }
+        })
+        .collect()
+}
+
+/// A file written once per test binary run.
+fn input(name: &str, make: impl FnOnce() -> Array) -> String {
+    let p = dir().join(name);
+    let _quiet = QUIET.lock().unwrap_or_else(|e| e.into_inner());
+    if !p.exists() {
+        write(&p, &make()).expect("write the input");
+    }
+    s(&p)
+}
+
+/// A uint16 stack of 64 MiB (4x the budget), 32 planes of 1024 x 1024.
+fn stack_u16() -> String {
+    input("stack_u16.npy", || {
+        Array::from_u16(vec![32, 1024, 1024], counts(32 << 20, 1)).unwrap()
+    })
+}
+
+/// A 2-D uint16 image of 32 MiB decoded.
+fn image_u16(ext: &str) -> String {
+    input(&format!("image_u16.{ext}"), || {
+        Array::from_u16(vec![4096, 4096], counts(16 << 20, 2)).unwrap()
+    })
+}
+
+/// Peak of a run on a tiny input: the driver and binary, no data.
+fn baseline() -> u64 {
+    static B: OnceLock<u64> = OnceLock::new();
+    *B.get_or_init(|| {
+        let tiny = input("tiny.npy", || {
+            Array::from_u16(vec![2, 8, 8], counts(128, 3)).unwrap()
+        });
+        let out = s(&dir().join("tiny_out.npy"));
+        run(&[
+            "--memory-budget",
+            BUDGET,
+            "convolve",
+            &tiny,
+            &out,
+            "--gaussian",
+            "1",
+        ])
+    })
+}
+
+/// Asserts `peak <= baseline + allowance` and reports both.
+fn within(what: &str, peak: u64, allowance: f64) {
+    let b = baseline();
+    let extra = peak.saturating_sub(b) as f64;
+    eprintln!(
+        "{what}: peak {:.0} MiB, baseline {:.0} MiB, extra {:.0} MiB (allowed {:.0} MiB)",
+        peak as f64 / MIB,
+        b as f64 / MIB,
+        extra / MIB,
+        allowance / MIB
+    );
+    assert!(
+        extra <= allowance,
+        "{what}: {:.0} MiB above the baseline, more than the {:.0} MiB allowed",
+        extra / MIB,
+        allowance / MIB
+    );
+}
+
+fn out(name: &str) -> String {
+    s(&dir().join(name))
+}
+
+/// Runs `args` with the budget and reports its peak against the bound.
+fn check(what: &str, args: &[&str], allowance: f64) {
+    let mut all = vec!["--memory-budget", BUDGET];
+    all.extend_from_slice(args);
+    let t = std::time::Instant::now();
+    let p = run(&all);
+    eprintln!("{what}: {:.1} s", t.elapsed().as_secs_f64());
+    within(what, p, allowance);
+}
+
+const BUDGET_BYTES: f64 = (16 << 20) as f64;
+/// The decoded 2-D image: 4096 x 4096 uint16.
+const IMAGE_BYTES: f64 = (32 << 20) as f64;
+
+#[test]
+fn clip_and_threshold() {
+    let st = stack_u16();
+    check("clip stack", &["clip", &st, "--json"], 2.0 * BUDGET_BYTES);
+    let t = out("t.npy");
+    check(
+        "threshold stack",
+        &["threshold", &st, &t, "--nsigma", "5"],
+        3.0 * BUDGET_BYTES,
+    );
+    let im = image_u16("png");
+    check("clip 2-D", &["clip", &im], 2.0 * IMAGE_BYTES);
+    let t2 = out("t2.npy");
+    check(
+        "threshold 2-D",
+        &["threshold", &im, &t2, "--nsigma", "5"],
+        4.0 * IMAGE_BYTES,
+    );
+}
+
+#[test]
+fn filters() {
+    let st = stack_u16();
+    let (c, m, o) = (out("c.npy"), out("m.npy"), out("o.npy"));
+    check(
+        "convolve stack",
+        &["convolve", &st, &c, "--gaussian", "1"],
+        8.0 * BUDGET_BYTES,
+    );
+    check(
+        "median stack",
+        &["median", &st, &m, "--size", "3"],
+        8.0 * BUDGET_BYTES,
+    );
+    check(
+        "outliers stack",
+        &["outliers", &st, &o, "--diff", "100"],
+        8.0 * BUDGET_BYTES,
+    );
+    let im = image_u16("png");
+    let (c, m, o) = (out("c2.npy"), out("m2.npy"), out("o2.npy"));
+    check(
+        "convolve 2-D",
+        &["convolve", &im, &c, "--gaussian", "1"],
+        10.0 * IMAGE_BYTES,
+    );
+    check(
+        "median 2-D",
+        &["median", &im, &m, "--size", "3"],
+        10.0 * IMAGE_BYTES,
+    );
+    check(
+        "outliers 2-D",
+        &["outliers", &im, &o, "--diff", "100"],
+        10.0 * IMAGE_BYTES,
+    );
+}
+
+#[test]
+fn sources_info_slic_spots() {
+    let st = stack_u16();
+    check(
+        "sources stack",
+        &["sources", &st, "--catalogue", &out("s.csv")],
+        8.0 * BUDGET_BYTES,
+    );
+    let im = image_u16("png");
+    check(
+        "sources 2-D",
+        &["sources", &im, "--catalogue", &out("s2.csv")],
+        10.0 * IMAGE_BYTES,
+    );
+    check("info 2-D", &["info", &im], 2.0 * IMAGE_BYTES);
+    check("info stack", &["info", &st], 2.0 * 2.0 * IMAGE_BYTES);
+    let small = input("small.png", || {
+        Array::from_u16(vec![1024, 1024], counts(1 << 20, 5)).unwrap()
+    });
+    let sl = out("sl.npy");
+    // 2 MiB decoded: the working arrays, not the input, dominate.
+    let slic_bound = 48.0 * (2 << 20) as f64;
+    check(
+        "slic 2-D",
+        &["slic", &small, &sl, "--channel-axis", "none"],
+        slic_bound,
+    );
+    check("spots stack", &["spots", &st], 8.0 * BUDGET_BYTES);
+    check("spots 2-D", &["spots", &im], 16.0 * IMAGE_BYTES);
+}
+
+/// A boolean stack of isolated pixels: one component per 8 pixels.
+fn speckles() -> String {
+    input("speckles.npy", || {
+        let (nz, ny, nx) = (32, 1024, 1024);
+        let v = (0..nz * ny * nx)
+            .map(|i| {
+                let (z, y, x) = (i / (ny * nx), i / nx % ny, i % nx);
+                z % 2 == 0 && y % 2 == 0 && x % 2 == 0
+            })
+            .collect();
+        Array::from_bool(vec![nz, ny, nx], v).unwrap()
+    })
+}
+
+#[test]
+fn label() {
+    let st = stack_u16();
+    let mask = out("mask.npy");
+    run(&["threshold", &st, &mask, "--above", "1030"]);
+    check(
+        "label stack",
+        &["label", &mask, &out("l.npy")],
+        8.0 * BUDGET_BYTES,
+    );
+    // Each component costs about 5 bytes (its final number and its share
+    // of the tables) on top; 8 are allowed.
+    let components = (4 << 20) as f64;
+    let l3 = out("l3.npy");
+    check(
+        "label stack, 4M components",
+        &["label", &speckles(), &l3],
+        8.0 * BUDGET_BYTES + 8.0 * components,
+    );
+    let im = image_u16("png");
+    let mask2 = out("mask2.npy");
+    run(&["threshold", &im, &mask2, "--above", "1030"]);
+    // The boolean mask is 16 MiB: 12 bytes per pixel.
+    check(
+        "label 2-D",
+        &["label", &mask2, &out("l2.npy")],
+        6.0 * IMAGE_BYTES,
+    );
+}

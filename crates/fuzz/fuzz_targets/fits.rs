@@ -1,0 +1,10 @@
+#![no_main]
+//! .fits: the whole-file decoder.
+
+use libfuzzer_sys::fuzz_target;
+
+mod common;
+
+fuzz_target!(|data: &[u8]| {
+    common::decode("f.fits", data);
+});
