@@ -6,6 +6,7 @@ mod bench;
 mod common;
 mod filters;
 mod frames;
+mod ops;
 mod segment;
 mod slic;
 mod spots;
@@ -92,6 +93,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The operations: parameters, defaults, limits, reference functions.
+    Ops {
+        #[arg(long)]
+        json: bool,
+    },
     /// Gaussian filter or convolution with any kernel (scipy.ndimage semantics).
     Convolve(filters::ConvolveArgs),
     /// Median filter (scipy.ndimage.median_filter semantics, exact for every dtype).
@@ -171,6 +177,7 @@ fn run(cli: Cli) -> CliResult {
     match &cli.command {
         Command::Info { file, json } => info(file, *json),
         Command::Devices { json } => devices(*json),
+        Command::Ops { json } => ops::ops(*json),
         Command::Convolve(args) => filters::convolve(&cli, args),
         Command::Median(args) => filters::median(&cli, args),
         Command::Outliers(args) => filters::outliers(&cli, args),
