@@ -3,14 +3,19 @@
 //! Params::default().field`); the tests below hold the two together.
 
 use gpuscope_core::catalogue::{self, Operation, Param};
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use crate::common::CliResult;
 
 pub fn ops(json: bool) -> CliResult {
     let cat = catalogue::catalogue();
     if json {
-        println!("{}", json!({ "operations": serde_json::to_value(&cat)? }));
+        // Written from the structs, so the keys keep the catalogue's order.
+        #[derive(serde::Serialize)]
+        struct Ops<'a> {
+            operations: &'a [Operation],
+        }
+        println!("{}", serde_json::to_string(&Ops { operations: &cat })?);
         return Ok(());
     }
     for op in &cat {
@@ -21,7 +26,12 @@ pub fn ops(json: bool) -> CliResult {
 
 fn print_op(op: &Operation) {
     let output = serde_json::to_value(op.output).unwrap_or(Value::Null);
-    println!("{}  ({}) -> {}", op.name, op.reference, output.as_str().unwrap_or("?"));
+    println!(
+        "{}  ({}) -> {}",
+        op.name,
+        op.reference,
+        output.as_str().unwrap_or("?")
+    );
     println!("  {}", op.summary);
     println!("  command line: {}", op.cli);
     for i in &op.inputs {
@@ -31,7 +41,13 @@ fn print_op(op: &Operation) {
         );
     }
     for p in &op.params {
-        println!("    {:<22} {:<7} {:<24} {}", p.name, type_name(p), value_text(p), p.help);
+        println!(
+            "    {:<22} {:<7} {:<24} {}",
+            p.name,
+            type_name(p),
+            value_text(p),
+            p.help
+        );
     }
     println!();
 }
@@ -51,7 +67,10 @@ fn value_text(p: &Param) -> String {
         format!("default {}", p.default)
     };
     if let Some(min) = p.min {
-        t.push_str(&format!(", {}{min}", if p.min_exclusive { ">" } else { ">=" }));
+        t.push_str(&format!(
+            ", {}{min}",
+            if p.min_exclusive { ">" } else { ">=" }
+        ));
     }
     if let Some(max) = p.max {
         t.push_str(&format!(", <={max}"));
@@ -139,7 +158,10 @@ mod tests {
             }
             ("threshold", Command::Threshold(a)) => {
                 assert_eq!(a.above, Some(1.5));
-                assert!(ThresholdParams::default().value.is_nan(), "value has no default");
+                assert!(
+                    ThresholdParams::default().value.is_nan(),
+                    "value has no default"
+                );
                 assert_eq!(a.clip.params(), SigmaClipParams::default());
             }
             ("label", Command::Label(a)) => assert_eq!(label_params(&a), LabelParams::default()),

@@ -12,8 +12,8 @@ use gpuscope_core::segment::{LabelParams, SourcesParams, ThresholdParams};
 use gpuscope_core::slic::SlicParams;
 use gpuscope_core::stats::SigmaClipParams;
 use gpuscope_core::{Error, Gpu, GpuOptions};
-use serde::Serialize;
 use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint8Array};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::ops::{self, Linear, RankOp};

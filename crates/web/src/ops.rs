@@ -7,8 +7,8 @@ use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval};
 use gpuscope_core::filters::{
     self, Boundary, ConvolveParams, Filter, GaussianParams, MedianParams, Output,
 };
-use gpuscope_core::segment::ThresholdParams;
 use gpuscope_core::keys::SampleVec;
+use gpuscope_core::segment::ThresholdParams;
 use gpuscope_core::segment::threshold;
 use gpuscope_core::{Error, Gpu, Result, Samples};
 use gpuscope_io::{Array, Format, IoError};
@@ -390,8 +390,10 @@ mod tests {
         assert_eq!(out[0], 1.0);
         assert!(RankOp::outliers(9, &[3, 3], &outliers(-1.0, "bright")).is_err());
         assert!(
-            serde_json::from_value::<OutlierRemoval>(serde_json::json!({"diff": 1.0, "mode": "hot"}))
-                .is_err()
+            serde_json::from_value::<OutlierRemoval>(
+                serde_json::json!({"diff": 1.0, "mode": "hot"})
+            )
+            .is_err()
         );
         assert!(RankOp::outliers(9, &[3, 3], &OutlierRemoval::default()).is_err());
         assert!(RankOp::median(9, &[3, 3], &median(0, "reflect")).is_err());
