@@ -37,11 +37,26 @@ pub(crate) fn js_err(e: impl std::fmt::Display) -> JsError {
 
 /// An operation's options object as its parameter type: `undefined` or
 /// `null` for all the defaults; unknown keys and bad values are refused.
-pub(crate) fn options<T: serde::de::DeserializeOwned + Default>(
+pub(crate) fn options<T: serde::de::DeserializeOwned + Serialize + Default>(
     options: JsValue,
 ) -> Result<T, JsError> {
     if options.is_undefined() || options.is_null() {
         return Ok(T::default());
+    }
+    // serde-wasm-bindgen reads only the fields it knows: a misspelt option
+    // would be dropped silently, so the keys are checked here.
+    if let Some(obj) = options.dyn_ref::<Object>() {
+        let known = gpuscope_core::catalogue::defaults::<T>();
+        for key in Object::keys(obj).iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !known.contains_key(&key) {
+                let names: Vec<&str> = known.keys().map(String::as_str).collect();
+                return Err(JsError::new(&format!(
+                    "unknown option `{key}` (the options are {})",
+                    names.join(", ")
+                )));
+            }
+        }
     }
     serde_wasm_bindgen::from_value(options).map_err(js_err)
 }
