@@ -1,5 +1,5 @@
 // The CPU (wasm) path in a Web Worker: the same module as the page, called
-// with the same arguments, so a long CPU run never blocks the page and can
+// with the same arguments ((data, shape, options) for an operation), so a long CPU run never blocks the page and can
 // be cancelled by terminating the worker. The page runs a second one for
 // decoding files (`fn` 'decode').
 import init, * as wasm from './pkg/gpuscope_web.js';

@@ -4,13 +4,25 @@
 // these entries, so adding an operation of the core is one entry here (plus
 // its two wasm functions in crates/web/src/bindings.rs).
 //
+// Parameters, defaults and limits are not written here: they come from the
+// core's operation catalogue, exported by the wasm module (`catalogue()`),
+// and an entry only adds how the page presents them (`ui`, `omit`). A
+// browser test (web/tests/catalogue.test.mjs) fails if the two disagree.
+//
 // An entry:
-//   id         key in OPS, in the URL hash and in `gpu`/`cpu` below
+//   id         key in OPS, in the URL hash and in `gpu`/`cpu` below; the
+//              catalogue's operation name
 //   title      what the operation menu shows (the reference function's name)
 //   reference  the function users know, with its library ('scipy.ndimage.gaussian_filter')
 //   help       one sentence shown under the form
-//   params     [{name, type, default, ...}] in the reference's order, with its
-//              names and defaults. Types and their checks:
+//   ui         per parameter, what the page adds to or changes in the
+//              catalogue's entry: `example` (the form's starting value of a
+//              required parameter), `help`, `maxSize`, or a page-only form
+//              (SLIC's 'auto' choices, turned into the catalogue's values by
+//              `options`)
+//   omit       catalogue parameters the page does not offer (their defaults apply)
+//   params     built from the catalogue: [{name, type, default, ...}] in the
+//              reference's order, with its names and defaults. Types and their checks:
 //                float    finite number; `min`, `max`, `minExclusive`
 //                int      integer; `min`, `max`
 //                floats   comma-separated floats, each checked like `float`;
@@ -24,12 +36,14 @@
 //              reference's `None`. `help` is the input's tooltip.
 //   check(p, input)  optional cross-parameter check; returns a message or null
 //   gpu, cpu   names of the wasm `Engine` method and of the free CPU function.
-//              Both are called as f(data: Float32Array, shape: Uint32Array, ...args)
+//              Both are called as f(data: Float32Array, shape: Uint32Array, options)
 //              and return {data, shape, ms, kernelMs?} (+ `count` for labels,
 //              `table` for tables: see below)
-//   args(p, input, context)  the arguments after (data, shape), from the parsed
-//              params; `context.image` is the chain's latest image ({data: Float32Array,
-//              shape}), e.g. the intensities for regionprops after label
+//   options(p, input, context)  optional: the options object (the catalogue's
+//              parameter names) from the parsed params, where the page's form
+//              differs from the catalogue's values; otherwise the params as
+//              parsed. `context.image` is the chain's latest image ({data:
+//              Float32Array, shape}), e.g. the intensities for regionprops after label
 //   result     what the output is, which decides how it is shown and chained:
 //                image   same-shape array: shown with the colormap, feeds the next step
 //                mask    0/1 Uint8Array: shown as an overlay on the step's input,
@@ -58,7 +72,24 @@
 // Parameters reach the functions parsed: floats/ints as arrays, matrix as
 // {values, rows, cols}, optional empties as null.
 
-export const MODES = ['reflect', 'mirror', 'nearest', 'wrap', 'constant'];
+// The catalogue, from the same wasm module the page computes with (loaded
+// once: wasm.js's `init` finds it ready). Without it (no build) there are no
+// parameters, and the app reports the missing module when it starts.
+let catalogueOps = [];
+try {
+  const wasm = await import('./pkg/gpuscope_web.js');
+  await wasm.default({ module_or_path: new URL('./pkg/gpuscope_web_bg.wasm', import.meta.url) });
+  catalogueOps = wasm.catalogue();
+} catch {
+  catalogueOps = [];
+}
+
+/** The core's operation catalogue: [{name, reference, params: [{name, type,
+ * default, required, nullable, min, min_exclusive, max, choices, per_axis, help}], ...}]. */
+export const CATALOGUE = catalogueOps;
+
+/** Catalogue operations the page does not offer on their own. */
+export const NOT_ON_PAGE = ['regionprops']; // measured by `sources`
 
 /** GPU (f32) vs CPU (f64) agreement for float outputs, relative to max |CPU|. */
 export const RTOL = 1e-4;
@@ -72,14 +103,6 @@ export function py(v) {
   return String(v);
 }
 
-const mode = {
-  name: 'mode',
-  type: 'choice',
-  choices: MODES,
-  default: 'reflect',
-  help: 'how the array is extended beyond its edges (scipy.ndimage modes)',
-};
-const cval = { name: 'cval', type: 'float', default: 0, help: "value outside the edges when mode is 'constant'" };
 
 /** A 2-D kernel as an n-D weights array for an input of `shape`: a stack
  * (d, h, w) gets (1, kh, kw), an RGB image (h, w, 3|4) gets (kh, kw, 1), i.e.
@@ -105,17 +128,9 @@ const linearKernel = (flip) => ({
   help: flip
     ? 'True convolution (weights flipped; even extents centred as scipy). A 2-D kernel is applied per slice of a stack and per channel of an RGB image.'
     : 'Correlation (weights not flipped). A 2-D kernel is applied per slice of a stack and per channel of an RGB image.',
-  params: [
-    {
-      name: 'weights',
-      type: 'matrix',
-      default: '1, 2, 1; 0, 0, 0; -1, -2, -1',
-      maxSize: 63,
-      help: "kernel rows separated by ';', values by ','",
-    },
-    mode,
-    cval,
-  ],
+  ui: {
+    weights: { type: 'matrix', example: '1, 2, 1; 0, 0, 0; -1, -2, -1', maxSize: 63, help: "kernel rows separated by ';', values by ','" },
+  },
   check: kernelCheck,
   python: (p, input) => {
     const k = kernelFor(p.weights, input.shape);
@@ -125,13 +140,13 @@ const linearKernel = (flip) => ({
   },
   gpu: flip ? 'convolve' : 'correlate',
   cpu: flip ? 'convolve' : 'correlate',
-  args: (p, input) => {
-    const k = kernelFor(p.weights, input.shape);
-    return [Float64Array.from(k.values), Uint32Array.from(k.shape), p.mode, p.cval];
-  },
+  options: (p, input) => ({ ...p, weights: kernelFor(p.weights, input.shape) }),
   result: 'image',
   exact: false,
 });
+
+/** SLIC's spacing: empty (None) or all ones is isotropic. */
+const isotropic = (spacing) => spacing === null || spacing.every((v) => v === 1);
 
 /** SLIC's channel axis for an input: 'auto' = -1 for an RGB(A) image (h, w,
  * 3|4), grayscale (undefined = None) otherwise. */
@@ -148,23 +163,10 @@ export const OPS = {
     title: 'gaussian_filter',
     reference: 'scipy.ndimage.gaussian_filter',
     help: 'Gaussian smoothing, one pass per axis, radius int(truncate·sigma + 0.5). For an RGB image give 0 on the channel axis (2, 2, 0) as in scipy.',
-    params: [
-      {
-        name: 'sigma',
-        type: 'floats',
-        default: '2',
-        min: 0,
-        perAxis: true,
-        help: 'standard deviation: one value, or one per axis (slowest first)',
-      },
-      mode,
-      cval,
-      { name: 'truncate', type: 'float', default: 4.0, min: 0, minExclusive: true, help: 'kernel radius in sigmas' },
-    ],
+    ui: { sigma: { example: '2' } },
     python: (p) => `ndimage.gaussian_filter(x, sigma=${py(p.sigma)}, mode=${py(p.mode)}, cval=${py(p.cval)}, truncate=${py(p.truncate)})`,
     gpu: 'gaussian_filter',
     cpu: 'gaussian_filter',
-    args: (p) => [Float64Array.from(p.sigma), p.mode, p.cval, p.truncate],
     result: 'image',
     exact: false,
   },
@@ -174,11 +176,10 @@ export const OPS = {
     title: 'threshold (image > value)',
     reference: 'numpy: image > value',
     help: 'Boolean mask of the pixels strictly above value, compared exactly in the input dtype; NaN is never above.',
-    params: [{ name: 'value', type: 'float', default: 100, help: 'pixels strictly greater than this are foreground' }],
+    ui: { value: { example: '100', help: 'pixels strictly greater than this are foreground' } },
     python: (p) => `x > ${py(p.value)}`,
     gpu: 'threshold',
     cpu: 'threshold',
-    args: (p) => [p.value],
     result: 'mask',
     exact: true,
   },
@@ -186,15 +187,11 @@ export const OPS = {
     title: 'median_filter',
     reference: 'scipy.ndimage.median_filter',
     help: 'Element n//2 of the sorted window (exact: the output is one of the inputs). Stacks: size 1,k,k filters slice by slice. NaN neighbours count as -inf (Mantid Imaging).',
-    params: [
-      { name: 'size', type: 'ints', default: '3', min: 1, max: 1025, perAxis: true, help: 'window extent: one value, or one per axis (slowest first)' },
-      mode,
-      cval,
-    ],
+    ui: { size: { example: '3', help: 'window extent: one value, or one per axis (slowest first)' } },
+    omit: ['footprint'],
     python: (p) => `ndimage.median_filter(x, size=${py(p.size)}, mode=${py(p.mode)}, cval=${py(p.cval)})`,
     gpu: 'median_filter',
     cpu: 'median_filter',
-    args: (p) => [Uint32Array.from(p.size), p.mode, p.cval],
     result: 'image',
     exact: true,
   },
@@ -202,11 +199,7 @@ export const OPS = {
     title: 'remove_outliers',
     reference: 'Mantid Imaging remove outliers',
     help: 'Replaces an element by the median of its size×size slice window (mode reflect) where it is brighter (bright), darker (dark) or either (both) by more than diff; tomopy: bright with >=.',
-    params: [
-      { name: 'diff', type: 'float', default: 20, min: 0, minExclusive: true, help: 'difference from the local median that makes an outlier' },
-      { name: 'size', type: 'int', default: 3, min: 1, max: 1025, help: 'median window extent in each slice' },
-      { name: 'mode', type: 'choice', choices: ['bright', 'dark', 'both', 'tomopy'], default: 'bright' },
-    ],
+    ui: { diff: { example: '20' }, mode: { help: undefined } },
     python: (p) => {
       const size = `(1, ${p.size}, ${p.size}) if x.ndim == 3 else ${p.size}`;
       const med = `ndimage.median_filter(x, size=${size}, mode='reflect')`;
@@ -215,7 +208,6 @@ export const OPS = {
     },
     gpu: 'remove_outliers',
     cpu: 'remove_outliers',
-    args: (p) => [p.diff, p.size, p.mode],
     result: 'image',
     exact: true,
   },
@@ -223,14 +215,13 @@ export const OPS = {
     title: 'sigma_clipped_stats',
     reference: 'astropy.stats.sigma_clipped_stats',
     help: 'Mean, median and standard deviation (ddof 0) of the values kept by iterative kappa-sigma clipping (exact median on the GPU); NaN and inf left out. workshop: the GPU workshop’s loop (strict comparisons, until nothing changes). A colour image is clipped as its luminance.',
-    params: [
-      { name: 'sigma', type: 'float', default: 3, min: 0, minExclusive: true, help: 'clipping limit in standard deviations' },
-      { name: 'sigma_lower', type: 'float', default: '', optional: true, min: 0, minExclusive: true, help: 'lower limit (empty: sigma)' },
-      { name: 'sigma_upper', type: 'float', default: '', optional: true, min: 0, minExclusive: true, help: 'upper limit (empty: sigma)' },
-      { name: 'maxiters', type: 'int', default: 5, optional: true, min: 1, help: 'iterations at most (empty: until convergence, astropy’s None)' },
-      { name: 'cenfunc', type: 'choice', choices: ['median', 'mean'], default: 'median' },
-      { name: 'workshop', type: 'bool', default: false, help: 'the workshop’s variant: strict comparisons, until convergence' },
-    ],
+    ui: {
+      sigma_lower: { help: 'lower limit (empty: sigma)' },
+      sigma_upper: { help: 'upper limit (empty: sigma)' },
+      maxiters: { help: 'iterations at most (empty: until convergence, astropy’s None)' },
+      cenfunc: { help: undefined },
+      workshop: { help: 'the workshop’s variant: strict comparisons, until convergence' },
+    },
     oneChannel: true,
     python: (p) =>
       p.workshop
@@ -238,7 +229,6 @@ export const OPS = {
         : `stats.sigma_clipped_stats(x, sigma=${py(p.sigma)}, sigma_lower=${py(p.sigma_lower)}, sigma_upper=${py(p.sigma_upper)}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}, stdfunc='std')`,
     gpu: 'sigma_clipped_stats',
     cpu: 'sigma_clipped_stats',
-    args: (p) => [p.sigma, p.sigma_lower, p.sigma_upper, p.maxiters, p.cenfunc, p.workshop],
     output: (r) => ({
       ...r,
       table: {
@@ -259,10 +249,10 @@ export const OPS = {
     title: 'label',
     reference: 'scipy.ndimage.label',
     help: 'Connected components of the elements different from background, numbered 1…n in raster order of their first element, as scipy numbers them. connectivity 1: faces only (4 / 6 neighbours, scipy’s default); 2: also edges (8 / 18); 3: also corners (26). Run it after threshold.',
-    params: [
-      { name: 'connectivity', type: 'int', default: 1, min: 1, max: 3, help: 'neighbours: 1 faces, 2 + edges, 3 + corners (at most the number of axes)' },
-      { name: 'background', type: 'float', default: 0, help: 'the background value (skimage.measure.label’s background)' },
-    ],
+    ui: {
+      connectivity: { help: 'neighbours: 1 faces, 2 + edges, 3 + corners (at most the number of axes)' },
+      background: { help: 'the background value (skimage.measure.label’s background)' },
+    },
     check: (p, input) =>
       p.connectivity > input.shape.length
         ? `invalid connectivity: ${p.connectivity} (at most ${input.shape.length} for a ${input.shape.length}-D input)`
@@ -270,7 +260,6 @@ export const OPS = {
     python: (p) => `ndimage.label(x != ${py(p.background)}, structure=ndimage.generate_binary_structure(x.ndim, ${p.connectivity}))[0]`,
     gpu: 'label',
     cpu: 'label',
-    args: (p) => [p.connectivity, p.background],
     result: 'labels',
     exact: true,
   },
@@ -278,14 +267,14 @@ export const OPS = {
     title: 'sources (clip → threshold → label → measure)',
     reference: 'the GPU workshop’s source finding: astropy sigma_clipped_stats, scipy.ndimage.label, skimage.measure.regionprops',
     help: 'Background by kappa-sigma clipping, foreground above median + nsigma·std (workshop: above nsigma·std), connected regions labelled and measured, all on the GPU. Centroids are (row, column) of pixel indices as regionprops gives them. A colour image is measured on its luminance.',
-    params: [
-      { name: 'sigma', type: 'float', default: 3, min: 0, minExclusive: true, help: 'clipping limit in standard deviations' },
-      { name: 'maxiters', type: 'int', default: 5, optional: true, min: 1, help: 'clipping iterations at most (empty: until convergence)' },
-      { name: 'cenfunc', type: 'choice', choices: ['median', 'mean'], default: 'median' },
-      { name: 'nsigma', type: 'float', default: 5, min: 0, help: 'detection level in clipped standard deviations' },
-      { name: 'workshop', type: 'bool', default: false, help: 'the workshop’s variant: strict clipping until convergence, foreground above nsigma·std' },
-      { name: 'connectivity', type: 'int', default: 1, min: 1, max: 2, help: '1: 4 neighbours (scipy’s default); 2: 8 neighbours' },
-    ],
+    ui: {
+      maxiters: { help: 'clipping iterations at most (empty: until convergence)' },
+      cenfunc: { help: undefined },
+      nsigma: { min: 0 }, // a negative level would take the background itself
+      workshop: { help: 'the workshop’s variant: strict clipping until convergence, foreground above nsigma·std' },
+      connectivity: { max: 2, help: '1: 4 neighbours (scipy’s default); 2: 8 neighbours' }, // the page measures 2-D images
+    },
+    omit: ['sigma_lower', 'sigma_upper'],
     oneChannel: true,
     python: (p) =>
       `m, med, s = stats.sigma_clipped_stats(x, sigma=${py(p.sigma)}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}); ` +
@@ -293,7 +282,6 @@ export const OPS = {
       'measure.regionprops(lab, intensity_image=x)',
     gpu: 'sources',
     cpu: 'sources',
-    args: (p) => [p.sigma, p.maxiters, p.cenfunc, p.workshop, p.nsigma, p.connectivity],
     output: (r) => ({
       ...r,
       table: {
@@ -333,24 +321,23 @@ export const OPS = {
     title: 'slic',
     reference: 'skimage.segmentation.slic',
     help: 'SLIC superpixels: k-means in colour (Lab for RGB) and space from a regular grid of seeds, then small pieces merged into a neighbour; labels numbered as scikit-image. channel_axis auto: -1 for an RGB(A) image, none otherwise.',
-    params: [
-      { name: 'n_segments', type: 'int', default: 100, min: 1, help: 'approximate number of superpixels' },
-      { name: 'compactness', type: 'float', default: 10, min: 0, minExclusive: true, help: 'colour against space: higher gives squarer superpixels (try 0.01…100 on a log scale)' },
-      { name: 'max_num_iter', type: 'int', default: 10, min: 0, help: 'k-means iterations at most (stops early when no label changes)' },
-      { name: 'sigma', type: 'floats', default: '0', min: 0, help: 'Gaussian smoothing first: one value, or one per spatial axis' },
-      { name: 'spacing', type: 'floats', default: '1', min: 0, minExclusive: true, help: 'voxel spacing: 1 (isotropic) or one per spatial axis' },
-      { name: 'channel_axis', type: 'choice', choices: ['auto', 'none', '-1', '0'], default: 'auto', help: 'the channel axis, none for grayscale (auto: -1 for RGB(A) images)' },
-      { name: 'convert2lab', type: 'choice', choices: ['auto', 'true', 'false'], default: 'auto', help: 'convert RGB to Lab (auto: for 3 channels)' },
-      { name: 'enforce_connectivity', type: 'bool', default: true, help: 'merge pieces smaller than min_size_factor of a superpixel into a neighbour' },
-      { name: 'min_size_factor', type: 'float', default: 0.5, min: 0 },
-      { name: 'max_size_factor', type: 'float', default: 3, min: 0 },
-      { name: 'slic_zero', type: 'bool', default: false, help: 'SLICO: adaptive colour scale per superpixel' },
-      { name: 'start_label', type: 'choice', choices: ['1', '0'], default: '1' },
-    ],
+    ui: {
+      compactness: { help: 'colour against space: higher gives squarer superpixels (try 0.01…100 on a log scale)' },
+      spacing: { help: 'voxel spacing: empty or 1 (isotropic), or one per spatial axis' },
+      // 'auto' (the form's default) sends the catalogue's -1 for an RGB(A)
+      // image and None otherwise: skimage's -1 would take a grey image's
+      // columns for channels.
+      channel_axis: { type: 'choice', choices: ['auto', 'none', '-1', '0'], default: 'auto', optional: false, help: 'the channel axis, none for grayscale (auto: -1 for RGB(A) images)' },
+      convert2lab: { type: 'choice', choices: ['auto', 'true', 'false'], default: 'auto', optional: false, help: 'convert RGB to Lab (auto: for 3 channels)' },
+      min_size_factor: { help: undefined },
+      max_size_factor: { help: undefined },
+      start_label: { type: 'choice', choices: ['1', '0'], min: undefined, max: undefined, help: undefined },
+    },
+    omit: ['mask'],
     python: (p, input) => {
       const axis = slicAxis(p, input);
       const list = (v) => (v.length === 1 ? py(v[0]) : `[${v.join(', ')}]`);
-      const spacing = p.spacing.every((v) => v === 1) ? 'None' : list(p.spacing);
+      const spacing = isotropic(p.spacing) ? 'None' : list(p.spacing);
       const lab = p.convert2lab === 'auto' ? 'None' : p.convert2lab === 'true' ? 'True' : 'False';
       return `skimage.segmentation.slic(x, n_segments=${p.n_segments}, compactness=${py(p.compactness)}, max_num_iter=${p.max_num_iter}, ` +
         `sigma=${list(p.sigma)}, spacing=${spacing}, convert2lab=${lab}, enforce_connectivity=${py(p.enforce_connectivity)}, ` +
@@ -359,11 +346,13 @@ export const OPS = {
     },
     gpu: 'slic',
     cpu: 'slic',
-    args: (p, input) => [
-      p.n_segments, p.compactness, p.max_num_iter, Float64Array.from(p.sigma), Float64Array.from(p.spacing),
-      slicAxis(p, input), p.convert2lab === 'auto' ? undefined : p.convert2lab === 'true',
-      p.enforce_connectivity, p.min_size_factor, p.max_size_factor, p.slic_zero, Number(p.start_label),
-    ],
+    options: (p, input) => ({
+      ...p,
+      spacing: isotropic(p.spacing) ? null : p.spacing,
+      channel_axis: slicAxis(p, input) ?? null,
+      convert2lab: p.convert2lab === 'auto' ? null : p.convert2lab === 'true',
+      start_label: Number(p.start_label),
+    }),
     result: 'labels',
     overlay: 'boundaries',
     exact: true,
@@ -372,17 +361,16 @@ export const OPS = {
     title: 'find_spots (DIALS)',
     reference: "dials.find_spots (DIALS' dispersion thresholds)",
     help: "Strong pixels by DIALS' dispersion test (exact: DIALS' double-precision decision), 4-connected spots with their count-weighted centroids. Negative counts (gaps, bad pixels) are masked.",
-    params: [
-      { name: 'algorithm', type: 'choice', choices: ['dispersion_extended', 'dispersion'], default: 'dispersion_extended' },
-      { name: 'kernel_size', type: 'ints', default: '3, 3', min: 1, max: 127, help: 'half-widths of the local window, rows, cols (3, 3 = 7×7)' },
-      { name: 'sigma_background', type: 'float', default: 6, min: 0 },
-      { name: 'sigma_strong', type: 'float', default: 3, min: 0 },
-      { name: 'min_local', type: 'int', default: 2, min: 0, help: 'fewest valid pixels in the window (0: all of it)' },
-      { name: 'global_threshold', type: 'float', default: 0, min: 0 },
-      { name: 'gain', type: 'float', default: '', optional: true, min: 0, minExclusive: true, help: 'detector gain (empty: none, as DIALS without gain)' },
-      { name: 'min_spot_size', type: 'int', default: 3, min: 1 },
-      { name: 'max_spot_size', type: 'int', default: 1000, min: 1 },
-    ],
+    ui: {
+      algorithm: { help: undefined },
+      kernel_size: { help: 'half-widths of the local window, rows, cols (3, 3 = 7×7)' },
+      sigma_background: { help: undefined },
+      sigma_strong: { help: undefined },
+      global_threshold: { help: undefined },
+      gain: { help: 'detector gain (empty: none, as DIALS without gain)' },
+      min_spot_size: { help: undefined },
+      max_spot_size: { help: undefined },
+    },
     check: (p, input) => {
       if (input.shape.length !== 2) return `find_spots takes one 2-D frame; this image is ${input.shape.join('×')}`;
       if (p.kernel_size.length > 2) return `invalid kernel_size: ${p.kernel_size.join(', ')} (give 1 or 2 half-widths)`;
@@ -396,23 +384,53 @@ export const OPS = {
       `min_spot_size=${p.min_spot_size} max_spot_size=${p.max_spot_size}`,
     gpu: 'find_spots',
     cpu: 'find_spots',
-    args: (p) => [
-      p.algorithm,
-      Uint32Array.from(p.kernel_size),
-      p.sigma_background,
-      p.sigma_strong,
-      p.min_local,
-      p.global_threshold,
-      p.gain ?? undefined,
-      p.min_spot_size,
-      p.max_spot_size,
-    ],
+    // One half-width stands for both axes.
+    options: (p) => ({ ...p, kernel_size: p.kernel_size.length === 1 ? [p.kernel_size[0], p.kernel_size[0]] : p.kernel_size }),
     result: 'table', // {data: strong-pixel mask, shape, count, table: {columns, rows}}
     exact: true,
     markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4, label: String(s.id) })),
     overlay: 'mask', // the strong pixels under the spot markers
   },
 };
+
+const FORM_TYPES = { float: 'float', int: 'int', bool: 'bool', choice: 'choice', floats: 'floats', ints: 'ints', array: 'matrix' };
+
+/** A catalogue value as form text: lists comma-separated, None empty. */
+function formText(v) {
+  if (v === null || v === undefined) return '';
+  return Array.isArray(v) ? v.join(', ') : String(v);
+}
+
+/** The form's parameter spec from a catalogue parameter plus the page's `ui`. */
+function specOf(c, ui = {}) {
+  const spec = {
+    name: c.name,
+    type: FORM_TYPES[c.type] ?? c.type,
+    default: c.required ? ui.example ?? '' : formText(c.default),
+    optional: c.nullable,
+    help: c.help,
+  };
+  if (c.min !== null && c.min !== undefined) spec.min = c.min;
+  if (c.min_exclusive) spec.minExclusive = true;
+  if (c.max !== null && c.max !== undefined) spec.max = c.max;
+  if (c.choices.length > 0) spec.choices = c.choices;
+  if (c.per_axis) spec.perAxis = true;
+  const { example: _, ...rest } = ui;
+  const out = { ...spec, ...rest };
+  for (const k of Object.keys(out)) if (out[k] === undefined) delete out[k];
+  return out;
+}
+
+for (const [id, op] of Object.entries(OPS)) {
+  const c = CATALOGUE.find((o) => o.name === id);
+  op.params = (c?.params ?? []).filter((p) => !(op.omit ?? []).includes(p.name)).map((p) => specOf(p, op.ui?.[p.name]));
+}
+
+/** The options object of a step: what the wasm function of `id` gets. */
+export function optionsOf(id, params, input, context = {}) {
+  const op = OPS[id];
+  return op.options ? op.options(params, input, { image: input, ...context }) : { ...params };
+}
 
 /** Luminance of a colour image (h, w, 3|4): skimage's rgb2gray weights on
  * the stored values, alpha dropped. Other inputs come back unchanged. */
@@ -486,6 +504,7 @@ export function parseParam(spec, raw, input) {
     }
     case 'floats':
     case 'ints': {
+      if (spec.optional && raw.trim() === '') return { value: null };
       const parts = raw.split(/[,\s]+/).filter((t) => t !== '');
       if (parts.length === 0) return { error: `invalid ${spec.name}: (empty) (give a number)` };
       const values = parts.map(Number);

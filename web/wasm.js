@@ -7,7 +7,7 @@
 // wasm module in a Web Worker (cpu-worker.js), so a long CPU run never
 // freezes the page and cancelling it terminates the worker.
 import init, * as wasm from './pkg/gpuscope_web.js';
-import { OPS, oneChannel } from './ops.js';
+import { OPS, oneChannel, optionsOf } from './ops.js';
 
 let engine = null;
 
@@ -131,7 +131,9 @@ const callCpu = (fn, data, shape, args) => cpu.call(fn, data, shape, args);
 /** Runs registry operation `id` with parsed `params` on `input`
  * ({data: Float32Array, shape}) on 'gpu' or 'cpu'. `context.image` is the
  * chain's latest image ({data, shape}: the intensities under a mask or
- * labels step), passed to the entry's `args` as its third argument. Resolves to
+ * labels step), passed to the entry's `options` as its third argument. The
+ * wasm function gets (data, shape, options): one options object with the
+ * catalogue's parameter names. Resolves to
  * `{data, shape, ms, kernelMs?, wallMs, where, ...}`: `ms` is measured by the
  * module around the computation (upload + kernels + download on the GPU),
  * `wallMs` by the page around the whole call (every copy included),
@@ -141,14 +143,14 @@ export async function run(where, id, input, params, context = {}) {
   if (op.oneChannel) input = oneChannel(input);
   const data = input.data instanceof Float32Array ? input.data : Float32Array.from(input.data);
   const shape = Uint32Array.from(input.shape);
-  const args = op.args(params, input, { image: input, ...context });
+  const options = optionsOf(id, params, input, context);
   const t0 = performance.now();
   let r;
   if (where === 'gpu') {
     if (!engine) throw new Error('WebGPU is not available: use the CPU path');
-    r = await engine[op.gpu](data, shape, ...args);
+    r = await engine[op.gpu](data, shape, options);
   } else {
-    r = await callCpu(op.cpu, data, shape, args);
+    r = await callCpu(op.cpu, data, shape, [options]);
   }
   if (op.output) r = op.output(r);
   r.wallMs = performance.now() - t0;

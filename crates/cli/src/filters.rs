@@ -8,7 +8,7 @@ use std::time::Instant;
 use clap::Args;
 use gpuscope_core::Gpu;
 use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
-use gpuscope_core::filters::{self, Boundary, Filter, Mode};
+use gpuscope_core::filters::{self, Boundary, Filter, GaussianParams, MedianParams, Mode};
 use gpuscope_io::{Array, DType};
 use serde_json::json;
 
@@ -40,13 +40,13 @@ pub struct ConvolveArgs {
     /// Correlate with the kernel instead of convolving (scipy.ndimage.correlate: no flip).
     #[arg(long, requires = "kernel")]
     pub correlate: bool,
-    #[arg(long, default_value = "reflect", value_parser = parse_mode)]
+    #[arg(long, default_value_t = GaussianParams::default().mode, value_parser = parse_mode)]
     pub mode: Mode,
     /// Value outside the image in constant mode.
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = GaussianParams::default().cval, allow_negative_numbers = true)]
     pub cval: f64,
     /// Gaussian radius in sigmas: int(truncate * sigma + 0.5) taps each side.
-    #[arg(long, default_value_t = 4.0)]
+    #[arg(long, default_value_t = GaussianParams::default().truncate)]
     pub truncate: f64,
     /// Output dtype (numpy name); default: the input's, as scipy.
     #[arg(long, value_name = "DTYPE", value_parser = parse_dtype)]
@@ -194,6 +194,40 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
     Ok(())
 }
 
+impl ConvolveArgs {
+    /// The Gaussian's parameters (sigma empty when --kernel is given).
+    pub fn gaussian_params(&self) -> GaussianParams {
+        GaussianParams {
+            sigma: self.gaussian.clone().unwrap_or_default(),
+            mode: self.mode,
+            cval: self.cval,
+            truncate: self.truncate,
+        }
+    }
+}
+
+impl MedianArgs {
+    /// The median's parameters (a --footprint file is read by `median`).
+    pub fn params(&self) -> MedianParams {
+        MedianParams {
+            size: self.size.clone().unwrap_or_default(),
+            footprint: None,
+            mode: self.mode,
+            cval: self.cval,
+        }
+    }
+}
+
+impl OutliersArgs {
+    pub fn params(&self) -> OutlierRemoval {
+        OutlierRemoval {
+            diff: self.diff,
+            size: self.size,
+            outliers: self.mode,
+        }
+    }
+}
+
 fn boundary(args: &ConvolveArgs) -> Boundary {
     Boundary {
         mode: args.mode,
@@ -203,7 +237,7 @@ fn boundary(args: &ConvolveArgs) -> Boundary {
 
 fn make_filter(args: &ConvolveArgs, ndim: usize) -> CliResult<Filter> {
     Ok(match (&args.gaussian, &args.kernel) {
-        (Some(sigma), _) => Filter::gaussian(ndim, sigma, args.truncate)?,
+        (Some(_), _) => args.gaussian_params().filter(ndim)?,
         (None, Some(k)) => {
             let kernel = crate::common::read_image(k)?.array;
             let w = kernel.to_f64_vec();
@@ -233,10 +267,10 @@ pub struct MedianArgs {
     /// Footprint as a boolean (or 0/1) array with one axis per image axis.
     #[arg(long, value_name = "F.npy")]
     pub footprint: Option<PathBuf>,
-    #[arg(long, default_value = "reflect", value_parser = parse_mode)]
+    #[arg(long, default_value_t = MedianParams::default().mode, value_parser = parse_mode)]
     pub mode: Mode,
     /// Value outside the image in constant mode (converted to the input dtype).
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = MedianParams::default().cval, allow_negative_numbers = true)]
     pub cval: f64,
     #[arg(long)]
     pub json: bool,
@@ -250,10 +284,10 @@ pub struct OutliersArgs {
     #[arg(long, value_name = "D", allow_negative_numbers = true)]
     pub diff: f64,
     /// Median window extent in each 2-D slice.
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = OutlierRemoval::default().size)]
     pub size: usize,
     /// bright (x - median > D), dark (median - x > D), both, or tomopy (bright, >=).
-    #[arg(long, default_value = "bright", value_parser = parse_outliers)]
+    #[arg(long, default_value_t = OutlierRemoval::default().outliers, value_parser = parse_outliers)]
     pub mode: Outliers,
     #[arg(long)]
     pub json: bool,
@@ -272,7 +306,7 @@ enum RankOp {
 pub fn median(cli: &Cli, args: &MedianArgs) -> CliResult {
     let footprint = |ndim: usize| -> CliResult<Footprint> {
         Ok(match (&args.size, &args.footprint) {
-            (Some(size), _) => Footprint::size(ndim, size)?,
+            (Some(_), _) => args.params().footprint(ndim)?,
             (None, Some(path)) => {
                 let f = crate::common::read_image(path)?.array;
                 let mask: Vec<bool> = f.to_f64_vec().iter().map(|&v| v != 0.0).collect();
@@ -281,17 +315,15 @@ pub fn median(cli: &Cli, args: &MedianArgs) -> CliResult {
             (None, None) => return Err(Failure("give --size K or --footprint F.npy".into())),
         })
     };
-    let boundary = Boundary {
-        mode: args.mode,
-        cval: args.cval,
-    };
+    let boundary = args.params().boundary();
     rank_filter(cli, &args.input, &args.output, args.json, &|ndim| {
         Ok(RankOp::Median(footprint(ndim)?, boundary))
     })
 }
 
 pub fn outliers(cli: &Cli, args: &OutliersArgs) -> CliResult {
-    let removal = OutlierRemoval::new(args.diff, args.size, args.mode)?;
+    let removal = args.params();
+    removal.validate()?;
     rank_filter(cli, &args.input, &args.output, args.json, &|_| {
         Ok(RankOp::Outliers(removal))
     })

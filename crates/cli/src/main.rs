@@ -10,6 +10,7 @@ mod clipping;
 mod common;
 mod filters;
 mod frames;
+mod ops;
 mod runtime_dir;
 mod segment;
 mod slic;
@@ -94,6 +95,11 @@ enum Command {
     },
     /// The GPU adapters this machine offers.
     Devices {
+        #[arg(long)]
+        json: bool,
+    },
+    /// The operations: parameters, defaults, limits, reference functions.
+    Ops {
         #[arg(long)]
         json: bool,
     },
@@ -192,6 +198,7 @@ fn run(cli: Cli) -> CliResult {
     match &cli.command {
         Command::Info { file, json } => info(file, *json),
         Command::Devices { json } => devices(*json),
+        Command::Ops { json } => ops::ops(*json),
         Command::Convolve(args) => filters::convolve(&cli, args),
         Command::Median(args) => filters::median(&cli, args),
         Command::Outliers(args) => filters::outliers(&cli, args),

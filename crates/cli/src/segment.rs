@@ -9,6 +9,8 @@ use gpuscope_core::segment::label::{self, Labels};
 use gpuscope_core::segment::measure::Region;
 use gpuscope_core::segment::sources::{self, Level};
 use gpuscope_core::segment::threshold;
+use gpuscope_core::segment::{LabelParams, SourcesParams};
+use gpuscope_core::stats::SigmaClipParams;
 use gpuscope_core::stats::clip::{self, CenFunc, ClipOptions, ClipStats};
 use gpuscope_io::{Array, ArrayData, Format};
 use serde_json::{Value, json};
@@ -28,7 +30,7 @@ use gpuscope_io::DType;
 #[derive(Args, Clone, Debug)]
 pub struct ClipArgs {
     /// Clipping limit in standard deviations (both sides unless overridden).
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = SigmaClipParams::default().sigma)]
     pub sigma: f64,
     /// Lower limit in standard deviations (default: --sigma).
     #[arg(long, value_name = "S")]
@@ -37,10 +39,11 @@ pub struct ClipArgs {
     #[arg(long, value_name = "S")]
     pub sigma_upper: Option<f64>,
     /// Rounds at most (astropy's default 5), or `none` until convergence.
-    #[arg(long, value_name = "N|none", default_value = "5", value_parser = parse_maxiters)]
+    #[arg(long, value_name = "N|none", default_value_t = Maxiters(SigmaClipParams::default().maxiters),
+          value_parser = parse_maxiters)]
     pub maxiters: Maxiters,
     /// Centre of the interval: median or mean.
-    #[arg(long, default_value = "median", value_parser = parse_cenfunc)]
+    #[arg(long, default_value_t = SigmaClipParams::default().cenfunc, value_parser = parse_cenfunc)]
     pub cenfunc: CenFunc,
     /// The workshop's loop: strict comparisons until nothing changes
     /// (overrides --maxiters); with threshold/sources also `image > N*std`.
@@ -50,6 +53,15 @@ pub struct ClipArgs {
 
 #[derive(Clone, Copy, Debug)]
 pub struct Maxiters(Option<u32>);
+
+impl std::fmt::Display for Maxiters {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(n) => write!(f, "{n}"),
+            None => f.write_str("none"),
+        }
+    }
+}
 
 fn parse_maxiters(s: &str) -> Result<Maxiters, String> {
     if s.eq_ignore_ascii_case("none") {
@@ -65,15 +77,19 @@ fn parse_cenfunc(s: &str) -> Result<CenFunc, String> {
 }
 
 impl ClipArgs {
-    pub(crate) fn options(&self) -> ClipOptions {
-        ClipOptions {
+    pub fn params(&self) -> SigmaClipParams {
+        SigmaClipParams {
             sigma: self.sigma,
             sigma_lower: self.sigma_lower,
             sigma_upper: self.sigma_upper,
-            maxiters: if self.workshop { None } else { self.maxiters.0 },
+            maxiters: self.maxiters.0,
             cenfunc: self.cenfunc,
-            strict: self.workshop,
+            workshop: self.workshop,
         }
+    }
+
+    pub(crate) fn options(&self) -> ClipOptions {
+        self.params().options()
     }
 }
 
@@ -112,11 +128,11 @@ pub struct LabelCmd {
     pub output: PathBuf,
     /// 1 = faces only (scipy's default: 4 in 2-D, 6 in 3-D), 2 (8 or 18),
     /// 3 (26 in 3-D); scikit-image's meaning.
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = LabelParams::default().connectivity)]
     pub connectivity: usize,
     /// Pixels equal to this value are background (scikit-image's option;
     /// scipy: 0).
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = LabelParams::default().background, allow_negative_numbers = true)]
     pub background: f64,
     #[arg(long)]
     pub json: bool,
@@ -132,9 +148,9 @@ pub struct SourcesCmd {
     #[arg(long, value_name = "L.npy")]
     pub labels: Option<PathBuf>,
     /// Threshold: clipped median + N clipped std (--workshop: N std).
-    #[arg(long, default_value_t = 5.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = SourcesParams::default().nsigma, allow_negative_numbers = true)]
     pub nsigma: f64,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = SourcesParams::default().connectivity)]
     pub connectivity: usize,
     #[command(flatten)]
     pub clip: ClipArgs,

@@ -18,23 +18,24 @@ pub struct SlicCmd {
     /// Labels (int32): .npy, .tif or .png.
     pub output: PathBuf,
     /// The approximate number of superpixels.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = SlicParams::default().n_segments)]
     pub n_segments: usize,
     /// Balance of colour against space (higher: more compact superpixels).
-    #[arg(long, default_value_t = 10.0)]
+    #[arg(long, default_value_t = SlicParams::default().compactness)]
     pub compactness: f64,
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = SlicParams::default().max_num_iter)]
     pub max_num_iter: usize,
     /// Gaussian smoothing: one value, or one per spatial axis (comma-separated).
-    #[arg(long, value_name = "S[,S...]", default_value = "0", value_parser = parse_list)]
+    #[arg(long, value_name = "S[,S...]", default_value_t = Floats(SlicParams::default().sigma),
+          value_parser = parse_list)]
     pub sigma: Floats,
     /// Voxel spacing, one per spatial axis (z,y,x or y,x).
     #[arg(long, value_name = "z,y,x", value_parser = parse_list)]
     pub spacing: Option<Floats>,
     /// The channel axis, or `none` for grayscale (scikit-image's default is
     /// -1: a 2-D image needs `--channel-axis none`).
-    #[arg(long, value_name = "N|none", default_value = "-1", allow_hyphen_values = true,
-          value_parser = parse_axis)]
+    #[arg(long, value_name = "N|none", default_value_t = ChannelAxis(SlicParams::default().channel_axis),
+          allow_hyphen_values = true, value_parser = parse_axis)]
     pub channel_axis: ChannelAxis,
     /// Convert RGB to Lab (the default for 3 channels).
     #[arg(long, conflicts_with = "no_convert2lab")]
@@ -43,15 +44,15 @@ pub struct SlicCmd {
     pub no_convert2lab: bool,
     #[arg(long)]
     pub no_enforce_connectivity: bool,
-    #[arg(long, default_value_t = 0.5)]
+    #[arg(long, default_value_t = SlicParams::default().min_size_factor)]
     pub min_size_factor: f64,
-    #[arg(long, default_value_t = 3.0)]
+    #[arg(long, default_value_t = SlicParams::default().max_size_factor)]
     pub max_size_factor: f64,
     /// SLICO: per-superpixel adaptive colour scale.
     #[arg(long)]
     pub slic_zero: bool,
     /// 0 or 1.
-    #[arg(long, default_value_t = 1, allow_hyphen_values = true)]
+    #[arg(long, default_value_t = SlicParams::default().start_label, allow_hyphen_values = true)]
     pub start_label: i32,
     /// Segment only where the mask (the image's spatial shape) is non-zero.
     #[arg(long, value_name = "M.npy")]
@@ -62,6 +63,15 @@ pub struct SlicCmd {
 
 #[derive(Clone, Copy, Debug)]
 pub struct ChannelAxis(Option<isize>);
+
+impl std::fmt::Display for ChannelAxis {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(a) => write!(f, "{a}"),
+            None => f.write_str("none"),
+        }
+    }
+}
 
 fn parse_axis(s: &str) -> Result<ChannelAxis, String> {
     if s.eq_ignore_ascii_case("none") {
@@ -76,6 +86,13 @@ fn parse_axis(s: &str) -> Result<ChannelAxis, String> {
 #[derive(Clone, Debug)]
 pub struct Floats(pub Vec<f64>);
 
+impl std::fmt::Display for Floats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let text: Vec<String> = self.0.iter().map(f64::to_string).collect();
+        f.write_str(&text.join(","))
+    }
+}
+
 fn parse_list(s: &str) -> Result<Floats, String> {
     s.split(',')
         .map(|t| {
@@ -88,7 +105,7 @@ fn parse_list(s: &str) -> Result<Floats, String> {
 }
 
 impl SlicCmd {
-    fn params(&self, mask: Option<Vec<bool>>) -> SlicParams {
+    pub fn params(&self, mask: Option<Vec<bool>>) -> SlicParams {
         SlicParams {
             n_segments: self.n_segments,
             compactness: self.compactness,

@@ -23,19 +23,19 @@ pub struct SpotsCmd {
     #[arg(required = true, value_name = "IN")]
     pub inputs: Vec<PathBuf>,
     /// dispersion_extended (DIALS' default) or dispersion.
-    #[arg(long, default_value = "dispersion_extended")]
+    #[arg(long, default_value_t = SpotOptions::default().algorithm.to_string())]
     pub algorithm: String,
     /// Half-widths of the local window, rows,columns (3,3 = 7 x 7).
-    #[arg(long, default_value = "3,3", value_name = "KY,KX")]
+    #[arg(long, default_value_t = kernel_text(SpotOptions::default().kernel_size), value_name = "KY,KX")]
     pub kernel_size: String,
-    #[arg(long, default_value_t = 6.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = SpotOptions::default().sigma_background, allow_negative_numbers = true)]
     pub sigma_background: f64,
-    #[arg(long, default_value_t = 3.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = SpotOptions::default().sigma_strong, allow_negative_numbers = true)]
     pub sigma_strong: f64,
     /// Fewest valid pixels in the window (0: the whole window).
-    #[arg(long, default_value_t = 2)]
+    #[arg(long, default_value_t = SpotOptions::default().min_local)]
     pub min_local: usize,
-    #[arg(long, default_value_t = 0.0, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = SpotOptions::default().global_threshold, allow_negative_numbers = true)]
     pub global_threshold: f64,
     /// The detector gain: a number, or a per-pixel map (.npy of a frame's shape).
     #[arg(long, value_name = "G|GAIN.npy", allow_hyphen_values = true)]
@@ -45,9 +45,9 @@ pub struct SpotsCmd {
     #[arg(long, value_name = "M.npy")]
     pub mask: Option<PathBuf>,
     /// Spots with fewer pixels are dropped (DIALS: 3 for pixel-array detectors).
-    #[arg(long, default_value_t = 3)]
+    #[arg(long, default_value_t = SpotOptions::default().min_spot_size)]
     pub min_spot_size: usize,
-    #[arg(long, default_value_t = 1000)]
+    #[arg(long, default_value_t = SpotOptions::default().max_spot_size)]
     pub max_spot_size: usize,
     /// Join strong pixels across frames (6-connected) instead of per frame.
     #[arg(long = "3d")]
@@ -64,6 +64,11 @@ pub struct SpotsCmd {
     /// budget otherwise).
     #[arg(long, hide = true)]
     pub batch_frames: Option<usize>,
+}
+
+/// Half-widths as the command line writes them: `3,3`.
+fn kernel_text([ky, kx]: [usize; 2]) -> String {
+    format!("{ky},{kx}")
 }
 
 pub fn parse_kernel(s: &str) -> CliResult<[usize; 2]> {

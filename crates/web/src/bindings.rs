@@ -1,10 +1,19 @@
 //! The wasm-bindgen surface: JS types in, JS types out, nothing else. Every
-//! operation exists twice with the same parameters, as an async `Engine`
-//! method (WebGPU) and as a free function (CPU reference), and returns
-//! `{data, shape, ms, kernelMs?}` so a timing panel can compare the two.
+//! operation exists twice with the same arguments, as an async `Engine`
+//! method (WebGPU) and as a free function (CPU reference): `(data, shape,
+//! options)`, `options` one object with the operation's parameters as the
+//! catalogue lists them (`catalogue()`; missing ones take their defaults),
+//! deserialised into the core's parameter type. Each returns `{data, shape,
+//! ms, kernelMs?}` so a timing panel can compare the two.
 
+use gpuscope_core::filters::median::OutlierRemoval;
+use gpuscope_core::filters::{ConvolveParams, GaussianParams, MedianParams};
+use gpuscope_core::segment::{LabelParams, SourcesParams, ThresholdParams};
+use gpuscope_core::slic::SlicParams;
+use gpuscope_core::stats::SigmaClipParams;
 use gpuscope_core::{Error, Gpu, GpuOptions};
 use js_sys::{Array, Float32Array, Float64Array, Object, Reflect, Uint8Array};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use crate::ops::{self, Linear, RankOp};
@@ -22,8 +31,46 @@ fn start() {
     console_error_panic_hook::set_once();
 }
 
-fn js_err(e: impl std::fmt::Display) -> JsError {
+pub(crate) fn js_err(e: impl std::fmt::Display) -> JsError {
     JsError::new(&e.to_string())
+}
+
+/// An operation's options object as its parameter type: `undefined` or
+/// `null` for all the defaults; unknown keys and bad values are refused.
+pub(crate) fn options<T: serde::de::DeserializeOwned + Serialize + Default>(
+    options: JsValue,
+) -> Result<T, JsError> {
+    if options.is_undefined() || options.is_null() {
+        return Ok(T::default());
+    }
+    // serde-wasm-bindgen reads only the fields it knows: a misspelt option
+    // would be dropped silently, so the keys are checked here.
+    if let Some(obj) = options.dyn_ref::<Object>() {
+        let known = gpuscope_core::catalogue::defaults::<T>();
+        for key in Object::keys(obj).iter() {
+            let key = key.as_string().unwrap_or_default();
+            if !known.contains_key(&key) {
+                let names: Vec<&str> = known.keys().map(String::as_str).collect();
+                return Err(JsError::new(&format!(
+                    "unknown option `{key}` (the options are {})",
+                    names.join(", ")
+                )));
+            }
+        }
+    }
+    serde_wasm_bindgen::from_value(options).map_err(js_err)
+}
+
+/// The operation catalogue (gpuscope_core::catalogue) as plain JS objects:
+/// `[{name, reference, summary, cli, inputs, output, params: [{name, type,
+/// default, required, nullable, min, min_exclusive, max, choices, per_axis,
+/// help}]}]`.
+#[wasm_bindgen]
+pub fn catalogue() -> Result<JsValue, JsError> {
+    let s = serde_wasm_bindgen::Serializer::json_compatible();
+    gpuscope_core::catalogue::catalogue()
+        .serialize(&s)
+        .map_err(js_err)
 }
 
 fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
@@ -111,29 +158,28 @@ impl Engine {
             .map(|ns| ns as f64 / 1e6)
     }
 
-    /// `scipy.ndimage.median_filter(input, size, mode, cval)` on the GPU.
+    /// `scipy.ndimage.median_filter(input, {size, mode, cval})` on the GPU.
     pub async fn median_filter(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        size: Vec<u32>,
-        mode: String,
-        cval: f64,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let op = RankOp::median(data.len(), &shape, &size, &mode, cval).map_err(js_err)?;
+        let p: MedianParams = options(opts)?;
+        let op = RankOp::median(data.len(), &shape, &p).map_err(js_err)?;
         self.rank(op, &data, &shape).await
     }
 
-    /// Mantid Imaging's outlier removal on the GPU (mode bright, dark, both or tomopy).
+    /// Mantid Imaging's outlier removal on the GPU: `{diff, size, mode}`
+    /// (mode bright, dark, both or tomopy).
     pub async fn remove_outliers(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        diff: f64,
-        size: u32,
-        mode: String,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let op = RankOp::outliers(data.len(), &shape, diff, size, &mode).map_err(js_err)?;
+        let p: OutlierRemoval = options(opts)?;
+        let op = RankOp::outliers(data.len(), &shape, &p).map_err(js_err)?;
         self.rank(op, &data, &shape).await
     }
 
@@ -150,77 +196,55 @@ impl Engine {
         ))
     }
 
-    /// `scipy.ndimage.gaussian_filter` on the GPU; `data` is f32.
+    /// `scipy.ndimage.gaussian_filter(input, {sigma, mode, cval, truncate})`
+    /// on the GPU; `data` is f32.
     pub async fn gaussian_filter(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        sigma: Vec<f64>,
-        mode: String,
-        cval: f64,
-        truncate: f64,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let op =
-            Linear::gaussian(data.len(), &shape, &sigma, &mode, cval, truncate).map_err(js_err)?;
+        let p: GaussianParams = options(opts)?;
+        let op = Linear::gaussian(data.len(), &shape, &p).map_err(js_err)?;
         self.linear(op, &data, &shape).await
     }
 
-    /// `scipy.ndimage.convolve` on the GPU; `weights` in C order of `weights_shape`.
+    /// `scipy.ndimage.convolve(input, {weights: {shape, values}, mode, cval})`
+    /// on the GPU.
     pub async fn convolve(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        weights: Vec<f64>,
-        weights_shape: Vec<u32>,
-        mode: String,
-        cval: f64,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let op = Linear::kernel(
-            data.len(),
-            &shape,
-            &weights,
-            &weights_shape,
-            &mode,
-            cval,
-            true,
-        )
-        .map_err(js_err)?;
+        let p: ConvolveParams = options(opts)?;
+        let op = Linear::kernel(data.len(), &shape, &p, true).map_err(js_err)?;
         self.linear(op, &data, &shape).await
     }
 
-    /// `scipy.ndimage.correlate` on the GPU.
+    /// `scipy.ndimage.correlate` on the GPU (the options of `convolve`).
     pub async fn correlate(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        weights: Vec<f64>,
-        weights_shape: Vec<u32>,
-        mode: String,
-        cval: f64,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let op = Linear::kernel(
-            data.len(),
-            &shape,
-            &weights,
-            &weights_shape,
-            &mode,
-            cval,
-            false,
-        )
-        .map_err(js_err)?;
+        let p: ConvolveParams = options(opts)?;
+        let op = Linear::kernel(data.len(), &shape, &p, false).map_err(js_err)?;
         self.linear(op, &data, &shape).await
     }
 
-    /// `data > value` on the GPU as a 0/1 `Uint8Array` mask.
+    /// `data > value` (`{value}`) on the GPU as a 0/1 `Uint8Array` mask.
     pub async fn threshold(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        value: f64,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
+        let p: ThresholdParams = options(opts)?;
         self.gpu.reset_kernel_time();
         let t0 = performance_now();
-        let mask = ops::threshold_gpu(&self.gpu, &data, &shape, value)
+        let mask = ops::threshold_gpu(&self.gpu, &data, &shape, &p)
             .await
             .map_err(js_err)?;
         let ms = performance_now() - t0;
@@ -255,27 +279,17 @@ fn linear_cpu(op: Linear, data: &[f32], shape: &[u32]) -> Result<JsValue, JsErro
 
 /// `scipy.ndimage.median_filter` on the CPU (the reference).
 #[wasm_bindgen]
-pub fn median_filter(
-    data: &[f32],
-    shape: Vec<u32>,
-    size: Vec<u32>,
-    mode: &str,
-    cval: f64,
-) -> Result<JsValue, JsError> {
-    let op = RankOp::median(data.len(), &shape, &size, mode, cval).map_err(js_err)?;
+pub fn median_filter(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: MedianParams = options(opts)?;
+    let op = RankOp::median(data.len(), &shape, &p).map_err(js_err)?;
     rank_cpu(op, data, &shape)
 }
 
 /// Mantid Imaging's outlier removal on the CPU (the reference).
 #[wasm_bindgen]
-pub fn remove_outliers(
-    data: &[f32],
-    shape: Vec<u32>,
-    diff: f64,
-    size: u32,
-    mode: &str,
-) -> Result<JsValue, JsError> {
-    let op = RankOp::outliers(data.len(), &shape, diff, size, mode).map_err(js_err)?;
+pub fn remove_outliers(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: OutlierRemoval = options(opts)?;
+    let op = RankOp::outliers(data.len(), &shape, &p).map_err(js_err)?;
     rank_cpu(op, data, &shape)
 }
 
@@ -288,69 +302,34 @@ fn rank_cpu(op: RankOp, data: &[f32], shape: &[u32]) -> Result<JsValue, JsError>
 
 /// `scipy.ndimage.gaussian_filter` on the CPU (f64 reference).
 #[wasm_bindgen]
-pub fn gaussian_filter(
-    data: &[f32],
-    shape: Vec<u32>,
-    sigma: Vec<f64>,
-    mode: &str,
-    cval: f64,
-    truncate: f64,
-) -> Result<JsValue, JsError> {
-    let op = Linear::gaussian(data.len(), &shape, &sigma, mode, cval, truncate).map_err(js_err)?;
+pub fn gaussian_filter(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: GaussianParams = options(opts)?;
+    let op = Linear::gaussian(data.len(), &shape, &p).map_err(js_err)?;
     linear_cpu(op, data, &shape)
 }
 
 /// `scipy.ndimage.convolve` on the CPU (f64 reference).
 #[wasm_bindgen]
-pub fn convolve(
-    data: &[f32],
-    shape: Vec<u32>,
-    weights: Vec<f64>,
-    weights_shape: Vec<u32>,
-    mode: &str,
-    cval: f64,
-) -> Result<JsValue, JsError> {
-    let op = Linear::kernel(
-        data.len(),
-        &shape,
-        &weights,
-        &weights_shape,
-        mode,
-        cval,
-        true,
-    )
-    .map_err(js_err)?;
+pub fn convolve(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: ConvolveParams = options(opts)?;
+    let op = Linear::kernel(data.len(), &shape, &p, true).map_err(js_err)?;
     linear_cpu(op, data, &shape)
 }
 
 /// `scipy.ndimage.correlate` on the CPU (f64 reference).
 #[wasm_bindgen]
-pub fn correlate(
-    data: &[f32],
-    shape: Vec<u32>,
-    weights: Vec<f64>,
-    weights_shape: Vec<u32>,
-    mode: &str,
-    cval: f64,
-) -> Result<JsValue, JsError> {
-    let op = Linear::kernel(
-        data.len(),
-        &shape,
-        &weights,
-        &weights_shape,
-        mode,
-        cval,
-        false,
-    )
-    .map_err(js_err)?;
+pub fn correlate(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: ConvolveParams = options(opts)?;
+    let op = Linear::kernel(data.len(), &shape, &p, false).map_err(js_err)?;
     linear_cpu(op, data, &shape)
 }
 
 /// `data > value` on the CPU as a 0/1 `Uint8Array` mask.
 #[wasm_bindgen]
-pub fn threshold(data: &[f32], shape: Vec<u32>, value: f64) -> Result<JsValue, JsError> {
+pub fn threshold(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: ThresholdParams = options(opts)?;
     let t0 = performance_now();
-    let mask = ops::threshold_cpu(data, &shape, value).map_err(js_err)?;
+    let mask = ops::threshold_cpu(data, &shape, &p).map_err(js_err)?;
     let ms = performance_now() - t0;
     Ok(result(Uint8Array::from(&mask[..]).into(), &shape, ms, None))
 }
@@ -531,33 +510,20 @@ impl Engine {
         self.gpu.kernel_ns_total().map(|ns| ns as f64 / 1e6)
     }
 
-    /// astropy's `sigma_clipped_stats` on the GPU: `{mean, median, std,
-    /// nKept, iterations, ms, kernelMs?}`. `maxiters` undefined = until
+    /// astropy's `sigma_clipped_stats` on the GPU, `{sigma, sigma_lower,
+    /// sigma_upper, maxiters, cenfunc, workshop}`: `{mean, median, std,
+    /// nKept, iterations, ms, kernelMs?}`. `maxiters` null = until
     /// convergence; `workshop`: strict comparisons until nothing changes.
-    #[allow(clippy::too_many_arguments)]
     pub async fn sigma_clipped_stats(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        sigma: f64,
-        sigma_lower: Option<f64>,
-        sigma_upper: Option<f64>,
-        maxiters: Option<u32>,
-        cenfunc: String,
-        workshop: bool,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let o = segment::clip_options(
-            sigma,
-            sigma_lower,
-            sigma_upper,
-            maxiters,
-            &cenfunc,
-            workshop,
-        )
-        .map_err(js_err)?;
+        let p: SigmaClipParams = options(opts)?;
         self.gpu.reset_kernel_time();
         let t0 = performance_now();
-        let s = segment::clip_gpu(&self.gpu, &data, &shape, &o)
+        let s = segment::clip_gpu(&self.gpu, &data, &shape, &p)
             .await
             .map_err(js_err)?;
         Ok(timed(
@@ -567,18 +533,18 @@ impl Engine {
         ))
     }
 
-    /// `scipy.ndimage.label(data != background)` on the GPU: `{data:
-    /// Int32Array, shape, count, ms, kernelMs?}`.
+    /// `scipy.ndimage.label(data != background)` on the GPU, `{connectivity,
+    /// background}`: `{data: Int32Array, shape, count, ms, kernelMs?}`.
     pub async fn label(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        connectivity: u32,
-        background: f64,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
+        let p: LabelParams = options(opts)?;
         self.gpu.reset_kernel_time();
         let t0 = performance_now();
-        let l = segment::label_gpu(&self.gpu, &data, &shape, connectivity as usize, background)
+        let l = segment::label_gpu(&self.gpu, &data, &shape, &p)
             .await
             .map_err(js_err)?;
         Ok(timed(
@@ -590,23 +556,16 @@ impl Engine {
 
     /// The workshop pipeline on the GPU: clip, threshold at the clipped
     /// median + nsigma std (workshop: nsigma std), label, measure.
-    #[allow(clippy::too_many_arguments)]
     pub async fn sources(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        sigma: f64,
-        maxiters: Option<u32>,
-        cenfunc: String,
-        workshop: bool,
-        nsigma: f64,
-        connectivity: u32,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let o = segment::clip_options(sigma, None, None, maxiters, &cenfunc, workshop)
-            .map_err(js_err)?;
+        let p: SourcesParams = options(opts)?;
         self.gpu.reset_kernel_time();
         let t0 = performance_now();
-        let s = segment::sources_gpu(&self.gpu, &data, &shape, &o, nsigma, connectivity as usize)
+        let s = segment::sources_gpu(&self.gpu, &data, &shape, &p)
             .await
             .map_err(js_err)?;
         Ok(timed(
@@ -619,40 +578,16 @@ impl Engine {
 
 #[wasm_bindgen]
 impl Engine {
-    /// skimage.segmentation.slic on the GPU: `{data: Int32Array, shape (the
-    /// spatial shape), count, iterations, ms, kernelMs?}`.
-    #[allow(clippy::too_many_arguments)]
+    /// skimage.segmentation.slic on the GPU, its parameters as options
+    /// (no mask): `{data: Int32Array, shape (the spatial shape), count,
+    /// iterations, ms, kernelMs?}`.
     pub async fn slic(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        n_segments: u32,
-        compactness: f64,
-        max_num_iter: u32,
-        sigma: Vec<f64>,
-        spacing: Vec<f64>,
-        channel_axis: Option<i32>,
-        convert2lab: Option<bool>,
-        enforce_connectivity: bool,
-        min_size_factor: f64,
-        max_size_factor: f64,
-        slic_zero: bool,
-        start_label: i32,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let p = segment::slic_params(
-            n_segments,
-            compactness,
-            max_num_iter,
-            &sigma,
-            &spacing,
-            channel_axis,
-            convert2lab,
-            enforce_connectivity,
-            min_size_factor,
-            max_size_factor,
-            slic_zero,
-            start_label,
-        );
+        let p: SlicParams = options(opts)?;
         self.gpu.reset_kernel_time();
         let t0 = performance_now();
         let s = segment::slic_gpu(&self.gpu, &data, &shape, &p)
@@ -677,93 +612,41 @@ fn segments_js(s: &gpuscope_core::slic::Segments) -> Object {
 }
 
 /// skimage.segmentation.slic on the CPU (the GPU path's twin).
-#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen]
-pub fn slic(
-    data: &[f32],
-    shape: Vec<u32>,
-    n_segments: u32,
-    compactness: f64,
-    max_num_iter: u32,
-    sigma: Vec<f64>,
-    spacing: Vec<f64>,
-    channel_axis: Option<i32>,
-    convert2lab: Option<bool>,
-    enforce_connectivity: bool,
-    min_size_factor: f64,
-    max_size_factor: f64,
-    slic_zero: bool,
-    start_label: i32,
-) -> Result<JsValue, JsError> {
-    let p = segment::slic_params(
-        n_segments,
-        compactness,
-        max_num_iter,
-        &sigma,
-        &spacing,
-        channel_axis,
-        convert2lab,
-        enforce_connectivity,
-        min_size_factor,
-        max_size_factor,
-        slic_zero,
-        start_label,
-    );
+pub fn slic(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: SlicParams = options(opts)?;
     let t0 = performance_now();
     let s = segment::slic_cpu(data, &shape, &p).map_err(js_err)?;
     Ok(timed(segments_js(&s), performance_now() - t0, None))
 }
 
 /// `sigma_clipped_stats` on the CPU (f64 reference).
-#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen]
 pub fn sigma_clipped_stats(
     data: &[f32],
     shape: Vec<u32>,
-    sigma: f64,
-    sigma_lower: Option<f64>,
-    sigma_upper: Option<f64>,
-    maxiters: Option<u32>,
-    cenfunc: &str,
-    workshop: bool,
+    opts: JsValue,
 ) -> Result<JsValue, JsError> {
-    let o = segment::clip_options(sigma, sigma_lower, sigma_upper, maxiters, cenfunc, workshop)
-        .map_err(js_err)?;
+    let p: SigmaClipParams = options(opts)?;
     let t0 = performance_now();
-    let s = segment::clip_cpu(data, &shape, &o).map_err(js_err)?;
+    let s = segment::clip_cpu(data, &shape, &p).map_err(js_err)?;
     Ok(timed(clip_js(&s), performance_now() - t0, None))
 }
 
 /// `scipy.ndimage.label(data != background)` on the CPU.
 #[wasm_bindgen]
-pub fn label(
-    data: &[f32],
-    shape: Vec<u32>,
-    connectivity: u32,
-    background: f64,
-) -> Result<JsValue, JsError> {
+pub fn label(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: LabelParams = options(opts)?;
     let t0 = performance_now();
-    let l = segment::label_cpu(data, &shape, connectivity as usize, background).map_err(js_err)?;
+    let l = segment::label_cpu(data, &shape, &p).map_err(js_err)?;
     Ok(timed(labels_js(&l, &shape), performance_now() - t0, None))
 }
 
 /// The workshop pipeline on the CPU.
-#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen]
-pub fn sources(
-    data: &[f32],
-    shape: Vec<u32>,
-    sigma: f64,
-    maxiters: Option<u32>,
-    cenfunc: &str,
-    workshop: bool,
-    nsigma: f64,
-    connectivity: u32,
-) -> Result<JsValue, JsError> {
-    let o =
-        segment::clip_options(sigma, None, None, maxiters, cenfunc, workshop).map_err(js_err)?;
+pub fn sources(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let p: SourcesParams = options(opts)?;
     let t0 = performance_now();
-    let s =
-        segment::sources_cpu(data, &shape, &o, nsigma, connectivity as usize).map_err(js_err)?;
+    let s = segment::sources_cpu(data, &shape, &p).map_err(js_err)?;
     Ok(timed(sources_js(&s, &shape), performance_now() - t0, None))
 }

@@ -4,8 +4,11 @@
 //! builds and is unit-tested natively.
 
 use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval};
-use gpuscope_core::filters::{self, Boundary, Filter, Mode, Output};
+use gpuscope_core::filters::{
+    self, Boundary, ConvolveParams, Filter, GaussianParams, MedianParams, Output,
+};
 use gpuscope_core::keys::SampleVec;
+use gpuscope_core::segment::ThresholdParams;
 use gpuscope_core::segment::threshold;
 use gpuscope_core::{Error, Gpu, Result, Samples};
 use gpuscope_io::{Array, Format, IoError};
@@ -24,18 +27,6 @@ pub fn shape_of(shape: &[u32], len: usize) -> Result<Vec<usize>> {
     }
 }
 
-/// scipy's `mode` and `cval`.
-pub fn boundary(mode: &str, cval: f64) -> Result<Boundary> {
-    let mode: Mode = mode.parse()?;
-    if !cval.is_finite() {
-        return Err(Error::InvalidParameter {
-            name: "cval",
-            problem: format!("{cval} (must be a finite number)"),
-        });
-    }
-    Ok(Boundary { mode, cval })
-}
-
 /// The parameters of one linear filter, shared by the CPU and GPU paths.
 pub struct Linear {
     pub filter: Filter,
@@ -44,43 +35,24 @@ pub struct Linear {
 }
 
 impl Linear {
-    /// `gaussian_filter(input, sigma, mode, cval, truncate)`.
-    pub fn gaussian(
-        len: usize,
-        shape: &[u32],
-        sigma: &[f64],
-        mode: &str,
-        cval: f64,
-        truncate: f64,
-    ) -> Result<Linear> {
+    /// `gaussian_filter(input, **params)`.
+    pub fn gaussian(len: usize, shape: &[u32], p: &GaussianParams) -> Result<Linear> {
         let shape = shape_of(shape, len)?;
+        p.validate()?;
         Ok(Linear {
-            filter: Filter::gaussian(shape.len(), sigma, truncate)?,
-            boundary: boundary(mode, cval)?,
+            filter: p.filter(shape.len())?,
+            boundary: p.boundary(),
             shape,
         })
     }
 
     /// `convolve` (`flip = true`) or `correlate` with an n-D kernel.
-    pub fn kernel(
-        len: usize,
-        shape: &[u32],
-        weights: &[f64],
-        weights_shape: &[u32],
-        mode: &str,
-        cval: f64,
-        flip: bool,
-    ) -> Result<Linear> {
+    pub fn kernel(len: usize, shape: &[u32], p: &ConvolveParams, flip: bool) -> Result<Linear> {
         let shape = shape_of(shape, len)?;
-        let wshape: Vec<usize> = weights_shape.iter().map(|&n| n as usize).collect();
-        let filter = if flip {
-            Filter::convolve(shape.len(), weights, &wshape)?
-        } else {
-            Filter::correlate(shape.len(), weights, &wshape)?
-        };
+        p.validate()?;
         Ok(Linear {
-            filter,
-            boundary: boundary(mode, cval)?,
+            filter: p.filter(shape.len(), flip)?,
+            boundary: p.boundary(),
             shape,
         })
     }
@@ -129,14 +101,14 @@ pub struct RankOp {
 }
 
 impl RankOp {
-    /// `median_filter(input, size, mode, cval)`.
-    pub fn median(len: usize, shape: &[u32], size: &[u32], mode: &str, cval: f64) -> Result<Self> {
+    /// `median_filter(input, **params)`.
+    pub fn median(len: usize, shape: &[u32], p: &MedianParams) -> Result<Self> {
         let shape = shape_of(shape, len)?;
-        let size: Vec<usize> = size.iter().map(|&k| k as usize).collect();
+        p.validate()?;
         Ok(RankOp {
             rank: Rank::Median {
-                footprint: Footprint::size(shape.len(), &size)?,
-                boundary: boundary(mode, cval)?,
+                footprint: p.footprint(shape.len())?,
+                boundary: p.boundary(),
             },
             shape,
         })
@@ -144,10 +116,11 @@ impl RankOp {
 
     /// Mantid Imaging's `remove_outlier(diff, size, mode)`; mode bright, dark,
     /// both or tomopy.
-    pub fn outliers(len: usize, shape: &[u32], diff: f64, size: u32, mode: &str) -> Result<Self> {
+    pub fn outliers(len: usize, shape: &[u32], p: &OutlierRemoval) -> Result<Self> {
         let shape = shape_of(shape, len)?;
+        p.validate()?;
         Ok(RankOp {
-            rank: Rank::Outliers(OutlierRemoval::new(diff, size as usize, mode.parse()?)?),
+            rank: Rank::Outliers(*p),
             shape,
         })
     }
@@ -183,16 +156,23 @@ fn f32_values(v: SampleVec) -> Result<Vec<f32>> {
 }
 
 /// `data > value` as a 0/1 mask on the CPU.
-pub fn threshold_cpu(data: &[f32], shape: &[u32], value: f64) -> Result<Vec<u8>> {
+pub fn threshold_cpu(data: &[f32], shape: &[u32], p: &ThresholdParams) -> Result<Vec<u8>> {
     shape_of(shape, data.len())?;
-    let mask = threshold::cpu::threshold_above(Samples::F32(data), value)?;
+    p.validate()?;
+    let mask = threshold::cpu::threshold_above(Samples::F32(data), p.value)?;
     Ok(mask.into_iter().map(u8::from).collect())
 }
 
 /// `data > value` as a 0/1 mask on the GPU.
-pub async fn threshold_gpu(gpu: &Gpu, data: &[f32], shape: &[u32], value: f64) -> Result<Vec<u8>> {
+pub async fn threshold_gpu(
+    gpu: &Gpu,
+    data: &[f32],
+    shape: &[u32],
+    p: &ThresholdParams,
+) -> Result<Vec<u8>> {
     shape_of(shape, data.len())?;
-    let mask = threshold::threshold_above(gpu, Samples::F32(data), value).await?;
+    p.validate()?;
+    let mask = threshold::threshold_above(gpu, Samples::F32(data), p.value).await?;
     Ok(mask.into_iter().map(u8::from).collect())
 }
 
@@ -322,37 +302,57 @@ mod tests {
         assert!(shape_of(&[u32::MAX, u32::MAX, u32::MAX], 1).is_err());
     }
 
+    /// Parameters as the page's options object gives them.
+    fn options<T: serde::de::DeserializeOwned>(v: serde_json::Value) -> T {
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn gaussian(sigma: f64, mode: &str, cval: f64) -> GaussianParams {
+        GaussianParams {
+            sigma: vec![sigma],
+            mode: mode.parse().unwrap(),
+            cval,
+            ..GaussianParams::default()
+        }
+    }
+
     #[test]
     fn bad_parameters_give_the_core_messages() {
-        let e = Linear::gaussian(4, &[2, 2], &[-1.0], "reflect", 0.0, 4.0)
+        let e = Linear::gaussian(4, &[2, 2], &gaussian(-1.0, "reflect", 0.0))
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("sigma"), "{e}");
-        let e = Linear::gaussian(4, &[2, 2], &[1.0], "bogus", 0.0, 4.0)
-            .err()
-            .unwrap()
-            .to_string();
+        let e = serde_json::from_value::<GaussianParams>(
+            serde_json::json!({"sigma": [1.0], "mode": "bogus"}),
+        )
+        .unwrap_err()
+        .to_string();
         assert!(e.contains("mode"), "{e}");
-        assert!(Linear::gaussian(4, &[2, 2], &[1.0], "constant", f64::NAN, 4.0).is_err());
-        assert!(threshold_cpu(&[1.0, 2.0], &[2], f64::NAN).is_err());
+        assert!(Linear::gaussian(4, &[2, 2], &gaussian(1.0, "constant", f64::NAN)).is_err());
+        assert!(Linear::gaussian(4, &[2, 2], &GaussianParams::default()).is_err());
+        let nan = ThresholdParams { value: f64::NAN };
+        assert!(threshold_cpu(&[1.0, 2.0], &[2], &nan).is_err());
     }
 
     #[test]
     fn cpu_gaussian_keeps_a_constant_image() {
         let data = vec![3.0f32; 30];
-        let op = Linear::gaussian(30, &[5, 6], &[1.5], "reflect", 0.0, 4.0).unwrap();
+        let op = Linear::gaussian(30, &[5, 6], &gaussian(1.5, "reflect", 0.0)).unwrap();
         let out = op.run_cpu(&data).unwrap();
         assert!(out.iter().all(|&v| (v - 3.0).abs() < 1e-12));
     }
 
     #[test]
     fn convolve_and_threshold_on_the_cpu() {
-        let op = Linear::kernel(3, &[3], &[1.0, 2.0], &[2], "constant", 0.0, true).unwrap();
+        let p = options(serde_json::json!({
+            "weights": {"shape": [2], "values": [1.0, 2.0]}, "mode": "constant"
+        }));
+        let op = Linear::kernel(3, &[3], &p, true).unwrap();
         // scipy.ndimage.convolve([1., 2, 3], [1., 2], mode='constant') (scipy 1.x).
         assert_eq!(op.run_cpu(&[1.0, 2.0, 3.0]).unwrap(), vec![4.0, 7.0, 6.0]);
         assert_eq!(
-            threshold_cpu(&[0.5, 1.0, 1.5], &[3], 1.0).unwrap(),
+            threshold_cpu(&[0.5, 1.0, 1.5], &[3], &ThresholdParams { value: 1.0 }).unwrap(),
             vec![0, 0, 1]
         );
     }
@@ -376,16 +376,29 @@ mod tests {
     #[test]
     fn median_and_outliers_on_the_cpu() {
         let data = [1.0, 9.0, 3.0, 4.0, 100.0, 6.0, 7.0, 8.0, 2.0];
-        let m = RankOp::median(9, &[3, 3], &[3], "nearest", 0.0).unwrap();
+        let median = |size: usize, mode: &str| -> MedianParams {
+            options(serde_json::json!({"size": [size], "mode": mode}))
+        };
+        let outliers = |diff: f64, mode: &str| -> OutlierRemoval {
+            options(serde_json::json!({"diff": diff, "size": 3, "mode": mode}))
+        };
+        let m = RankOp::median(9, &[3, 3], &median(3, "nearest")).unwrap();
         assert_eq!(m.run_cpu(&data).unwrap()[4], 6.0);
-        let o = RankOp::outliers(9, &[3, 3], 10.0, 3, "bright").unwrap();
+        let o = RankOp::outliers(9, &[3, 3], &outliers(10.0, "bright")).unwrap();
         let out = o.run_cpu(&data).unwrap();
         assert_eq!(out[4], 6.0, "the hot pixel is replaced by its median");
         assert_eq!(out[0], 1.0);
-        assert!(RankOp::outliers(9, &[3, 3], -1.0, 3, "bright").is_err());
-        assert!(RankOp::outliers(9, &[3, 3], 1.0, 3, "hot").is_err());
-        assert!(RankOp::median(9, &[3, 3], &[0], "reflect", 0.0).is_err());
-        assert!(RankOp::median(8, &[3, 3], &[3], "reflect", 0.0).is_err());
+        assert!(RankOp::outliers(9, &[3, 3], &outliers(-1.0, "bright")).is_err());
+        assert!(
+            serde_json::from_value::<OutlierRemoval>(
+                serde_json::json!({"diff": 1.0, "mode": "hot"})
+            )
+            .is_err()
+        );
+        assert!(RankOp::outliers(9, &[3, 3], &OutlierRemoval::default()).is_err());
+        assert!(RankOp::median(9, &[3, 3], &median(0, "reflect")).is_err());
+        assert!(RankOp::median(8, &[3, 3], &median(3, "reflect")).is_err());
+        assert!(RankOp::median(9, &[3, 3], &MedianParams::default()).is_err());
     }
 
     #[test]

@@ -2,45 +2,8 @@
 //! A dropped CBF frame arrives as f32 (exact for counts below 2^24, and for
 //! the -1/-2 gap and bad-pixel markers); it goes back to integer counts.
 
-use gpuscope_core::spots::{self, Algorithm, Counts, Gain, SpotOptions, SpotResult};
+use gpuscope_core::spots::{self, Counts, SpotOptions, SpotResult};
 use gpuscope_core::{Error, Gpu, Result};
-
-#[allow(clippy::too_many_arguments)]
-pub fn options(
-    algorithm: &str,
-    kernel_size: &[u32],
-    sigma_background: f64,
-    sigma_strong: f64,
-    min_local: u32,
-    global_threshold: f64,
-    gain: Option<f64>,
-    min_spot_size: u32,
-    max_spot_size: u32,
-) -> Result<SpotOptions> {
-    let kernel_size = match kernel_size {
-        [k] => [*k as usize, *k as usize],
-        [ky, kx] => [*ky as usize, *kx as usize],
-        _ => {
-            return Err(Error::InvalidParameter {
-                name: "kernel_size",
-                problem: format!("{kernel_size:?} (give 1 or 2 half-widths, such as 3, 3)"),
-            });
-        }
-    };
-    let o = SpotOptions {
-        algorithm: Algorithm::parse(algorithm)?,
-        kernel_size,
-        sigma_background,
-        sigma_strong,
-        min_local: min_local as usize,
-        global_threshold,
-        gain: gain.map_or(Gain::None, Gain::Scalar),
-        min_spot_size: min_spot_size as usize,
-        max_spot_size: max_spot_size as usize,
-    };
-    o.validate()?;
-    Ok(o)
-}
 
 /// Integer counts of a frame given as f32, and its (rows, cols).
 pub fn counts(data: &[f32], shape: &[u32]) -> Result<(Vec<i32>, [usize; 2])> {
@@ -63,6 +26,7 @@ pub fn counts(data: &[f32], shape: &[u32]) -> Result<(Vec<i32>, [usize; 2])> {
 
 pub fn find_spots_cpu(data: &[f32], shape: &[u32], o: &SpotOptions) -> Result<SpotResult> {
     let (v, [h, w]) = counts(data, shape)?;
+    o.validate()?;
     spots::cpu::find_spots(Counts::I32(&v), [1, h, w], None, o, false)
 }
 
@@ -73,6 +37,7 @@ pub async fn find_spots_gpu(
     o: &SpotOptions,
 ) -> Result<SpotResult> {
     let (v, [h, w]) = counts(data, shape)?;
+    o.validate()?;
     spots::find_spots(gpu, Counts::I32(&v), [1, h, w], None, o, false).await
 }
 
@@ -126,20 +91,18 @@ mod tests {
             counts(&[-1.0, 7.0], &[1, 2]).unwrap(),
             (vec![-1, 7], [1, 2])
         );
-        let o = options(
-            "dispersion_extended",
-            &[3, 3],
-            6.0,
-            3.0,
-            2,
-            0.0,
-            None,
-            3,
-            1000,
-        )
-        .unwrap();
+        let o: SpotOptions = serde_json::from_value(serde_json::json!({})).unwrap();
         assert_eq!(o, SpotOptions::default());
-        assert!(options("niblack", &[3], 6.0, 3.0, 2, 0.0, None, 3, 1000).is_err());
-        assert!(options("dispersion", &[3, 3, 3], 6.0, 3.0, 2, 0.0, None, 3, 1000).is_err());
+        let e = serde_json::from_value::<SpotOptions>(serde_json::json!({"algorithm": "niblack"}));
+        assert!(e.is_err());
+        let e = serde_json::from_value::<SpotOptions>(
+            serde_json::json!({"algorithm": "dispersion", "kernel_size": [3, 3, 3]}),
+        );
+        assert!(e.is_err());
+        let zero = SpotOptions {
+            kernel_size: [0, 3],
+            ..SpotOptions::default()
+        };
+        assert!(find_spots_cpu(&[1.0; 4], &[2, 2], &zero).is_err());
     }
 }

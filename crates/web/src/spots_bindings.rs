@@ -1,14 +1,15 @@
 //! wasm-bindgen surface of spot finding: `Engine.find_spots` (WebGPU) and
-//! the free `find_spots` (CPU reference), same arguments, returning
+//! the free `find_spots` (CPU reference), same arguments `(data, shape,
+//! options)`, returning
 //! `{data: Uint8Array strong-pixel mask, shape, count, table: {columns,
 //! rows}, ms, kernelMs?}`.
 
 use js_sys::{Array, Object, Reflect, Uint8Array};
 use wasm_bindgen::prelude::*;
 
-use crate::bindings::Engine;
+use crate::bindings::{Engine, js_err, options};
 use crate::spots::{self, COLUMNS};
-use gpuscope_core::spots::SpotResult;
+use gpuscope_core::spots::{SpotOptions, SpotResult};
 
 #[wasm_bindgen]
 extern "C" {
@@ -18,10 +19,6 @@ extern "C" {
 
 fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
     let _ = Reflect::set(obj, &JsValue::from_str(key), &value.into());
-}
-
-fn js_err(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
 }
 
 fn spots_js(r: &SpotResult, shape: &[u32], ms: f64, kernel_ms: Option<f64>) -> JsValue {
@@ -67,34 +64,15 @@ fn spots_js(r: &SpotResult, shape: &[u32], ms: f64, kernel_ms: Option<f64>) -> J
 
 #[wasm_bindgen]
 impl Engine {
-    /// DIALS' spot finding on one frame on the GPU.
-    #[allow(clippy::too_many_arguments)]
+    /// DIALS' spot finding on one frame on the GPU; options as the
+    /// catalogue's `find_spots` (`gain` null, a number or a per-pixel array).
     pub async fn find_spots(
         &self,
         data: Vec<f32>,
         shape: Vec<u32>,
-        algorithm: String,
-        kernel_size: Vec<u32>,
-        sigma_background: f64,
-        sigma_strong: f64,
-        min_local: u32,
-        global_threshold: f64,
-        gain: Option<f64>,
-        min_spot_size: u32,
-        max_spot_size: u32,
+        opts: JsValue,
     ) -> Result<JsValue, JsError> {
-        let o = spots::options(
-            &algorithm,
-            &kernel_size,
-            sigma_background,
-            sigma_strong,
-            min_local,
-            global_threshold,
-            gain,
-            min_spot_size,
-            max_spot_size,
-        )
-        .map_err(js_err)?;
+        let o: SpotOptions = options(opts)?;
         self.gpu.reset_kernel_time();
         let t0 = performance_now();
         let r = spots::find_spots_gpu(&self.gpu, &data, &shape, &o)
@@ -106,33 +84,9 @@ impl Engine {
 }
 
 /// DIALS' spot finding on one frame on the CPU (f64 reference).
-#[allow(clippy::too_many_arguments)]
 #[wasm_bindgen]
-pub fn find_spots(
-    data: &[f32],
-    shape: Vec<u32>,
-    algorithm: &str,
-    kernel_size: Vec<u32>,
-    sigma_background: f64,
-    sigma_strong: f64,
-    min_local: u32,
-    global_threshold: f64,
-    gain: Option<f64>,
-    min_spot_size: u32,
-    max_spot_size: u32,
-) -> Result<JsValue, JsError> {
-    let o = spots::options(
-        algorithm,
-        &kernel_size,
-        sigma_background,
-        sigma_strong,
-        min_local,
-        global_threshold,
-        gain,
-        min_spot_size,
-        max_spot_size,
-    )
-    .map_err(js_err)?;
+pub fn find_spots(data: &[f32], shape: Vec<u32>, opts: JsValue) -> Result<JsValue, JsError> {
+    let o: SpotOptions = options(opts)?;
     let t0 = performance_now();
     let r = spots::find_spots_cpu(data, &shape, &o).map_err(js_err)?;
     Ok(spots_js(&r, &shape, performance_now() - t0, None))
