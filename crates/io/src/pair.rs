@@ -132,11 +132,6 @@ pub(crate) fn hash_of(layout: &RawLayout, data: &[u8]) -> u64 {
     h
 }
 
-/// The hash as written in a sidecar.
-pub(crate) fn to_hex(h: u64) -> String {
-    format!("{h:016x}")
-}
-
 /// The hash a sidecar's `"data_hash"` holds, if any.
 pub(crate) fn from_json(v: &serde_json::Value) -> Option<u64> {
     let s = v.get("data_hash")?.as_str()?;

@@ -101,7 +101,8 @@ impl RawLayout {
     pub(crate) fn to_json_with(&self, data_hash: Option<u64>) -> String {
         let shape: Vec<String> = self.shape.iter().map(|n| n.to_string()).collect();
         let hash = data_hash
-            .map(|h| format!(", \"data_hash\": \"{}\"", crate::pair::to_hex(h)))
+            // 16 hex digits, as the native reader's check parses them.
+            .map(|h| format!(", \"data_hash\": \"{h:016x}\""))
             .unwrap_or_default();
         format!(
             "{{\"format\": \"raw\", \"shape\": [{}], \"dtype\": \"{}\", \"byte_order\": \"{}\", \

@@ -63,7 +63,8 @@ pub fn engine(py: Python<'_>) -> PyResult<Arc<Engine>> {
 /// The core's messages name the command line's flags; say what a Python
 /// user does instead.
 fn python_words(msg: &str) -> String {
-    msg.replace("run with --cpu", "call gpuscope.set_device('cpu')")
+    msg.replace("(see `gpuscope devices`)", "(see gpuscope.devices())")
+        .replace("run with --cpu", "call gpuscope.set_device('cpu')")
         .replace("use --cpu", "call gpuscope.set_device('cpu')")
         .replace("--cpu", "gpuscope.set_device('cpu')")
 }
@@ -74,9 +75,10 @@ pub fn py_err(e: Error) -> PyErr {
     let msg = python_words(&e.to_string());
     match e {
         Error::InvalidParameter { .. } | Error::InvalidInput(_) => PyValueError::new_err(msg),
-        Error::NoAdapter(_) | Error::OutOfMemory { .. } | Error::Device(_) => {
-            PyRuntimeError::new_err(msg)
-        }
+        Error::NoAdapter(_)
+        | Error::OutOfMemory { .. }
+        | Error::Device(_)
+        | Error::Nonconformant { .. } => PyRuntimeError::new_err(msg),
     }
 }
 

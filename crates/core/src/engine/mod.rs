@@ -21,9 +21,10 @@ mod readback;
 mod recorder;
 mod upload;
 
+pub use adapters::AdapterEntry;
 use adapters::*;
 #[cfg(not(target_arch = "wasm32"))]
-pub use adapters::{AdapterEntry, adapters, list_adapters};
+pub use adapters::{adapters, list_adapters};
 use pool::*;
 use profile::*;
 use readback::*;
