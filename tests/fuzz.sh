@@ -10,6 +10,10 @@ cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
 targets=${FUZZ_TARGETS:-"npy raw tiff png jpeg cbf fits argv"}
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}/fuzz
+if ! rustc +nightly -V >/dev/null 2>&1; then
+  echo "missing: the nightly Rust toolchain (rustup toolchain install nightly); libFuzzer's coverage flags need it" >&2
+  exit 1
+fi
 # An explicit --target keeps the flags off build scripts and proc macros.
 host=$(rustc +nightly -vV | sed -n 's/^host: //p')
 export RUSTFLAGS="-Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
