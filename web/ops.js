@@ -546,8 +546,7 @@ export function parseStep(id, raw, input) {
   return error ? { error } : { params };
 }
 
-// Templates for the operations of the coming issues, for whoever adds their
-// bindings: parameter names and defaults are the references' (see
-// shared/docs/references.md).
+// The shape of a table operation's entry, for whoever adds one: parameter
+// names and defaults come from the core's catalogue (docs/catalogue.md).
 //
 //   find_spots: { ..., result: 'table', markers: (r) => r.table.rows.map((s) => ({ y: s.y, x: s.x, r: 4 })) },
