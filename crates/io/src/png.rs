@@ -39,6 +39,18 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image> {
     let mut dec = png::Decoder::new_with_limits(Cursor::new(bytes), png::Limits { bytes: limit });
     dec.set_transformations(png::Transformations::EXPAND);
     let mut reader = dec.read_info().map_err(png_err)?;
+    // The png crate's palette expansion panics on a PLTE that is not whole
+    // RGB entries (at most 256): refuse it first (found by fuzzing).
+    let info = reader.info();
+    if info.color_type == png::ColorType::Indexed
+        && let Some(p) = info.palette.as_deref()
+        && (p.len() % 3 != 0 || p.len() > 768)
+    {
+        return Err(IoError::corrupt(format!(
+            "the PNG's palette has {} bytes (expected whole RGB entries, at most 256)",
+            p.len()
+        )));
+    }
     let size = reader
         .output_buffer_size()
         .filter(|&n| n <= limit)

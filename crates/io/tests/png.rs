@@ -101,6 +101,15 @@ fn damaged_pngs_and_jpegs_never_panic() {
 }
 
 #[test]
+fn a_palette_of_partial_entries_is_an_error_not_a_panic() {
+    // Found by the png fuzz target: a PLTE of 2 bytes made the png crate's
+    // palette expansion index out of range.
+    let b = read_bytes(&fixture("png/bad_palette.png"));
+    let e = decode("bad_palette.png", &b).unwrap_err();
+    assert!(e.to_string().contains("palette"), "{e}");
+}
+
+#[test]
 fn absurd_png_size_is_an_error() {
     // IHDR claiming 100000 x 100000 RGBA16 with a valid CRC, then a tiny IDAT.
     let mut ihdr = b"IHDR".to_vec();
