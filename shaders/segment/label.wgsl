@@ -448,10 +448,18 @@ fn local_merge(@builtin(workgroup_id) wid: vec3<u32>,
     let whole = tile.valid && all(tile.origin + tile.extent <= vec3<u32>(p.nx, p.ny, p.nz));
     let coalesced = whole && p.shift_x >= 2u && (p.nx & 3u) == 0u;
     if (coalesced) {
+        // A tile smaller than TILE (a small image) has fewer pixels than
+        // the threads' words: those past its end are background, not
+        // whatever lies in the mask buffer beyond the image.
+        let pixels = tile.extent.x * tile.extent.y * tile.extent.z;
         for (var m = 0u; m < 4u; m++) {
             let w = t + 256u * m; // the tile's pixels 4w .. 4w + 3
-            let i = global_index(tile, local_xyz(4u * w));
-            atomicStore(&lp[w], nibble(mask[i >> 2u]));
+            var bits = 0u;
+            if (4u * w < pixels) {
+                let i = global_index(tile, local_xyz(4u * w));
+                bits = nibble(mask[i >> 2u]);
+            }
+            atomicStore(&lp[w], bits);
         }
     }
     workgroupBarrier();

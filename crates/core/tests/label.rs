@@ -184,3 +184,40 @@ fn narrow_wide_and_word_aligned_boxes_every_connectivity() {
         }
     }
 }
+
+/// One device labelling many small images in turn, as the page, Python
+/// and Dask's per-block calls do: buffers come back from the pool holding
+/// the previous image. A small whole tile (power-of-two sides, fewer than
+/// 4096 pixels) once read the previous mask past its own end.
+#[test]
+fn small_images_in_turn_on_one_device_ignore_the_previous_mask() {
+    let g = common::open(gpuscope_core::GpuOptions::default());
+    let first = [
+        false, false, false, false, true, false, true, false, true, true, true, true,
+    ];
+    assert_eq!(gpu_label(&g, &first, &[3, 4], 1).count, 1);
+    let columns = [true, false, true, false, true, false, true, false];
+    assert_eq!(gpu_label(&g, &columns, &[2, 4], 1).count, 2);
+    let shapes: [&[usize]; 8] = [
+        &[4, 8],
+        &[2, 4],
+        &[8, 8],
+        &[4, 4],
+        &[16, 32],
+        &[2, 2, 4],
+        &[1, 4],
+        &[4, 2, 8],
+    ];
+    for round in 0..3u64 {
+        for (k, shape) in shapes.iter().enumerate() {
+            let n = shape.iter().product();
+            let mask = random(n, 0.3 + 0.2 * round as f64, 100 * round + k as u64);
+            for c in 1..=shape.len() {
+                let want = cpu::label(&mask, shape, c).unwrap();
+                let got = gpu_label(&g, &mask, shape, c);
+                assert_eq!(got.count, want.count, "{shape:?} c={c} round {round}");
+                assert_eq!(got.labels, want.labels, "{shape:?} c={c} round {round}");
+            }
+        }
+    }
+}

@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use gpuscope_core::{Gpu, GpuOptions};
 
-fn open(options: GpuOptions) -> Gpu {
+pub fn open(options: GpuOptions) -> Gpu {
     let gpu = pollster::block_on(Gpu::new(options)).unwrap_or_else(|e| {
         panic!("GPU tests need a Vulkan driver (apt-get install mesa-vulkan-drivers): {e}")
     });
