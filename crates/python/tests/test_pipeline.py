@@ -139,6 +139,7 @@ def test_ctrl_c_interrupts_a_long_call(device):
     finally:
         if p.poll() is None:
             p.kill()
-    assert p.returncode != 0 and "KeyboardInterrupt" in err, err
+    # Python re-raises an uncaught KeyboardInterrupt as SIGINT: no crash.
+    assert p.returncode in (1, -signal.SIGINT) and "KeyboardInterrupt" in err, (p.returncode, err)
     assert "done" not in out
     assert waited < 2.0, f"the interrupt took {waited:.2f} s to return control"
