@@ -15,13 +15,26 @@ import sys
 
 import gpuscope
 
-MODULES = ["ndimage", "measure", "segmentation", "stats", "tomo"]
+MODULES = ["ndimage", "measure", "segmentation", "stats", "tomo", "spots", "io", "pipeline"]
 RETURNS = {
     "label": "tuple[numpy.ndarray, int] | int",
     "regionprops_table": "dict[str, numpy.ndarray]",
     "sigma_clipped_stats": "tuple[float, float, float]",
+    "find_spots": "dict[str, numpy.ndarray]",
+    "bus_bytes": "tuple[int, int]",
+    "read": "numpy.ndarray",
 }
 HERE = pathlib.Path(__file__).resolve().parent / "python" / "gpuscope"
+
+
+def function(obj, name, ret):
+    """A function's stub: its signature (the catalogue's defaults) and docstring."""
+    doc = inspect.getdoc(obj) or ""
+    return [
+        f"def {name}{inspect.signature(obj)} -> {ret}:",
+        '    """' + doc.replace('"""', "'''").replace("\n", "\n    ") + '"""',
+        "",
+    ]
 
 
 def stub(module_name):
@@ -34,14 +47,18 @@ def stub(module_name):
     ]
     for name in module.__all__:
         obj = getattr(module, name)
-        if not callable(obj):
-            lines.append(f"{name}: dict")
+        if isinstance(obj, type):
+            lines.append(f"class {name}:")
+            methods = [("__init__", "None")]
+            methods += [(m, "dict" if m == "run" else name) for m in sorted(vars(obj)) if not m.startswith("_")]
+            for method, ret in methods:
+                lines.extend(("    " + line).replace("\n", "\n    ") if line else line
+                             for line in function(getattr(obj, method), method, ret))
             continue
-        ret = RETURNS.get(name, "numpy.ndarray")
-        doc = inspect.getdoc(obj) or ""
-        lines.append(f"def {name}{inspect.signature(obj)} -> {ret}:")
-        lines.append('    """' + doc.replace('"""', "'''").replace("\n", "\n    ") + '"""')
-        lines.append("")
+        if not callable(obj):
+            lines.append(f"{name}: {type(obj).__name__}")
+            continue
+        lines.extend(function(obj, name, RETURNS.get(name, "numpy.ndarray")))
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -2,7 +2,9 @@
 //! (pipelines are compiled once per device), or the CPU reference when no
 //! adapter exists; the catalogue; errors as Python exceptions.
 
+use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use gpuscope_core::{Error, Gpu, GpuOptions};
 use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyTypeError, PyValueError};
@@ -60,13 +62,95 @@ pub fn engine(py: Python<'_>) -> PyResult<Arc<Engine>> {
     Ok(engine)
 }
 
+/// Inputs from this many elements run on a worker thread (see
+/// [`interruptible`]); smaller ones in the calling thread, which spares
+/// them the thread's start.
+const WATCHED: usize = 1 << 18;
+
+/// Runs `work` without the GIL and returns its result. An operation on a
+/// large input (`elements` from [`WATCHED`]) runs on a worker thread while
+/// this one checks for signals every 20 ms, so that Ctrl-C raises
+/// KeyboardInterrupt at once; the abandoned work then finishes in the
+/// background and its result is dropped (the core has no cancellation
+/// between its dispatches).
+pub fn interruptible<T: Send + 'static>(
+    py: Python<'_>,
+    elements: usize,
+    work: impl FnOnce() -> T + Send + 'static,
+) -> PyResult<T> {
+    if elements < WATCHED {
+        return Ok(py.detach(work));
+    }
+    let (tx, mut rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("gpuscope".into())
+        .spawn(move || {
+            // The caller may have gone (KeyboardInterrupt): nobody to tell.
+            let _ = tx.send(work());
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("could not start a thread: {e}")))?;
+    loop {
+        let (back, got) = py.detach(move || {
+            let got = rx.recv_timeout(Duration::from_millis(20));
+            (rx, got)
+        });
+        rx = back;
+        match got {
+            Ok(v) => return Ok(v),
+            Err(RecvTimeoutError::Timeout) => py.check_signals()?,
+            Err(RecvTimeoutError::Disconnected) => {
+                return Err(PyRuntimeError::new_err(
+                    "the operation stopped without a result (an internal error of gpuscope; please report it)",
+                ));
+            }
+        }
+    }
+}
+
 /// The core's messages name the command line's flags; say what a Python
-/// user does instead.
-fn python_words(msg: &str) -> String {
-    msg.replace("(see `gpuscope devices`)", "(see gpuscope.devices())")
+/// user does instead, and name parameters as Python spells them
+/// (`--kernel-size`, `max-spot-size`: `kernel_size`, `max_spot_size`).
+pub fn python_words(msg: &str) -> String {
+    let msg = msg
+        .replace("(see `gpuscope devices`)", "(see gpuscope.devices())")
         .replace("run with --cpu", "call gpuscope.set_device('cpu')")
         .replace("use --cpu", "call gpuscope.set_device('cpu')")
         .replace("--cpu", "gpuscope.set_device('cpu')")
+        .replace(" (--channel-axis none)", "")
+        .replace("no --workshop", "workshop=False")
+        .replace("a larger --memory-budget", "a device with more memory")
+        .replace("a smaller --memory-budget", "smaller inputs")
+        .replace("raise --memory-budget", "give smaller inputs");
+    let mut out = String::with_capacity(msg.len());
+    let mut rest = msg.as_str();
+    while let Some(i) = rest.find("--") {
+        out.push_str(&rest[..i]);
+        let flag = &rest[i + 2..];
+        let end = flag
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .unwrap_or(flag.len());
+        out.push_str(&flag[..end].replace('-', "_"));
+        rest = &flag[end..];
+    }
+    out.push_str(rest);
+    for name in parameter_names() {
+        out = out.replace(&name.replace('_', "-"), name);
+    }
+    out
+}
+
+/// Every catalogue parameter name with an underscore.
+fn parameter_names() -> Vec<&'static str> {
+    let mut names: Vec<&'static str> = gpuscope_core::catalogue::catalogue()
+        .iter()
+        .flat_map(|op| op.params.iter().map(|p| p.name))
+        .filter(|n| n.contains('_'))
+        .collect();
+    // Longer names first, so that one is not rewritten inside another.
+    names.sort_unstable();
+    names.dedup();
+    names.sort_by_key(|n| std::cmp::Reverse(n.len()));
+    names
 }
 
 /// A core error as the Python exception a caller expects: bad arguments are
@@ -82,16 +166,41 @@ pub fn py_err(e: Error) -> PyErr {
     }
 }
 
+/// The options JSON as parameter type `T`; an error names the parameter
+/// at fault (serde's messages for a struct's field do not).
+pub fn parse<T: serde::de::DeserializeOwned>(options: &str) -> PyResult<T> {
+    let err = match serde_json::from_str(options) {
+        Ok(v) => return Ok(v),
+        Err(e) => e,
+    };
+    if let Ok(serde_json::Value::Object(map)) = serde_json::from_str(options) {
+        for (key, value) in map {
+            let alone = serde_json::Value::Object([(key.clone(), value)].into_iter().collect());
+            if let Err(e) = serde_json::from_value::<T>(alone)
+                && !e.to_string().starts_with("missing field")
+            {
+                return Err(options_err(e, Some(&key)));
+            }
+        }
+    }
+    Err(options_err(err, None))
+}
+
 /// Options JSON that does not fit the parameter type: a wrong type is a
 /// TypeError, a bad value (an unknown mode name) a ValueError.
-pub fn options_err(e: serde_json::Error) -> PyErr {
+fn options_err(e: serde_json::Error, key: Option<&str>) -> PyErr {
     let msg = e.to_string();
     // serde_json appends " at line 1 column N", meaningless to the caller.
     let msg = match msg.rfind(" at line ") {
         Some(i) => msg[..i].to_string(),
         None => msg,
     };
-    if msg.starts_with("invalid type") || msg.starts_with("unknown field") {
+    let type_error = msg.starts_with("invalid type") || msg.starts_with("unknown field");
+    let msg = match key {
+        Some(k) if !msg.starts_with("unknown field") => format!("{k}: {msg}"),
+        _ => msg,
+    };
+    if type_error {
         PyTypeError::new_err(msg)
     } else {
         PyValueError::new_err(msg)

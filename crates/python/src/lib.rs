@@ -6,8 +6,10 @@
 //! libraries' signatures on top (crates/python/python/gpuscope).
 
 mod arrays;
+mod chain;
 mod device;
 mod ops;
+mod spots;
 
 use pyo3::prelude::*;
 
@@ -22,5 +24,9 @@ fn _gpuscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::regionprops, m)?)?;
     m.add_function(wrap_pyfunction!(ops::slic, m)?)?;
     m.add_function(wrap_pyfunction!(ops::sigma_clipped_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(spots::find_spots, m)?)?;
+    m.add_function(wrap_pyfunction!(spots::read, m)?)?;
+    m.add_function(wrap_pyfunction!(chain::sources_chain, m)?)?;
+    m.add_function(wrap_pyfunction!(chain::bus_bytes, m)?)?;
     Ok(())
 }

@@ -14,10 +14,10 @@ use pyo3::types::PyDict;
 use serde::de::DeserializeOwned;
 
 use crate::arrays::{self, Input};
-use crate::device::{Engine, engine, options_err, py_err};
+use crate::device::{Engine, engine, interruptible, parse, py_err};
 
 fn params<T: DeserializeOwned>(options: &str) -> PyResult<T> {
-    serde_json::from_str(options).map_err(options_err)
+    parse(options)
 }
 
 /// An array-valued parameter (a kernel, a footprint) as the core takes it.
@@ -116,7 +116,9 @@ pub fn filter<'py>(
         .to_string();
     let output = output_of(&dtype)?;
     let engine = engine(py)?;
-    let result: Result<Vec<f64>> = py.detach(|| {
+    let n = values.as_samples().len();
+    let run_shape = shape.clone();
+    let result: Result<Vec<f64>> = interruptible(py, n, move || {
         if values.as_samples().is_empty() {
             return Ok(Vec::new());
         }
@@ -124,15 +126,19 @@ pub fn filter<'py>(
             Engine::Gpu(gpu) => {
                 let input = arrays::to_f32(&values);
                 pollster::block_on(filters::apply(
-                    gpu, &filter, &input, &shape, boundary, output,
+                    gpu, &filter, &input, &run_shape, boundary, output,
                 ))
                 .map(|v| v.into_iter().map(f64::from).collect())
             }
-            Engine::Cpu => {
-                filters::cpu::apply(&filter, &arrays::to_f64(&values), &shape, boundary, output)
-            }
+            Engine::Cpu => filters::cpu::apply(
+                &filter,
+                &arrays::to_f64(&values),
+                &run_shape,
+                boundary,
+                output,
+            ),
         }
-    });
+    })?;
     arrays::cast_array(py, result.map_err(py_err)?, &shape, &dtype)
 }
 
@@ -149,10 +155,13 @@ where
             gpuscope_core::Samples<'_>,
             &[usize],
         ) -> Result<SampleVec>
-        + Send,
+        + Send
+        + 'static,
 {
     let engine = engine(py)?;
-    let result = py.detach(|| {
+    let n = values.as_samples().len();
+    let run_shape = shape.clone();
+    let result = interruptible(py, n, move || {
         if values.as_samples().is_empty() {
             return Ok(values.clone());
         }
@@ -160,8 +169,8 @@ where
             Engine::Gpu(g) => Some(g.as_ref()),
             Engine::Cpu => None,
         };
-        run(gpu, values.as_samples(), &shape)
-    });
+        run(gpu, values.as_samples(), &run_shape)
+    })?;
     arrays::samples_array(py, result.map_err(py_err)?, &shape)
 }
 
@@ -177,15 +186,16 @@ pub fn label<'py>(
     let p: LabelParams = params(options)?;
     p.validate().map_err(py_err)?;
     let engine = engine(py)?;
-    let labels = py.detach(|| {
+    let run_shape = shape.clone();
+    let labels = interruptible(py, values.as_samples().len(), move || {
         let mask = foreground(values.as_samples(), p.background);
         match engine.as_ref() {
             Engine::Gpu(gpu) => {
-                pollster::block_on(segment::label(gpu, &mask, &shape, p.connectivity))
+                pollster::block_on(segment::label(gpu, &mask, &run_shape, p.connectivity))
             }
-            Engine::Cpu => segment::label::cpu::label(&mask, &shape, p.connectivity),
+            Engine::Cpu => segment::label::cpu::label(&mask, &run_shape, p.connectivity),
         }
-    });
+    })?;
     let labels = labels.map_err(py_err)?;
     Ok((arrays::array(py, labels.labels, &shape)?, labels.count))
 }
@@ -213,19 +223,28 @@ pub fn regionprops<'py>(
     }
     let n = labels.iter().copied().max().unwrap_or(0).max(0) as usize;
     let engine = engine(py)?;
-    let regions = py.detach(|| match engine.as_ref() {
+    let ndim = shape.len();
+    let regions = interruptible(py, labels.len(), move || match engine.as_ref() {
         Engine::Gpu(gpu) => {
             pollster::block_on(segment::regionprops(gpu, &labels, &values, &shape, n))
         }
         Engine::Cpu => segment::measure::cpu::regionprops(&labels, &values, &shape, n),
-    });
+    })?;
     // skimage lists the labels present only.
     let regions: Vec<_> = regions
         .map_err(py_err)?
         .into_iter()
         .filter(|r| r.area > 0)
         .collect();
-    let ndim = shape.len();
+    regions_dict(py, &regions, ndim)
+}
+
+/// Measurements as numpy columns (per-axis ones as rows x axes).
+pub fn regions_dict<'py>(
+    py: Python<'py>,
+    regions: &[segment::Region],
+    ndim: usize,
+) -> PyResult<Bound<'py, PyDict>> {
     let rows = [regions.len(), ndim];
     let per_axis = |f: &dyn Fn(&segment::Region) -> Vec<f64>| -> Vec<f64> {
         regions.iter().flat_map(f).collect()
@@ -297,12 +316,13 @@ pub fn slic<'py>(
     }
     p.validate().map_err(py_err)?;
     let engine = engine(py)?;
-    let segments = py.detach(|| match engine.as_ref() {
+    let n = values.as_samples().len();
+    let segments = interruptible(py, n, move || match engine.as_ref() {
         Engine::Gpu(gpu) => {
             pollster::block_on(core_slic::slic(gpu, values.as_samples(), &shape, &p))
         }
         Engine::Cpu => core_slic::cpu::slic(values.as_samples(), &shape, &p),
-    });
+    })?;
     let s = segments.map_err(py_err)?;
     arrays::array(py, s.labels, &s.shape)
 }
@@ -326,7 +346,8 @@ pub fn sigma_clipped_stats<'py>(
     };
     let options = p.options();
     let engine = engine(py)?;
-    let stats = py.detach(|| match engine.as_ref() {
+    let n = values.as_samples().len();
+    let stats = interruptible(py, n, move || match engine.as_ref() {
         Engine::Gpu(gpu) => pollster::block_on(stats::sigma_clipped_stats(
             gpu,
             &arrays::to_f32(&values),
@@ -336,7 +357,7 @@ pub fn sigma_clipped_stats<'py>(
         Engine::Cpu => {
             stats::clip::cpu::sigma_clipped_stats(values.as_samples(), mask.as_deref(), &options)
         }
-    });
+    })?;
     let s = stats.map_err(py_err)?;
     Ok((s.mean, s.median, s.std))
 }

@@ -106,3 +106,18 @@ def test_no_adapter_runs_on_the_cpu_with_one_warning():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("1 RuntimeWarning no GPU adapter"), out.stdout
+
+
+@pytest.mark.parametrize("call,says", [
+    (lambda: gpuscope.ndimage.median_filter(np.zeros((8, 8), np.float32), size=500), "use a smaller size"),
+    (lambda: gpuscope.segmentation.slic(np.zeros((16, 16), np.float32)), "use channel_axis=None for"),
+    (lambda: gpuscope.spots.find_spots(np.ones((4, 4), np.int32), min_spot_size=5, max_spot_size=4),
+     "invalid min_spot_size: 5 exceeds max_spot_size 4"),
+    (lambda: gpuscope.spots.strong_pixels(np.ones((4, 4), np.int32), sigma_background=-1),
+     "invalid sigma_background"),
+    (lambda: gpuscope.ndimage.median_filter(np.zeros((8, 8), np.float32), size=-1), "^size: "),
+])
+def test_errors_name_python_arguments_not_flags(call, says):
+    with pytest.raises(ValueError, match=says) as e:
+        call()
+    assert "--" not in str(e.value)

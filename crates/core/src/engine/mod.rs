@@ -103,6 +103,8 @@ pub struct Gpu {
     profile: Option<Mutex<BTreeMap<String, (u64, u64)>>>,
     /// Shaders keep wgpu's bounds checks and loop bounding (see `pipeline`).
     checked_shaders: bool,
+    /// Bytes written to and read from the device (see [`Gpu::bus_bytes`]).
+    bus: [AtomicU64; 2],
 }
 
 impl Gpu {
@@ -183,6 +185,7 @@ impl Gpu {
             entry_names: Mutex::new(HashMap::new()),
             profile: profiling_requested().then(|| Mutex::new(BTreeMap::new())),
             checked_shaders: env_set("GPUSCOPE_CHECKED_SHADERS"),
+            bus: [AtomicU64::new(0), AtomicU64::new(0)],
         };
         crate::probe::check(&gpu).await?;
         // A new context starts with an empty pool (tests count its bytes).

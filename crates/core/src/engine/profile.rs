@@ -25,6 +25,20 @@ impl Gpu {
             .map(|_| self.total_kernel_ns.load(Ordering::Relaxed))
     }
 
+    /// Bytes copied host to device and device to host since the context
+    /// was made: front ends show with it that a chain of operations
+    /// crossed the bus once each way.
+    pub fn bus_bytes(&self) -> (u64, u64) {
+        (
+            self.bus[0].load(Ordering::Relaxed),
+            self.bus[1].load(Ordering::Relaxed),
+        )
+    }
+
+    pub(super) fn count_bus(&self, to_device: bool, bytes: u64) {
+        self.bus[usize::from(!to_device)].fetch_add(bytes, Ordering::Relaxed);
+    }
+
     /// Starts a new sum for [`Gpu::kernel_ns_total`].
     pub fn reset_kernel_time(&self) {
         self.total_kernel_ns.store(0, Ordering::Relaxed);

@@ -136,6 +136,7 @@ impl Gpu {
                 self.add_kernel_ticks(&ticks, &names);
             }
             let clock = self.host_clock();
+            self.count_bus(false, bytes);
             let taken = take(&view[..bytes as usize]);
             self.host_done("readback: take", clock);
             drop(view);
@@ -221,6 +222,7 @@ impl Gpu {
         if total == 0 {
             return Ok(());
         }
+        self.count_bus(false, total);
         let chunk = READ_CHUNK.min(total.div_ceil(4) * 4);
         let mut parts = out.chunks_mut(chunk as usize).enumerate();
         let mut in_flight = std::collections::VecDeque::new();

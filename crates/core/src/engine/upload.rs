@@ -103,6 +103,7 @@ impl Gpu {
             return Err(Error::Device("an upload larger than its buffer".into()));
         }
         let len = bytes.len();
+        self.count_bus(true, len as u64);
         let end = (len as u64).div_ceil(4) * 4;
         let mut view = up
             .buffer
@@ -142,6 +143,7 @@ impl Gpu {
     /// in a fresh host-visible allocation, which for hundreds of megabytes
     /// costs more than the copy (parts come from the allocator's blocks).
     pub(crate) fn upload(&self, buffer: &wgpu::Buffer, bytes: &[u8]) {
+        self.count_bus(true, bytes.len() as u64);
         for (i, part) in bytes.chunks(READ_CHUNK as usize).enumerate() {
             self.queue.write_buffer(buffer, i as u64 * READ_CHUNK, part);
         }
@@ -150,10 +152,12 @@ impl Gpu {
     /// Writes `bytes` into `buffer` from byte `offset` (a multiple of 4),
     /// before the next submission.
     pub(crate) fn upload_at(&self, buffer: &wgpu::Buffer, offset: u64, bytes: &[u8]) {
+        self.count_bus(true, bytes.len() as u64);
         self.queue.write_buffer(buffer, offset, bytes);
     }
 
     pub(crate) fn uniform<T: bytemuck::Pod>(&self, value: &T) -> wgpu::Buffer {
+        self.count_bus(true, std::mem::size_of::<T>() as u64);
         self.device
             .create_buffer_init(&wgpu::util::BufferInitDescriptor {
                 label: Some("params"),

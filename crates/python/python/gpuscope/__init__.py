@@ -3,7 +3,8 @@ reference libraries' names and answers.
 
 Modules: ``gpuscope.ndimage`` (scipy.ndimage), ``gpuscope.measure`` and
 ``gpuscope.segmentation`` (scikit-image), ``gpuscope.stats``
-(astropy.stats), ``gpuscope.tomo`` (Mantid Imaging / tomopy).
+(astropy.stats), ``gpuscope.tomo`` (Mantid Imaging / tomopy),
+``gpuscope.spots`` (DIALS' spot finding), ``gpuscope.io`` (file readers).
 
 One GPU context per process is opened on the first call and reused; when
 the machine has no GPU adapter the CPU reference runs instead, with one
@@ -12,16 +13,21 @@ the machine has no GPU adapter the CPU reference runs instead, with one
 
 from ._gpuscope import device, devices, set_device
 from ._catalogue import OPERATIONS as catalogue
-from . import measure, ndimage, segmentation, stats, tomo
+from . import io, measure, ndimage, segmentation, spots, stats, tomo
+from .pipeline import Pipeline, bus_bytes
 
 __all__ = [
+    "Pipeline",
+    "bus_bytes",
     "catalogue",
     "device",
     "devices",
+    "io",
     "measure",
     "ndimage",
     "segmentation",
     "set_device",
+    "spots",
     "stats",
     "tomo",
 ]

@@ -53,25 +53,35 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         values = np.zeros(labels.shape, np.float32)
     else:
         values = array(intensity_image, "intensity_image").astype(np.float32, copy=False)
-    names = [_OLD_NAMES.get(p, p) for p in properties]
-    for given, name in zip(properties, names):
+    _check(properties, intensity_image is not None)
+    return _table(_gpuscope.regionprops(labels, values), properties, separator)
+
+
+def _check(properties, has_intensity):
+    """AttributeError, as skimage's, for a property not measured."""
+    for given in properties:
+        name = _OLD_NAMES.get(given, given)
         if name not in PROPERTIES:
             raise AttributeError(
                 f"'{given}' is not a property gpuscope measures (it measures {', '.join(PROPERTIES)})"
             )
-        if name in _NEEDS_INTENSITY and intensity_image is None:
+        if name in _NEEDS_INTENSITY and not has_intensity:
             raise AttributeError(f"Attribute '{given}' unavailable when `intensity_image` has not been specified.")
-    measured = _gpuscope.regionprops(labels, values)
-    table = {}
+
+
+def _table(measured, properties, separator):
+    """skimage's table of `properties` from the extension's measurements."""
+    names = [_OLD_NAMES.get(p, p) for p in properties]
+    out = {}
     for given, name in zip(properties, names):
         if name == "bbox":
             both = np.concatenate([measured["bbox_min"], measured["bbox_max"]], axis=1)
             for i in range(both.shape[1]):
-                table[f"{given}{separator}{i}"] = both[:, i]
+                out[f"{given}{separator}{i}"] = both[:, i]
         elif PROPERTIES[name][1]:
             col = measured[name]
             for i in range(col.shape[1]):
-                table[f"{given}{separator}{i}"] = col[:, i]
+                out[f"{given}{separator}{i}"] = col[:, i]
         else:
-            table[given] = measured[name]
-    return table
+            out[given] = measured[name]
+    return out

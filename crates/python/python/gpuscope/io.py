@@ -1,0 +1,13 @@
+"""Files as numpy arrays, read by gpuscope's own readers (the command
+line's): npy, TIFF (pages as a 3-D stack), PNG, JPEG, CBF (``.cbf.gz``
+too; int32 counts, negative for gaps and bad pixels) and FITS."""
+
+from . import _gpuscope
+
+__all__ = ["read"]
+
+
+def read(path):
+    """The array of the file at ``path``, in its stored dtype and shape
+    (the format from the file name's extension)."""
+    return _gpuscope.read(path)
