@@ -23,6 +23,11 @@ class _CatalogueDefault:
     def __repr__(self):
         return "<the catalogue's default>"
 
+    def __reduce__(self):
+        # One instance per process, also after pickling (Dask sends
+        # arguments to worker processes): identity checks stay true.
+        return "CATALOGUE"
+
 
 CATALOGUE = _CatalogueDefault()
 

@@ -1,0 +1,32 @@
+"""gpuscope on Dask arrays: the same names and parameters as
+``gpuscope.ndimage``, ``gpuscope.measure`` and ``gpuscope.tomo``, taking and
+returning dask arrays, with the whole-array function's answers.
+
+- Filters (``gaussian_filter``, ``convolve``, ``correlate``,
+  ``median_filter``, ``remove_outliers``): each block with a halo as deep as
+  the filter reaches (``map_overlap``, ``boundary='none'``, the filter's own
+  mode at the array's edges); chunks smaller than the halo are merged by
+  dask first.
+- ``label``: scipy's numbering across chunks, the border merge in a tree.
+- ``regionprops_table``: per-block partial moments reduced in a tree.
+- ``use_gpus(client)`` / ``DevicePlugin``: one device per worker process.
+
+See docs/dask.md.
+"""
+
+from ._filters import convolve, correlate, gaussian_filter, median_filter, remove_outliers
+from ._label import label
+from ._measure import regionprops_table
+from ._workers import DevicePlugin, use_gpus
+
+__all__ = [
+    "DevicePlugin",
+    "convolve",
+    "correlate",
+    "gaussian_filter",
+    "label",
+    "median_filter",
+    "regionprops_table",
+    "remove_outliers",
+    "use_gpus",
+]
