@@ -44,7 +44,20 @@ pub fn engine(py: Python<'_>) -> PyResult<Arc<Engine>> {
     if let Some(e) = guard.as_ref() {
         return Ok(e.clone());
     }
-    let engine = match pollster::block_on(Gpu::new(GpuOptions::default())) {
+    let engine = default_engine(py, None)?;
+    let engine = Arc::new(engine);
+    *guard = Some(engine.clone());
+    Ok(engine)
+}
+
+/// The default adapter (with `memory_budget`, bytes), or the CPU reference
+/// with a RuntimeWarning where it cannot be opened.
+fn default_engine(py: Python<'_>, memory_budget: Option<u64>) -> PyResult<Engine> {
+    let options = GpuOptions {
+        memory_budget,
+        ..GpuOptions::default()
+    };
+    Ok(match pollster::block_on(Gpu::new(options)) {
         Ok(gpu) => Engine::Gpu(Box::new(gpu)),
         Err(e) => {
             let why = match e {
@@ -56,10 +69,7 @@ pub fn engine(py: Python<'_>) -> PyResult<Arc<Engine>> {
             PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &text, 2)?;
             Engine::Cpu
         }
-    };
-    let engine = Arc::new(engine);
-    *guard = Some(engine.clone());
-    Ok(engine)
+    })
 }
 
 /// Inputs from this many elements run on a worker thread (see
@@ -231,25 +241,36 @@ pub fn devices(py: Python<'_>) -> PyResult<Bound<'_, PyList>> {
 
 /// Chooses the engine: an adapter by index or by (part of) its name,
 /// "cpu" for the CPU reference, or None for the default (the
-/// high-performance adapter, else the CPU with a warning). Returns what
-/// `device()` then returns.
+/// high-performance adapter, else the CPU with a warning).
+/// `memory_budget`: the device memory (bytes) the operations may use at
+/// once, as the command line's --memory-budget (default: planned from the
+/// device). Returns what `device()` then returns.
 #[pyfunction]
-#[pyo3(signature = (spec=None))]
+#[pyo3(signature = (spec=None, *, memory_budget=None))]
 pub fn set_device<'py>(
     py: Python<'py>,
     spec: Option<&Bound<'py, PyAny>>,
+    memory_budget: Option<u64>,
 ) -> PyResult<Bound<'py, PyDict>> {
+    if memory_budget == Some(0) {
+        return Err(PyValueError::new_err(
+            "memory_budget must be a positive number of bytes (or None)",
+        ));
+    }
     let Some(spec) = spec else {
-        *slot() = None;
+        *slot() = match memory_budget {
+            None => None,
+            Some(_) => Some(Arc::new(default_engine(py, memory_budget)?)),
+        };
         return device(py);
     };
     let engine = if let Ok(i) = spec.extract::<usize>() {
-        open(format!("#{i}"))?
+        open(format!("#{i}"), memory_budget)?
     } else if let Ok(s) = spec.extract::<String>() {
         if s.eq_ignore_ascii_case("cpu") {
             Engine::Cpu
         } else {
-            open(s)?
+            open(s, memory_budget)?
         }
     } else {
         return Err(PyTypeError::new_err(
@@ -260,9 +281,10 @@ pub fn set_device<'py>(
     device(py)
 }
 
-fn open(adapter: String) -> PyResult<Engine> {
+fn open(adapter: String, memory_budget: Option<u64>) -> PyResult<Engine> {
     let options = GpuOptions {
         adapter: Some(adapter),
+        memory_budget,
         ..GpuOptions::default()
     };
     let gpu = pollster::block_on(Gpu::new(options)).map_err(py_err)?;

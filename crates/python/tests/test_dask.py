@@ -35,10 +35,12 @@ def volume():
 
 
 def test_every_worker_opens_a_device(client):
-    devices = gd.use_gpus(client)
+    devices = gd.use_gpus(client, memory_budget=64 << 20)
     assert len(devices) == 2
     for d in devices.values():
         assert d["name"] and d["backend"]
+        if d["backend"] != "cpu":
+            assert d["memory_budget"] == 64 << 20
 
 
 @pytest.mark.parametrize("mode", MODES)

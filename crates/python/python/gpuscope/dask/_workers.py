@@ -42,12 +42,15 @@ class DevicePlugin(_Base):
     (one GPU per worker process) when it starts. ``adapters``: the adapters
     to spread the workers over (indices or names as ``gpuscope.set_device``
     takes); default: every GPU adapter of the worker's host. A worker
-    without a GPU runs the CPU reference and logs gpuscope's warning."""
+    without a GPU runs the CPU reference and logs gpuscope's warning.
+    ``memory_budget``: bytes of device memory each worker's operations may
+    use at once (``gpuscope.set_device``'s)."""
 
     name = "gpuscope-device"
 
-    def __init__(self, adapters=None):
+    def __init__(self, adapters=None, memory_budget=None):
         self.adapters = list(adapters) if adapters is not None else None
+        self.memory_budget = memory_budget
 
     def setup(self, worker):
         from .. import device, set_device
@@ -55,7 +58,7 @@ class DevicePlugin(_Base):
         spec = choose_adapter(_worker_index(worker.name), self.adapters)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", RuntimeWarning)
-            set_device(spec)
+            set_device(spec, memory_budget=self.memory_budget)
             info = device()
         for w in caught:
             worker.log_event("gpuscope", {"warning": str(w.message)})
@@ -65,11 +68,16 @@ class DevicePlugin(_Base):
         pass
 
 
-def use_gpus(client, adapters=None):
+def use_gpus(client, adapters=None, memory_budget=None):
     """Registers :class:`DevicePlugin` on every worker of `client` (and on
     workers that join later); returns each worker's device as
-    ``{address: {'name': ..., 'backend': ...}}``."""
+    ``{address: {'name': ..., 'backend': ..., 'memory_budget': ...}}``."""
+    client.register_plugin(DevicePlugin(adapters, memory_budget))
+    return client.run(_device_summary)
+
+
+def _device_summary():
     from .. import device
 
-    client.register_plugin(DevicePlugin(adapters))
-    return client.run(lambda: {k: v for k, v in device().items() if k in ("name", "backend")})
+    keep = ("name", "backend", "memory_budget")
+    return {k: v for k, v in device().items() if k in keep}
