@@ -100,7 +100,7 @@ fn no_regions_and_bad_input() {
 #[test]
 fn host_accumulator_in_runs_equals_the_reference() {
     use gpuscope_core::segment::host::Accumulator;
-    for (shape, threshold, c) in [(vec![90, 110], 175.0, 1), (vec![12, 30, 40], 210.0, 3)] {
+    for (shape, threshold, c) in [(vec![90, 110], 175.0, 1), (vec![12, 30, 40], 420.0, 3)] {
         let n: usize = shape.iter().product();
         let v: Vec<f32> = noise(n, 17)
             .iter()
