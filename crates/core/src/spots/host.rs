@@ -233,9 +233,9 @@ pub fn strong_pixels(
             |_| 0,
             |i| !nonbg[i],
             |r, m, _, _| {
-                for c in 0..w {
+                for (c, &count) in m.iter().enumerate() {
                     let i = r * w + c;
-                    candidate[i] = m[c] == 0 && nonbg[i] && valid(i);
+                    candidate[i] = count == 0 && nonbg[i] && valid(i);
                 }
             },
         );
