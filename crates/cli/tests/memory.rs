@@ -250,7 +250,7 @@ fn sources_info_slic_spots() {
         slic_bound,
     );
     check("spots stack", &["spots", &st], 8.0 * BUDGET_BYTES);
-    check("spots 2-D", &["spots", &im], 16.0 * IMAGE_BYTES);
+    check("spots 2-D", &["spots", &im], 12.0 * IMAGE_BYTES);
 }
 
 /// A boolean stack of isolated pixels: one component per 8 pixels.

@@ -94,3 +94,28 @@ fn no_regions_and_bad_input() {
     assert!(cpu::regionprops(&[1, 1], &[1.0, f32::NAN], &[2], 1).is_err());
     assert!(cpu::regionprops(&[1, 1], &[1.0], &[2], 1).is_err());
 }
+
+/// The streamed chain's host measurements (`segment::host::Accumulator`,
+/// pixels in runs of any length) equal the CPU reference bit for bit.
+#[test]
+fn host_accumulator_in_runs_equals_the_reference() {
+    use gpuscope_core::segment::host::Accumulator;
+    for (shape, threshold, c) in [(vec![90, 110], 175.0, 1), (vec![12, 30, 40], 420.0, 3)] {
+        let n: usize = shape.iter().product();
+        let v: Vec<f32> = noise(n, 17)
+            .iter()
+            .map(|&x| (x - 0.3) as f32 * 700.0)
+            .collect();
+        let mask: Vec<bool> = v.iter().map(|&x| f64::from(x) > threshold).collect();
+        let l = label(&mask, &shape, c).unwrap();
+        assert!(l.count > 10);
+        let want = cpu::regionprops(&l.labels, &v, &shape, l.count).unwrap();
+        for run in [1, 7, 113, shape[shape.len() - 1], n] {
+            let mut acc = Accumulator::new(&shape);
+            for (labels, values) in l.labels.chunks(run).zip(v.chunks(run)) {
+                acc.add(labels, values).unwrap();
+            }
+            assert_eq!(acc.finish(l.count), want, "runs of {run}");
+        }
+    }
+}

@@ -1,7 +1,8 @@
-//! Spot finding: the GPU (lavapipe) against the CPU reference, pixel for
-//! pixel and spot for spot, on synthetic frames and their edge cases.
-//! The real frames against the committed reference masks are in
-//! crates/cli/tests/spots.rs (they need the CBF reader).
+//! Spot finding: the GPU (lavapipe) and the production host code
+//! (`spots::host`) against the CPU reference, pixel for pixel and spot for
+//! spot, on synthetic frames and their edge cases, and the host code on the
+//! real frames of ../shared/data/diffraction. The real frames against the
+//! committed reference masks are in crates/cli/tests/spots.rs.
 
 mod common;
 
@@ -46,8 +47,11 @@ fn opts(algorithm: Algorithm) -> SpotOptions {
     }
 }
 
+/// The GPU path and the host's whole-frame decisions both give the CPU
+/// reference's strong pixels.
 fn both_agree(v: &[i32], shape: [usize; 2], mask: Option<&[bool]>, o: &SpotOptions) -> Vec<bool> {
     let cpu = spots::cpu::strong_pixels(Counts::I32(v), shape, mask, o).unwrap();
+    host_agrees(&cpu, Counts::I32(v), shape, mask, o);
     let g =
         pollster::block_on(spots::strong_pixels(gpu(), Counts::I32(v), shape, mask, o)).unwrap();
     let diff: Vec<usize> = (0..cpu.len()).filter(|&i| cpu[i] != g[i]).collect();
@@ -59,6 +63,24 @@ fn both_agree(v: &[i32], shape: [usize; 2], mask: Option<&[bool]>, o: &SpotOptio
         &diff[..diff.len().min(5)]
     );
     cpu
+}
+
+fn host_agrees(
+    cpu: &[bool],
+    counts: Counts<'_>,
+    shape: [usize; 2],
+    mask: Option<&[bool]>,
+    o: &SpotOptions,
+) {
+    let host = spots::host::strong_pixels(counts, shape, mask, o).unwrap();
+    let diff: Vec<usize> = (0..cpu.len()).filter(|&i| cpu[i] != host[i]).collect();
+    assert!(
+        diff.is_empty(),
+        "host {:?} {shape:?}: {} pixels differ, first {:?}",
+        o.algorithm,
+        diff.len(),
+        &diff[..diff.len().min(5)]
+    );
 }
 
 #[test]
@@ -506,4 +528,94 @@ fn streamed_series_rejects_partial_frames() {
         false,
     ));
     assert!(r.is_err());
+}
+
+/// The host's whole-frame decisions on the three real detector frames
+/// (Pilatus and Eiger CBF, gaps and bad pixels marked negative), both
+/// algorithms, with and without gain: the CPU reference's strong pixels.
+#[test]
+fn host_decisions_match_the_cpu_reference_on_real_frames() {
+    for stem in [
+        "DLS_I03_smargon_0001",
+        "DLS_I23_P12M_thau_00001",
+        "dlsnxs2cbf_therm_0001",
+    ] {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../../shared/data/diffraction")
+            .join(format!("{stem}.cbf.gz"));
+        assert!(
+            path.exists(),
+            "{} is missing: the tests read the shared data beside the repository",
+            path.display()
+        );
+        let a = gpuscope_io::read(&path).unwrap().array;
+        let shape = [a.shape[0], a.shape[1]];
+        let gpuscope_io::ArrayData::I32(v) = a.data else {
+            panic!("{stem}: CBF frames decode to int32")
+        };
+        for o in [
+            opts(Algorithm::DispersionExtended),
+            opts(Algorithm::Dispersion),
+            SpotOptions {
+                gain: Gain::Scalar(1.7),
+                kernel_size: [2, 4],
+                ..opts(Algorithm::DispersionExtended)
+            },
+        ] {
+            let cpu = spots::cpu::strong_pixels(Counts::I32(&v), shape, None, &o).unwrap();
+            assert!(cpu.iter().any(|&s| s), "{stem}: no strong pixel");
+            host_agrees(&cpu, Counts::I32(&v), shape, None, &o);
+        }
+    }
+}
+
+/// A frame of near-saturated counts: DIALS' f64 products pass 2^53 almost
+/// everywhere, so more pixels are undecided than the GPU's list holds and
+/// the host decides the whole frame (`host::strong_pixels`), packed u16
+/// and u32 as well as i32.
+#[test]
+fn frames_beyond_the_undecided_list_are_decided_on_the_host() {
+    // Background near 1.5e7 (just below 2^24), one bright pixel every 37
+    // rows and 41 columns: 7 x 7 window sums of squares near 5e17.
+    let (h, w) = (300, 260);
+    let v: Vec<i32> = noise(h * w, 77)
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let spot = (i / w) % 37 == 5 && (i % w) % 41 == 7;
+            if spot {
+                16_000_000
+            } else {
+                15_000_000 + (r * 3000.0) as i32
+            }
+        })
+        .collect();
+    for algorithm in [Algorithm::DispersionExtended, Algorithm::Dispersion] {
+        let o = SpotOptions {
+            sigma_background: 0.5,
+            sigma_strong: 0.5,
+            ..opts(algorithm)
+        };
+        let strong = both_agree(&v, [h, w], None, &o);
+        assert!(strong.iter().any(|&s| s), "{algorithm:?}: no strong pixel");
+        let v32: Vec<u32> = v.iter().map(|&x| x as u32).collect();
+        let cpu = spots::cpu::strong_pixels(Counts::U32(&v32), [h, w], None, &o).unwrap();
+        assert_eq!(cpu, strong);
+        host_agrees(&cpu, Counts::U32(&v32), [h, w], None, &o);
+    }
+    // Small counts as u16, with a mask and a gain map.
+    let v16: Vec<u16> = frame(70, 90, 6.0, 31)
+        .iter()
+        .map(|&x| x.max(0) as u16)
+        .collect();
+    let mask: Vec<bool> = (0..70 * 90).map(|i| i % 13 != 4).collect();
+    let map: Vec<f64> = noise(70 * 90, 8).iter().map(|r| 0.7 + r).collect();
+    for algorithm in [Algorithm::DispersionExtended, Algorithm::Dispersion] {
+        let o = SpotOptions {
+            gain: Gain::Map(map.clone()),
+            ..opts(algorithm)
+        };
+        let cpu = spots::cpu::strong_pixels(Counts::U16(&v16), [70, 90], Some(&mask), &o).unwrap();
+        host_agrees(&cpu, Counts::U16(&v16), [70, 90], Some(&mask), &o);
+    }
 }

@@ -70,3 +70,23 @@ fn tiny_and_empty_inputs() {
     assert_eq!(both(Samples::U8(&[5]), 4.0), [true]);
     assert_eq!(both(Samples::U8(&[]), 4.0), Vec::<bool>::new());
 }
+
+/// The streamed chain's host threshold (`segment::host::above`) equals the
+/// CPU reference on float32 data, NaN and infinities included.
+#[test]
+fn host_threshold_equals_the_reference() {
+    use gpuscope_core::segment::host;
+    let mut v: Vec<f32> = noise(10_007, 9)
+        .iter()
+        .map(|&x| (x * 10.0 - 5.0) as f32)
+        .collect();
+    v.extend([f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0]);
+    for value in [0.0, -0.0, 1.25, 1.0000001, f64::INFINITY, f64::NEG_INFINITY] {
+        let want = cpu::threshold_above(Samples::F32(&v), value).unwrap();
+        let mut got = vec![true];
+        host::above(&v, value, &mut got).unwrap();
+        assert!(got[0], "appends to what `out` holds");
+        assert_eq!(&got[1..], &want[..], "> {value}");
+    }
+    assert!(host::above(&v, f64::NAN, &mut Vec::new()).is_err());
+}

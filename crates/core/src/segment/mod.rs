@@ -1,6 +1,7 @@
 //! Segmentation: thresholding, connected-component labelling, region
 //! measurements and the source-finding chain that joins them.
 
+pub mod host;
 pub mod label;
 pub mod measure;
 mod params;

@@ -10,6 +10,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
 use crate::keys::Samples;
+use crate::segment::host;
 use crate::segment::label::{self, Labels};
 use crate::segment::measure::{self, Region};
 use crate::segment::threshold;
@@ -204,31 +205,7 @@ async fn stepwise(
     })
 }
 
-pub mod cpu {
-    //! The same chain with every step's CPU reference.
-    use super::*;
-
-    pub fn sources(
-        data: &[f32],
-        shape: &[usize],
-        clip: &ClipOptions,
-        level: Level,
-        connectivity: usize,
-    ) -> Result<Sources> {
-        label::check(data.len(), shape, connectivity)?;
-        let stats = clip::cpu::sigma_clipped_stats(Samples::F32(data), None, clip)?;
-        let threshold = level.value(&stats)?;
-        let mask = threshold::cpu::threshold_above(Samples::F32(data), threshold)?;
-        let labels = label::cpu::label(&mask, shape, connectivity)?;
-        let regions = measure::cpu::regionprops(&labels.labels, data, shape, labels.count)?;
-        Ok(Sources {
-            stats,
-            threshold,
-            labels,
-            regions,
-        })
-    }
-}
+pub mod cpu;
 
 /// What the streamed chain found (the labels went to the caller's sink).
 #[derive(Clone, Debug)]
@@ -287,7 +264,7 @@ where
         data: &data,
         z: 0,
         plane,
-        acc: measure::cpu::Accumulator::new(shape),
+        acc: host::Accumulator::new(shape),
         labels,
         buf: Vec::new(),
     };
@@ -321,11 +298,7 @@ impl<D: SliceSource<f32>> SliceSource<bool> for Above<'_, '_, D> {
     fn read(&mut self, z: Range<usize>, out: &mut Vec<bool>) -> Result<()> {
         self.buf.clear();
         self.data.borrow_mut().read(z, &mut self.buf)?;
-        out.extend(threshold::cpu::threshold_above(
-            Samples::F32(&self.buf),
-            self.threshold,
-        )?);
-        Ok(())
+        host::above(&self.buf, self.threshold, out)
     }
 }
 
@@ -335,7 +308,7 @@ struct Measure<'a, 'b, 'c, D> {
     data: &'a RefCell<&'b mut D>,
     z: usize,
     plane: usize,
-    acc: measure::cpu::Accumulator,
+    acc: host::Accumulator,
     labels: Option<&'c mut dyn SliceSink<i32>>,
     buf: Vec<f32>,
 }

@@ -1,12 +1,51 @@
 //! CPU reference: DIALS' dispersion and dispersion_extended thresholds
-//! (dials/algorithms/image/threshold/local.h) written out plainly. Window
-//! sums are exact integers (i64 / i128); every decision is DIALS' formula in
-//! f64, operation by operation (see `decide` in the parent module). The
-//! Chebyshev distance follows DIALS' chebyshev_distance: nothing outside the
-//! image is background, and with no background pixel at all every distance
-//! is height + width + 1.
+//! (dials/algorithms/image/threshold/local.h) written out plainly, for the
+//! tests and `--cpu` only. Window sums are exact integers (i64 / i128) from
+//! whole-image summed-area tables, as DIALS computes them; every decision
+//! is DIALS' formula in f64, operation by operation, written here again
+//! (not shared with the GPU path's host code, `super::host`, which the
+//! tests compare with this). The Chebyshev distance follows DIALS'
+//! chebyshev_distance: nothing outside the image is background, and with no
+//! background pixel at all every distance is height + width + 1.
 
 use super::*;
+
+/// local.h's dispersion tests of one pixel from its window's count `m`,
+/// Σv `x`, Σv² `y` and value `src`: (a > c: not background, b > d: above
+/// the local mean), with or without gain.
+fn dials_tests(
+    m: f64,
+    x: f64,
+    y: f64,
+    src: f64,
+    gain: Option<f64>,
+    o: &SpotOptions,
+) -> (bool, bool) {
+    let (nsig_b, nsig_s) = (o.sigma_background, o.sigma_strong);
+    let b = m * src - x;
+    let (a, c, d) = match gain {
+        None => (
+            m * y - x * x - x * (m - 1.0),
+            x * nsig_b * (2.0 * (m - 1.0)).sqrt(),
+            nsig_s * (x * m).sqrt(),
+        ),
+        Some(g) => (
+            m * y - x * x,
+            g * x * (m - 1.0 + nsig_b * (2.0 * (m - 1.0)).sqrt()),
+            nsig_s * (g * x * m).sqrt(),
+        ),
+    };
+    (a > c, b > d)
+}
+
+/// DIALS' min_count: 0 stands for the whole window.
+fn min_count(o: &SpotOptions) -> i64 {
+    let [ky, kx] = o.kernel_size;
+    match o.min_local {
+        0 => ((2 * ky + 1) * (2 * kx + 1)) as i64,
+        n => n as i64,
+    }
+}
 
 /// Exact window sums (count, Σv, Σv²) of the pixels where `include` holds,
 /// over the window of half-widths (ky, kx) clipped at the image edges.
@@ -89,11 +128,24 @@ pub fn strong_pixels(
     let gain = |i: usize| options.gain.at(i);
     let out = match options.algorithm {
         Algorithm::Dispersion => (0..h * w)
-            .map(|i| valid[i] && dispersion_strong(m[i], x[i], y[i], v[i], gain(i), options))
+            .map(|i| {
+                let tested = m[i] >= min_count(options)
+                    && x[i] >= 0
+                    && (v[i] as f64) > options.global_threshold;
+                let (m, x, y, src) = (m[i] as f64, x[i] as f64, y[i] as f64, v[i] as f64);
+                valid[i] && tested && {
+                    let (not_bg, above) = dials_tests(m, x, y, src, gain(i), options);
+                    not_bg && above
+                }
+            })
             .collect(),
         Algorithm::DispersionExtended => {
             let nonbg: Vec<bool> = (0..h * w)
-                .map(|i| !valid[i] || dispersion_nonbackground(m[i], x[i], y[i], gain(i), options))
+                .map(|i| {
+                    let tested = m[i] >= min_count(options) && x[i] >= 0;
+                    let (m, x, y, src) = (m[i] as f64, x[i] as f64, y[i] as f64, v[i] as f64);
+                    !valid[i] || (tested && dials_tests(m, x, y, src, gain(i), options).0)
+                })
                 .collect();
             let far = far_from_background(&nonbg, h, w, ky.min(kx));
             let candidate: Vec<bool> = (0..h * w).map(|i| valid[i] && nonbg[i] && far[i]).collect();
@@ -102,7 +154,21 @@ pub fn strong_pixels(
                 .collect();
             let (m2, x2, _) = window_sums(&v, &background, h, w, ky + 2, kx + 2);
             (0..h * w)
-                .map(|i| candidate[i] && final_strong(m2[i], x2[i], v[i], gain(i), options))
+                .map(|i| {
+                    // local.h's final test: the mean of the background
+                    // pixels of the widened window (0 below 2 of them).
+                    let (m, x, src) = (m2[i] as f64, x2[i] as f64, v[i] as f64);
+                    let mean = if m >= 2.0 { x / m } else { 0.0 };
+                    let spread = match gain(i) {
+                        None => mean.sqrt(),
+                        Some(g) => (g * mean).sqrt(),
+                    };
+                    candidate[i]
+                        && m2[i] >= 0
+                        && x2[i] >= 0
+                        && src > options.global_threshold
+                        && src >= mean + options.sigma_strong * spread
+                })
                 .collect()
         }
     };

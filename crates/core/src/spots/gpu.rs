@@ -3,6 +3,8 @@
 //! kernels of segment::label, and measure.wgsl (exact per-spot sums).
 //! Frames go up as read (u16 pairs or 32-bit words, never widened on the
 //! host); buffers are allocated once per call and reused frame after frame.
+//! The frames in flight are driven by `super::frames`, the undecided
+//! pixels decided by `super::host`.
 
 use bytemuck::{Pod, Zeroable};
 
@@ -13,7 +15,7 @@ use crate::shaders;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
+pub(super) struct Params {
     h: u32,
     w: u32,
     ky: u32,
@@ -58,23 +60,23 @@ struct MeasureParams {
 
 /// Undecided pixels one pass can list; beyond, the frame is computed by the
 /// CPU reference (correct, slower).
-const LIST_CAP: usize = 1 << 16;
-const LIST_HEAD: usize = 4;
-const ENTRY: usize = 6;
+pub(super) const LIST_CAP: usize = 1 << 16;
+pub(super) const LIST_HEAD: usize = 4;
+pub(super) const ENTRY: usize = 6;
 /// Words of per-spot sums (measure.wgsl), after a header of 4 words.
-const W: usize = 22;
-const HEAD: usize = 4;
+pub(super) const W: usize = 22;
+pub(super) const HEAD: usize = 4;
 /// Spots one frame sums on the GPU; more (absurd for diffraction) are
 /// summed on the host from the labels.
-const SPOT_CAP: usize = 1 << 16;
+pub(super) const SPOT_CAP: usize = 1 << 16;
 /// Spots read back with the frame's header; more take a second read.
-const READ_SPOTS: usize = 4096;
+pub(super) const READ_SPOTS: usize = 4096;
 /// The fast path's compact list of strong pixels and its spot slots
 /// (compact.wgsl, 23 words per spot); a frame beyond either takes the
 /// full-frame path.
-const STRONG_CAP: usize = 1 << 18;
-const FAST_SPOTS: usize = 1 << 14;
-const W_FAST: usize = 23;
+pub(super) const STRONG_CAP: usize = 1 << 18;
+pub(super) const FAST_SPOTS: usize = 1 << 14;
+pub(super) const W_FAST: usize = 23;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -88,21 +90,21 @@ struct CompactParams {
 }
 
 /// The buffers of one call, reused for every frame.
-struct Buffers {
-    image: wgpu::Buffer,
-    mask: wgpu::Buffer,
-    gains: wgpu::Buffer,
-    factors: wgpu::Buffer,
-    state: wgpu::Buffer,
-    cls: wgpu::Buffer,
-    strong: wgpu::Buffer,
-    list: wgpu::Buffer,
-    fixes: wgpu::Buffer,
-    bytes: wgpu::Buffer,
-    parent: wgpu::Buffer,
-    blocks: wgpu::Buffer,
-    label_roots: wgpu::Buffer,
-    acc: wgpu::Buffer,
+pub(super) struct Buffers {
+    pub(super) image: wgpu::Buffer,
+    pub(super) mask: wgpu::Buffer,
+    pub(super) gains: wgpu::Buffer,
+    pub(super) factors: wgpu::Buffer,
+    pub(super) state: wgpu::Buffer,
+    pub(super) cls: wgpu::Buffer,
+    pub(super) strong: wgpu::Buffer,
+    pub(super) list: wgpu::Buffer,
+    pub(super) fixes: wgpu::Buffer,
+    pub(super) bytes: wgpu::Buffer,
+    pub(super) parent: wgpu::Buffer,
+    pub(super) blocks: wgpu::Buffer,
+    pub(super) label_roots: wgpu::Buffer,
+    pub(super) acc: wgpu::Buffer,
 }
 
 impl Buffers {
@@ -128,14 +130,14 @@ impl Buffers {
 
 /// Everything a frame needs besides its counts.
 pub(super) struct Setup<'a> {
-    h: usize,
-    w: usize,
-    options: &'a SpotOptions,
-    mask: Option<&'a [bool]>,
+    pub(super) h: usize,
+    pub(super) w: usize,
+    pub(super) options: &'a SpotOptions,
+    pub(super) mask: Option<&'a [bool]>,
     base: Params,
 }
 
-fn fmt_of(c: Counts<'_>) -> u32 {
+pub(super) fn fmt_of(c: Counts<'_>) -> u32 {
     match c {
         Counts::I32(_) => 0,
         Counts::U16(_) => 1,
@@ -143,7 +145,7 @@ fn fmt_of(c: Counts<'_>) -> u32 {
     }
 }
 
-fn frame_bytes(c: Counts<'_>) -> &[u8] {
+pub(super) fn frame_bytes(c: Counts<'_>) -> &[u8] {
     match c {
         Counts::I32(v) => bytemuck::cast_slice(v),
         Counts::U16(v) => bytemuck::cast_slice(v),
@@ -151,13 +153,13 @@ fn frame_bytes(c: Counts<'_>) -> &[u8] {
     }
 }
 
-fn words(raw: &[u8]) -> Vec<u32> {
+pub(super) fn words(raw: &[u8]) -> Vec<u32> {
     raw.chunks_exact(4)
         .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
         .collect()
 }
 
-async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
+pub(super) async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
     let px = 4 * n as u64;
     let roots = 4 * label::root_words([1, setup.h, setup.w]) as u64;
     let need = px.max(roots);
@@ -171,7 +173,15 @@ async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<Buffers> {
     }
     let sizes: [(u64, &str); 14] = [
         (px, "spots image"),
-        (n.div_ceil(4) as u64 * 4, "spots mask"),
+        // Without a mask the kernels never read it (has_mask = 0).
+        (
+            if setup.mask.is_some() {
+                n.div_ceil(4) as u64 * 4
+            } else {
+                4
+            },
+            "spots mask",
+        ),
         (
             if matches!(setup.options.gain, Gain::Map(_)) {
                 px
@@ -251,12 +261,12 @@ pub(super) fn check_window(options: &SpotOptions) -> Result<()> {
     Ok(())
 }
 
-fn window_max(o: &SpotOptions) -> usize {
+pub(super) fn window_max(o: &SpotOptions) -> usize {
     let [ky, kx] = o.kernel_size;
     (2 * ky + 1) * (2 * kx + 1)
 }
 
-fn release(gpu: &Gpu, b: Buffers) {
+pub(super) fn release(gpu: &Gpu, b: Buffers) {
     for buf in b.all() {
         gpu.recycle(buf.clone());
     }
@@ -309,7 +319,7 @@ pub(super) fn setup<'a>(
 }
 
 /// Uploads what stays the same for every frame: mask, gain map, factors.
-fn upload_constants(gpu: &Gpu, b: &Buffers, s: &Setup<'_>) {
+pub(super) fn upload_constants(gpu: &Gpu, b: &Buffers, s: &Setup<'_>) {
     let o = s.options;
     if let Some(m) = s.mask {
         let mut bytes: Vec<u8> = m.iter().map(|&v| u8::from(v)).collect();
@@ -340,7 +350,11 @@ fn upload_constants(gpu: &Gpu, b: &Buffers, s: &Setup<'_>) {
 
 /// Reads an undecided list (slot 0: first test, 1: final test): (pixel,
 /// m, x, y) entries, or None on overflow.
-async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<Option<Vec<[u64; 4]>>> {
+pub(super) async fn read_list(
+    gpu: &Gpu,
+    b: &Buffers,
+    slot: usize,
+) -> Result<Option<Vec<[u64; 4]>>> {
     let head = words(&gpu.read_at(&b.list, 0, 16).await?);
     let count = head[2 * slot] as usize;
     if count > LIST_CAP {
@@ -372,7 +386,12 @@ async fn read_list(gpu: &Gpu, b: &Buffers, slot: usize) -> Result<Option<Vec<[u6
 }
 
 /// Writes host decisions into `target` (state or strong).
-async fn apply(gpu: &Gpu, b: &Buffers, target: &wgpu::Buffer, fixes: &[u32]) -> Result<()> {
+pub(super) async fn apply(
+    gpu: &Gpu,
+    b: &Buffers,
+    target: &wgpu::Buffer,
+    fixes: &[u32],
+) -> Result<()> {
     if fixes.is_empty() {
         return Ok(());
     }
@@ -392,12 +411,12 @@ async fn apply(gpu: &Gpu, b: &Buffers, target: &wgpu::Buffer, fixes: &[u32]) -> 
     rec.submit().await
 }
 
-fn clear_list(gpu: &Gpu, b: &Buffers) {
+pub(super) fn clear_list(gpu: &Gpu, b: &Buffers) {
     gpu.upload(&b.list, &[0u8; 16]);
 }
 
 /// The threshold kernels' bindings.
-fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
+pub(super) fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
     [
         params.clone(),
         b.image.clone(),
@@ -415,7 +434,7 @@ fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer; 9] {
 /// final_test) run as their workgroup-tiled versions (32 x 32 and 16 x 16
 /// pixels per workgroup) when the half-widths fit the tiles' halo
 /// (kernel_size up to 5: the final test widens it by 2, its tiles hold 7).
-fn dispatch_threshold(
+pub(super) fn dispatch_threshold(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
     entry: &str,
@@ -458,14 +477,14 @@ fn dispatch_threshold(
 
 /// first_tiled's square tiles (threshold.wgsl FW, FR); erode_final's tile
 /// shape and largest halo (TW, TR, TH).
-const FIRST_TILE: usize = 32;
-const TILE_WIDTH: usize = 16;
-const TILE_ROWS: usize = 16;
-const TILE_HALO: usize = 7;
+pub(super) const FIRST_TILE: usize = 32;
+pub(super) const TILE_WIDTH: usize = 16;
+pub(super) const TILE_ROWS: usize = 16;
+pub(super) const TILE_HALO: usize = 7;
 
 /// Whether the tiled kernels serve these options (their halo holds the
 /// window plus the final test's 2).
-fn tiled(options: &SpotOptions) -> bool {
+pub(super) fn tiled(options: &SpotOptions) -> bool {
     let [ky, kx] = options.kernel_size;
     ky.max(kx) + 2 <= TILE_HALO
 }
@@ -474,7 +493,12 @@ fn tiled(options: &SpotOptions) -> bool {
 /// each test, then the host's f64 decisions for the undecided pixels.
 /// Leaves the strong states (0/1) in `b.strong`; returns false when the
 /// host must compute the frame (more undecided pixels than the list holds).
-async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_>) -> Result<bool> {
+pub(super) async fn threshold_frame(
+    gpu: &Gpu,
+    b: &Buffers,
+    s: &Setup<'_>,
+    frame: Counts<'_>,
+) -> Result<bool> {
     let o = s.options;
     clear_list(gpu, b);
     let mut p = s.base;
@@ -487,17 +511,7 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
         return Ok(false);
     };
     let extended = o.algorithm == Algorithm::DispersionExtended;
-    let mut fixes = Vec::with_capacity(2 * list.len());
-    for &[k, m, x, y] in &list {
-        let k = k as usize;
-        let g = o.gain.at(k);
-        let yes = if extended {
-            dispersion_nonbackground(m as i64, x as i64, i128::from(y), g, o)
-        } else {
-            dispersion_strong(m as i64, x as i64, i128::from(y), frame.get(k), g, o)
-        };
-        fixes.extend([k as u32, u32::from(yes)]);
-    }
+    let fixes = host::decide(host::Test::First, &list, frame, o);
     apply(gpu, b, if extended { &b.state } else { &b.strong }, &fixes).await?;
     if !extended {
         return Ok(true);
@@ -510,18 +524,13 @@ async fn threshold_frame(gpu: &Gpu, b: &Buffers, s: &Setup<'_>, frame: Counts<'_
     let Some(list) = read_list(gpu, b, 1).await? else {
         return Ok(false);
     };
-    let mut fixes = Vec::with_capacity(2 * list.len());
-    for &[k, m, x, _] in &list {
-        let k = k as usize;
-        let yes = final_strong(m as i64, x as i64, frame.get(k), o.gain.at(k), o);
-        fixes.extend([k as u32, u32::from(yes)]);
-    }
+    let fixes = host::decide(host::Test::Final, &list, frame, o);
     apply(gpu, b, &b.strong, &fixes).await?;
     Ok(true)
 }
 
 /// Records pack, label and measure after the strong states are in place.
-fn dispatch_spots(
+pub(super) fn dispatch_spots(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
     b: &Buffers,
@@ -569,7 +578,7 @@ fn dispatch_spots(
 
 /// Records the whole frame in one go, assuming no pixel is left undecided
 /// (the usual case: the header read back says whether it held).
-fn dispatch_frame(
+pub(super) fn dispatch_frame(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
     b: &Buffers,
@@ -592,7 +601,7 @@ fn dispatch_frame(
 }
 
 /// Records the spot kernels of the compact list of strong pixels.
-fn dispatch_compact(
+pub(super) fn dispatch_compact(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
     b: &Buffers,
@@ -625,492 +634,6 @@ fn dispatch_compact(
         )?;
     }
     Ok(())
-}
-
-/// The fast path's spots from the acc words (header included), ordered by
-/// their first pixel; None when the frame must take the full-frame path.
-async fn fast_sums(
-    gpu: &Gpu,
-    b: &Buffers,
-    head: &[u32],
-    z: usize,
-) -> Result<Option<Vec<SpotSums>>> {
-    let (n_strong, n_spots) = (head[2] as usize, head[3] as usize);
-    if head[0] != 0 || head[1] != 0 || n_strong > STRONG_CAP || n_spots > FAST_SPOTS {
-        return Ok(None);
-    }
-    let words_needed = HEAD + n_spots * W_FAST;
-    let more;
-    let a: &[u32] = if head.len() >= words_needed {
-        head
-    } else {
-        more = words(&gpu.read(&b.acc, 4 * words_needed as u64).await?);
-        &more
-    };
-    let wide = |w: &[u32]| {
-        w.iter()
-            .rev()
-            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
-    };
-    let mut slots: Vec<&[u32]> = a[HEAD..words_needed].chunks_exact(W_FAST).collect();
-    slots.sort_by_key(|e| e[22]);
-    Ok(Some(
-        slots
-            .iter()
-            .map(|e| {
-                let sv = wide(&e[1..3]);
-                SpotSums {
-                    n: u64::from(e[0]),
-                    sum_v: sv,
-                    sum_v2: wide(&e[3..6]),
-                    lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
-                    hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
-                    sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
-                    sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
-                }
-            })
-            .collect(),
-    ))
-}
-
-/// The strong-pixel mask of a fast-path frame from its compact list.
-async fn fast_mask(gpu: &Gpu, b: &Buffers, n: usize, n_strong: usize) -> Result<Vec<bool>> {
-    let mut mask = vec![false; n];
-    if n_strong > 0 {
-        let at = 4 * (LIST_HEAD + 2 * LIST_CAP * ENTRY) as u64;
-        for k in words(&gpu.read_at(&b.list, at, 4 * n_strong as u64).await?) {
-            mask[k as usize] = true;
-        }
-    }
-    Ok(mask)
-}
-
-/// Header (undecided counts, label count) and spot sums from acc words.
-fn parse_sums(a: &[u32], z: usize, count: usize) -> Vec<SpotSums> {
-    let wide = |w: &[u32]| {
-        w.iter()
-            .rev()
-            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
-    };
-    a[HEAD..HEAD + count * W]
-        .chunks_exact(W)
-        .map(|e| {
-            let sv = wide(&e[1..3]);
-            SpotSums {
-                n: u64::from(e[0]),
-                sum_v: sv,
-                sum_v2: wide(&e[3..6]),
-                lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
-                hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
-                sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
-                sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
-            }
-        })
-        .collect()
-}
-
-/// The spot sums of a frame whose kernels have run: from the acc words
-/// already read (`head`), reading more when needed.
-async fn collect_sums(
-    gpu: &Gpu,
-    b: &Buffers,
-    s: &Setup<'_>,
-    frame: Counts<'_>,
-    z: usize,
-    head: &[u32],
-) -> Result<Vec<SpotSums>> {
-    let count = head[2] as usize;
-    if count > SPOT_CAP {
-        // More spots than the GPU sums hold: sum on the host from the labels.
-        let labels = words(&gpu.read(&b.parent, 4 * (s.h * s.w) as u64).await?);
-        let mut sums = vec![SpotSums::default(); count];
-        for (i, &l) in labels.iter().enumerate() {
-            if l > 0 {
-                let v = frame.get(i).max(0) as u64;
-                sums[l as usize - 1].add([z as u64, (i / s.w) as u64, (i % s.w) as u64], v);
-            }
-        }
-        return Ok(sums);
-    }
-    if head.len() >= HEAD + count * W {
-        return Ok(parse_sums(head, z, count));
-    }
-    let a = words(&gpu.read(&b.acc, 4 * (HEAD + count * W) as u64).await?);
-    Ok(parse_sums(&a, z, count))
-}
-
-/// The frame again on the exact slow path (image already on the GPU).
-async fn slow_frame(
-    gpu: &Gpu,
-    b: &Buffers,
-    s: &Setup<'_>,
-    frame: Counts<'_>,
-    z: usize,
-) -> Result<Vec<SpotSums>> {
-    if !threshold_frame(gpu, b, s, frame).await? {
-        // Too many undecided pixels: the CPU reference decides.
-        let cpu_mask = cpu::strong_pixels(frame, [s.h, s.w], s.mask, s.options)?;
-        let states: Vec<u32> = cpu_mask.iter().map(|&v| u32::from(v)).collect();
-        gpu.upload(&b.strong, bytemuck::cast_slice(&states));
-    }
-    clear_list(gpu, b);
-    let mut rec = gpu.recorder();
-    dispatch_spots(&mut rec, gpu, b, s, fmt_of(frame))?;
-    rec.submit().await?;
-    let head = words(&gpu.read(&b.acc, 4 * HEAD as u64).await?);
-    collect_sums(gpu, b, s, frame, z, &head).await
-}
-
-/// Strong pixels of one frame on the GPU (DIALS' definition, exactly).
-pub async fn strong_pixels(
-    gpu: &Gpu,
-    counts: Counts<'_>,
-    shape: [usize; 2],
-    mask: Option<&[bool]>,
-    options: &SpotOptions,
-) -> Result<Vec<bool>> {
-    let r = find_spots(gpu, counts, [1, shape[0], shape[1]], mask, options, false).await?;
-    Ok(r.strong)
-}
-
-/// Strong pixels and spots of `shape` = [frames, rows, cols] on the GPU.
-/// See [`find_spots_with`]; this one also returns the strong-pixel mask.
-pub async fn find_spots(
-    gpu: &Gpu,
-    counts: Counts<'_>,
-    shape: [usize; 3],
-    mask: Option<&[bool]>,
-    options: &SpotOptions,
-    three_d: bool,
-) -> Result<SpotResult> {
-    find_spots_with(gpu, counts, shape, mask, options, three_d, true).await
-}
-
-/// Strong pixels and spots of a series on the GPU. Per frame the
-/// thresholds, the 4-connected labelling and the exact spot sums run in one
-/// submission and only the sums come back (plus the strong-pixel mask when
-/// `want_mask`, or for `three_d`, where the strong pixels of all frames are
-/// then labelled 6-connected through the stack). Two frames are in flight:
-/// the upload of one overlaps the kernels of the other. A frame with
-/// undecided pixels (rare) is redone on the exact slow path.
-pub async fn find_spots_with(
-    gpu: &Gpu,
-    counts: Counts<'_>,
-    shape: [usize; 3],
-    mask: Option<&[bool]>,
-    options: &SpotOptions,
-    three_d: bool,
-    want_mask: bool,
-) -> Result<SpotResult> {
-    spots_of(gpu, counts, shape, 0, mask, options, three_d, want_mask).await
-}
-
-/// [`find_spots_with`] (2-D) on frames `first_frame..` of a longer series:
-/// spot z coordinates are those of the whole series, summed as the whole
-/// series sums them, so the spots of contiguous frame ranges, joined range
-/// after range, are bit for bit those of one call on the whole series (the
-/// CLI's `--adapters` runs one range per GPU).
-pub async fn find_spots_from(
-    gpu: &Gpu,
-    counts: Counts<'_>,
-    shape: [usize; 3],
-    first_frame: usize,
-    mask: Option<&[bool]>,
-    options: &SpotOptions,
-    want_mask: bool,
-) -> Result<SpotResult> {
-    spots_of(
-        gpu,
-        counts,
-        shape,
-        first_frame,
-        mask,
-        options,
-        false,
-        want_mask,
-    )
-    .await
-}
-
-#[allow(clippy::too_many_arguments)]
-async fn spots_of(
-    gpu: &Gpu,
-    counts: Counts<'_>,
-    shape: [usize; 3],
-    z0: usize,
-    mask: Option<&[bool]>,
-    options: &SpotOptions,
-    three_d: bool,
-    want_mask: bool,
-) -> Result<SpotResult> {
-    let [nz, h, w] = shape;
-    let n = h * w;
-    if nz == 0 || counts.len() != nz * n {
-        return Err(Error::InvalidInput(format!(
-            "{} values do not fill {nz} frames of {h} x {w}",
-            counts.len()
-        )));
-    }
-    check_frame(n, [h, w], mask, options)?;
-    check_window(options)?;
-    let s = setup(h, w, options, mask);
-    let want_mask = want_mask || three_d;
-    let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
-    // Two frames in flight, three upload buffers (see run_series).
-    let mut slots = Slots::open(gpu, &s, nz.min(2), nz.min(2) + 1, frame_len as u64).await?;
-    let result = run_series(gpu, &mut slots, &s, counts, nz, z0, want_mask).await;
-    slots.close(gpu);
-    let (strong, mut sums) = result?;
-    if three_d {
-        let l = label::label(gpu, &strong, &[nz, h, w], 1).await?;
-        sums = vec![SpotSums::default(); l.count];
-        for (i, &lab) in l.labels.iter().enumerate() {
-            if lab > 0 {
-                let (z, r, c) = (z0 + i / n, (i / w) % h, i % w);
-                let v = counts.get(i).max(0) as u64;
-                sums[lab as usize - 1].add([z as u64, r as u64, c as u64], v);
-            }
-        }
-    }
-    let mut r = SpotResult::from_sums(strong, &sums, options);
-    if !want_mask {
-        r.n_strong = sums.iter().map(|s| s.n).sum();
-    }
-    Ok(r)
-}
-
-/// The device buffers of the frames in flight (one set per frame) and
-/// the upload buffers feeding them, allocated once per series and reused
-/// frame after frame.
-pub(super) struct Slots {
-    bufs: Vec<Buffers>,
-    ups: Vec<crate::engine::UploadBuffer>,
-}
-
-impl Slots {
-    /// `sets` sets of frame buffers and `uploads` upload buffers for frames
-    /// of up to `frame_bytes` packed bytes.
-    pub(super) async fn open(
-        gpu: &Gpu,
-        s: &Setup<'_>,
-        sets: usize,
-        uploads: usize,
-        frame_bytes: u64,
-    ) -> Result<Slots> {
-        let mut slots = Slots {
-            bufs: Vec::new(),
-            ups: Vec::new(),
-        };
-        for _ in 0..sets {
-            match allocate(gpu, s.h * s.w, s).await {
-                Ok(b) => {
-                    upload_constants(gpu, &b, s);
-                    slots.bufs.push(b);
-                }
-                Err(e) => {
-                    slots.close(gpu);
-                    return Err(e);
-                }
-            }
-        }
-        for _ in 0..uploads {
-            slots.ups.push(gpu.upload_buffer(frame_bytes));
-        }
-        Ok(slots)
-    }
-
-    /// Gives the buffers back to the engine's pools.
-    pub(super) fn close(&mut self, gpu: &Gpu) {
-        for b in self.bufs.drain(..) {
-            release(gpu, b);
-        }
-        for u in self.ups.drain(..) {
-            gpu.release_upload(u);
-        }
-    }
-
-    /// Uploads frame `z` (packed as read) and submits its kernels; the
-    /// header of its spot sums comes back with the returned `Pending`. The
-    /// upload waits only for its buffer's previous copy, not its kernels.
-    pub(super) async fn submit(
-        &mut self,
-        gpu: &Gpu,
-        z: usize,
-        s: &Setup<'_>,
-        frame: Counts<'_>,
-    ) -> Result<crate::engine::Pending> {
-        let k = z % self.ups.len();
-        let clock = gpu.host_clock();
-        gpu.fill(&mut self.ups[k], frame_bytes(frame)).await?;
-        gpu.host_done("spots series: copy into upload memory", clock);
-        let b = &self.bufs[z % self.bufs.len()];
-        submit_filled(gpu, b, &mut self.ups[k], s, frame)
-    }
-
-    /// Waits for frame `z` (submitted on `submit`) and returns its spot
-    /// sums (ordered by first pixel) and, when `want_mask`, its strong
-    /// pixels (empty otherwise).
-    pub(super) async fn collect(
-        &self,
-        gpu: &Gpu,
-        s: &Setup<'_>,
-        frame: Counts<'_>,
-        z: usize,
-        pending: crate::engine::Pending,
-        want_mask: bool,
-    ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
-        let b = &self.bufs[z % self.bufs.len()];
-        collect_frame(gpu, b, s, frame, z, pending, want_mask).await
-    }
-}
-
-/// Submits the frame in `up` (packed as read) on the buffers `b`.
-fn submit_filled(
-    gpu: &Gpu,
-    b: &Buffers,
-    up: &mut crate::engine::UploadBuffer,
-    s: &Setup<'_>,
-    frame: Counts<'_>,
-) -> Result<crate::engine::Pending> {
-    let clock = gpu.host_clock();
-    let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
-    clear_list(gpu, b);
-    let mut rec = gpu.recorder();
-    rec.copy_in(up, &b.image, frame_bytes(frame).len() as u64);
-    dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
-    let pending = rec.submit_with_readback(&b.acc, read_bytes, Some(up));
-    gpu.host_done("spots series: record and submit", clock);
-    Ok(pending)
-}
-
-/// Waits for the frame `z` submitted on `b` and returns its spot sums
-/// (ordered by first pixel) and, when `want_mask`, its strong pixels
-/// (empty otherwise). Frames the fast path cannot decide are redone on the
-/// exact slow path.
-async fn collect_frame(
-    gpu: &Gpu,
-    b: &Buffers,
-    s: &Setup<'_>,
-    frame: Counts<'_>,
-    z: usize,
-    pending: crate::engine::Pending,
-    want_mask: bool,
-) -> Result<(Vec<bool>, Vec<SpotSums>)> {
-    let n = s.h * s.w;
-    let clock = gpu.host_clock();
-    let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
-    gpu.host_done("spots series: wait for a frame", clock);
-    match fast_sums(gpu, b, &head, z).await? {
-        Some(sums) => {
-            let mask = if want_mask {
-                fast_mask(gpu, b, n, head[2] as usize).await?
-            } else {
-                Vec::new()
-            };
-            Ok((mask, sums))
-        }
-        None => {
-            // Undecided pixels or more strong pixels than the compact
-            // path holds: the exact step-by-step full-frame path.
-            let sums = slow_frame(gpu, b, s, frame, z).await?;
-            let mask = if want_mask {
-                let raw = gpu.read(&b.bytes, n as u64).await?;
-                raw.iter().map(|&v| v != 0).collect()
-            } else {
-                Vec::new()
-            };
-            Ok((mask, sums))
-        }
-    }
-}
-
-/// The frames of `counts` through `slots`: while frame z + 1 is copied
-/// into its upload buffer on other threads, this thread submits frame z
-/// and collects frame z - 1, so the host's copy (the bound: over the bus
-/// into device memory on NVIDIA) never waits for recording or collecting.
-/// Needs one more upload buffer than frame sets: frame z + 1's was last
-/// used by frame z + 1 - uploads, collected one step before.
-async fn run_series(
-    gpu: &Gpu,
-    slots: &mut Slots,
-    s: &Setup<'_>,
-    counts: Counts<'_>,
-    nz: usize,
-    z0: usize,
-    want_mask: bool,
-) -> Result<(Vec<bool>, Vec<SpotSums>)> {
-    let n = s.h * s.w;
-    let frame = |z: usize| counts.slice(z * n..(z + 1) * n);
-    let (sets, uploads) = (slots.bufs.len(), slots.ups.len());
-    if sets == 0 || uploads <= sets {
-        return Err(Error::Device(
-            "a spot series needs more upload buffers than frame sets".into(),
-        ));
-    }
-    let mut strong = Vec::with_capacity(if want_mask { nz * n } else { 0 });
-    let mut sums = Vec::new();
-    let mut in_flight: std::collections::VecDeque<(usize, crate::engine::Pending)> =
-        Default::default();
-    if nz > 0 {
-        gpu.fill(&mut slots.ups[0], frame_bytes(frame(0))).await?;
-    }
-    for z in 0..nz {
-        // Frame z + 1 takes frame z + 1 - sets' buffers: collect that one.
-        let keep = if z + 1 < nz { sets - 1 } else { 0 };
-        let (this_up, next_up) = pair_mut(&mut slots.ups, z % uploads, (z + 1) % uploads);
-        let bufs = &slots.bufs;
-        let in_flight = &mut in_flight;
-        let step = async {
-            in_flight.push_back((
-                z,
-                submit_filled(gpu, &bufs[z % sets], this_up, s, frame(z))?,
-            ));
-            let mut done = Vec::new();
-            while in_flight.len() > keep {
-                let Some((zf, pending)) = in_flight.pop_front() else {
-                    break;
-                };
-                let b = &bufs[zf % sets];
-                done.push(collect_frame(gpu, b, s, frame(zf), z0 + zf, pending, want_mask).await?);
-            }
-            Ok::<_, Error>(done)
-        };
-        let done = match next_up {
-            Some(next_up) if z + 1 < nz => {
-                let clock = gpu.host_clock();
-                let done = gpu
-                    .fill_during(
-                        next_up,
-                        frame_bytes(frame(z + 1)),
-                        crate::copies::upload_threads(),
-                        step,
-                    )
-                    .await?;
-                gpu.host_done("spots series: copy next frame, submit, collect", clock);
-                done?
-            }
-            _ => step.await?,
-        };
-        for (mask, frame_sums) in done {
-            sums.extend(frame_sums);
-            strong.extend(mask);
-        }
-    }
-    Ok((strong, sums))
-}
-
-/// Mutable references to items `i` and `j` of `v` (None for the second
-/// when they are the same item).
-fn pair_mut<T>(v: &mut [T], i: usize, j: usize) -> (&mut T, Option<&mut T>) {
-    if i < j {
-        let (a, b) = v.split_at_mut(j);
-        (&mut a[i], Some(&mut b[0]))
-    } else if j < i {
-        let (a, b) = v.split_at_mut(i);
-        (&mut b[0], Some(&mut a[j]))
-    } else {
-        (&mut v[i], None)
-    }
 }
 
 #[cfg(test)]

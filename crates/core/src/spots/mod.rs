@@ -8,19 +8,30 @@
 //! in f64; the GPU evaluates each comparison in f32 with an error margin
 //! (see `MARGIN` below) and only where the two sides are closer than that
 //! margin does it leave the pixel *undecided*, appending its exact sums to
-//! a list. The host then decides those pixels with the very f64 functions
-//! of the CPU reference (`decide` here), so every decision is DIALS' f64
-//! decision. Comparisons with an exactly zero right-hand side (all-zero
-//! windows, sigma 0) are decided with integers on the GPU.
+//! a list. The host then decides those pixels with DIALS' f64 formulas
+//! (`host`), so every decision is DIALS' f64 decision. Comparisons with an
+//! exactly zero right-hand side (all-zero windows, sigma 0) are decided
+//! with integers on the GPU.
+//!
+//! The family's files: this one (parameters, results, the public GPU
+//! functions), `gpu` (buffers and dispatch), `frames` (frames in flight,
+//! sums read back, the exact slow path), `host` (the host's decisions and
+//! whole frames decided on the host), `series` (series fed batch by batch)
+//! and `cpu` (the reference, for the tests and `--cpu` only).
 
 pub mod cpu;
+mod frames;
 mod gpu;
+pub mod host;
 mod series;
 
-pub use gpu::{find_spots, find_spots_from, find_spots_with, strong_pixels};
 pub use series::{FrameBatch, FrameDone, SeriesResult, SpotSeries};
 
+use crate::engine::Gpu;
 use crate::error::{Error, Result};
+use crate::segment::label;
+use frames::{Slots, run_series};
+use gpu::{check_window, frame_bytes, setup};
 
 /// Pixels at or above 2^24 counts are left out of the window sums (DIALS' BIG).
 pub(crate) const BIG: i64 = 1 << 24;
@@ -272,84 +283,6 @@ pub(crate) fn check_frame(
     Ok(())
 }
 
-// ---- DIALS' decisions in f64, operation by operation as local.h writes them.
-// Window sums arrive as exact integers and are converted to f64 once, as
-// DIALS' (exact, for integer data) summed-area tables give them.
-
-/// dispersion_extended's first test: a valid pixel is not background.
-pub(crate) fn dispersion_nonbackground(
-    m: i64,
-    x: i64,
-    y: i128,
-    gain: Option<f64>,
-    o: &SpotOptions,
-) -> bool {
-    if m < o.min_count() || x < 0 {
-        return false;
-    }
-    let (m, x, y) = (m as f64, x as f64, y as f64);
-    let nsig_b = o.sigma_background;
-    match gain {
-        None => {
-            let a = m * y - x * x - x * (m - 1.0);
-            let c = x * nsig_b * (2.0 * (m - 1.0)).sqrt();
-            a > c
-        }
-        Some(g) => {
-            let a = m * y - x * x;
-            let c = g * x * (m - 1.0 + nsig_b * (2.0 * (m - 1.0)).sqrt());
-            a > c
-        }
-    }
-}
-
-/// The `dispersion` algorithm's test of a valid pixel of value `v`.
-pub(crate) fn dispersion_strong(
-    m: i64,
-    x: i64,
-    y: i128,
-    v: i64,
-    gain: Option<f64>,
-    o: &SpotOptions,
-) -> bool {
-    if !(m >= o.min_count() && x >= 0 && (v as f64) > o.global_threshold) {
-        return false;
-    }
-    let (m, x, y, src) = (m as f64, x as f64, y as f64, v as f64);
-    let (nsig_b, nsig_s) = (o.sigma_background, o.sigma_strong);
-    let b = m * src - x;
-    match gain {
-        None => {
-            let a = m * y - x * x - x * (m - 1.0);
-            let c = x * nsig_b * (2.0 * (m - 1.0)).sqrt();
-            let d = nsig_s * (x * m).sqrt();
-            a > c && b > d
-        }
-        Some(g) => {
-            let a = m * y - x * x;
-            let c = g * x * (m - 1.0 + nsig_b * (2.0 * (m - 1.0)).sqrt());
-            let d = nsig_s * (g * x * m).sqrt();
-            a > c && b > d
-        }
-    }
-}
-
-/// dispersion_extended's final test of a candidate pixel, with the sums
-/// (m, x) over the background pixels of the widened window.
-pub(crate) fn final_strong(m: i64, x: i64, v: i64, gain: Option<f64>, o: &SpotOptions) -> bool {
-    if !(m >= 0 && x >= 0) {
-        return false;
-    }
-    let (m, x, src) = (m as f64, x as f64, v as f64);
-    let global = src > o.global_threshold;
-    let mean = if m >= 2.0 { x / m } else { 0.0 };
-    let local = match gain {
-        None => src >= mean + o.sigma_strong * mean.sqrt(),
-        Some(g) => src >= mean + o.sigma_strong * (g * mean).sqrt(),
-    };
-    global && local
-}
-
 // ---- Spots.
 
 /// Exact per-spot sums over its pixels (coordinates z, row, col).
@@ -492,4 +425,124 @@ impl SpotResult {
             n_regions: sums.len(),
         }
     }
+}
+
+// ---- The public GPU functions.
+
+/// Strong pixels of one frame on the GPU (DIALS' definition, exactly).
+pub async fn strong_pixels(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 2],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+) -> Result<Vec<bool>> {
+    let r = find_spots(gpu, counts, [1, shape[0], shape[1]], mask, options, false).await?;
+    Ok(r.strong)
+}
+
+/// Strong pixels and spots of `shape` = [frames, rows, cols] on the GPU.
+/// See [`find_spots_with`]; this one also returns the strong-pixel mask.
+pub async fn find_spots(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+) -> Result<SpotResult> {
+    find_spots_with(gpu, counts, shape, mask, options, three_d, true).await
+}
+
+/// Strong pixels and spots of a series on the GPU. Per frame the
+/// thresholds, the 4-connected labelling and the exact spot sums run in one
+/// submission and only the sums come back (plus the strong-pixel mask when
+/// `want_mask`, or for `three_d`, where the strong pixels of all frames are
+/// then labelled 6-connected through the stack). Two frames are in flight:
+/// the upload of one overlaps the kernels of the other. A frame with
+/// undecided pixels (rare) is redone on the exact slow path.
+pub async fn find_spots_with(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+    want_mask: bool,
+) -> Result<SpotResult> {
+    spots_of(gpu, counts, shape, 0, mask, options, three_d, want_mask).await
+}
+
+/// [`find_spots_with`] (2-D) on frames `first_frame..` of a longer series:
+/// spot z coordinates are those of the whole series, summed as the whole
+/// series sums them, so the spots of contiguous frame ranges, joined range
+/// after range, are bit for bit those of one call on the whole series (the
+/// CLI's `--adapters` runs one range per GPU).
+pub async fn find_spots_from(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    first_frame: usize,
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    want_mask: bool,
+) -> Result<SpotResult> {
+    spots_of(
+        gpu,
+        counts,
+        shape,
+        first_frame,
+        mask,
+        options,
+        false,
+        want_mask,
+    )
+    .await
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn spots_of(
+    gpu: &Gpu,
+    counts: Counts<'_>,
+    shape: [usize; 3],
+    z0: usize,
+    mask: Option<&[bool]>,
+    options: &SpotOptions,
+    three_d: bool,
+    want_mask: bool,
+) -> Result<SpotResult> {
+    let [nz, h, w] = shape;
+    let n = h * w;
+    if nz == 0 || counts.len() != nz * n {
+        return Err(Error::InvalidInput(format!(
+            "{} values do not fill {nz} frames of {h} x {w}",
+            counts.len()
+        )));
+    }
+    check_frame(n, [h, w], mask, options)?;
+    check_window(options)?;
+    let s = setup(h, w, options, mask);
+    let want_mask = want_mask || three_d;
+    let frame_len = frame_bytes(counts.slice(0..n)).len().div_ceil(4) * 4;
+    // Two frames in flight, three upload buffers (see run_series).
+    let mut slots = Slots::open(gpu, &s, nz.min(2), nz.min(2) + 1, frame_len as u64).await?;
+    let result = run_series(gpu, &mut slots, &s, counts, nz, z0, want_mask).await;
+    slots.close(gpu);
+    let (strong, mut sums) = result?;
+    if three_d {
+        let l = label::label(gpu, &strong, &[nz, h, w], 1).await?;
+        sums = vec![SpotSums::default(); l.count];
+        for (i, &lab) in l.labels.iter().enumerate() {
+            if lab > 0 {
+                let (z, r, c) = (z0 + i / n, (i / w) % h, i % w);
+                let v = counts.get(i).max(0) as u64;
+                sums[lab as usize - 1].add([z as u64, r as u64, c as u64], v);
+            }
+        }
+    }
+    let mut r = SpotResult::from_sums(strong, &sums, options);
+    if !want_mask {
+        r.n_strong = sums.iter().map(|s| s.n).sum();
+    }
+    Ok(r)
 }

@@ -16,7 +16,8 @@
 
 use std::collections::VecDeque;
 
-use super::gpu::{Slots, check_window, setup};
+use super::frames::Slots;
+use super::gpu::{check_window, setup};
 use super::*;
 use crate::engine::{Gpu, Pending};
 
@@ -122,8 +123,9 @@ impl<'g> SpotSeries<'g> {
             Some(gpu) => {
                 check_window(&options)?;
                 let s = setup(h, w, &options, mask.as_deref());
-                // Room for the widest packed dtype (4 bytes a pixel).
-                Some(Slots::open(gpu, &s, 2, 2, 4 * (h * w) as u64).await?)
+                // Two frames in flight: the second set and the upload
+                // buffers open as the frames come (sized for their dtype).
+                Some(Slots::open_first(gpu, &s, 2, 2).await?)
             }
             None => None,
         };

@@ -112,29 +112,23 @@ impl ClipSample for f64 {
 }
 
 // 64-bit integers are widened to f64 first, as the reference does.
-impl ClipSample for u64 {
-    fn value(self) -> f64 {
-        self as f64
-    }
-    fn key(self) -> u64 {
-        key64(self as f64)
-    }
-    fn from_key(k: u64) -> f64 {
-        value64(k)
-    }
+macro_rules! widened {
+    ($($t:ty),*) => {$(
+        impl ClipSample for $t {
+            fn value(self) -> f64 {
+                self as f64
+            }
+            fn key(self) -> u64 {
+                key64(self as f64)
+            }
+            fn from_key(k: u64) -> f64 {
+                value64(k)
+            }
+        }
+    )*};
 }
 
-impl ClipSample for i64 {
-    fn value(self) -> f64 {
-        self as f64
-    }
-    fn key(self) -> u64 {
-        key64(self as f64)
-    }
-    fn from_key(k: u64) -> f64 {
-        value64(k)
-    }
-}
+widened!(u64, i64);
 
 /// The kept values: finite and inside [lo, hi] (strict: (lo, hi)).
 #[derive(Clone, Copy)]
@@ -274,15 +268,36 @@ fn bucket(k: u64, prefix: u64, known: u32) -> Option<usize> {
     (upper == prefix).then_some(((k >> (48 - known)) & 0xFFFF) as usize)
 }
 
+/// One pass over the kept values: `f` on each value in raster order, and
+/// for each open bucket (prefix, known) a histogram of the 16 key bits
+/// below `known` of the keys inside it.
+fn pass<T: ClipSample>(
+    slabs: &mut Slabs<'_, T>,
+    keep: Interval,
+    open: &[(u64, u32)],
+    mut f: impl FnMut(f64),
+) -> Result<Vec<Histogram>> {
+    let mut hists: Vec<Histogram> = open.iter().map(|_| Histogram::new()).collect();
+    slabs.each(keep, |x, d| {
+        f(d);
+        if !open.is_empty() {
+            let k = x.key();
+            for (h, &(prefix, known)) in hists.iter_mut().zip(open) {
+                if let Some(b) = bucket(k, prefix, known) {
+                    h.add(b, k);
+                }
+            }
+        }
+    })?;
+    Ok(hists)
+}
+
 fn round<T: ClipSample>(slabs: &mut Slabs<'_, T>, keep: Interval) -> Result<Round> {
     // Pass 1: count, sum (the reference's fold from -0.0), upper bits.
     let (mut n, mut sum) = (0usize, -0.0f64);
-    let mut upper = Histogram::new();
-    slabs.each(keep, |x, d| {
+    let upper = pass(slabs, keep, &[(0, 0)], |d| {
         n += 1;
         sum += d;
-        let k = x.key();
-        upper.add((k >> 48) as usize, k);
     })?;
     if n == 0 {
         return Ok(Round {
@@ -301,7 +316,7 @@ fn round<T: ClipSample>(slabs: &mut Slabs<'_, T>, keep: Interval) -> Result<Roun
     };
     let mut targets: Vec<Target> = ranks
         .iter()
-        .map(|&r| Target::refine(0, 0, r, &upper))
+        .map(|&r| Target::refine(0, 0, r, &upper[0]))
         .collect();
     drop(upper);
     // Pass 2: squared deviations; then further passes while a median's
@@ -320,18 +335,10 @@ fn round<T: ClipSample>(slabs: &mut Slabs<'_, T>, keep: Interval) -> Result<Roun
         if open.is_empty() && !first {
             break;
         }
-        let mut hists: Vec<Histogram> = open.iter().map(|_| Histogram::new()).collect();
-        slabs.each(keep, |x, d| {
+        let buckets: Vec<(u64, u32)> = open.iter().map(|&(_, p, k)| (p, k)).collect();
+        let hists = pass(slabs, keep, &buckets, |d| {
             if first {
                 squares += (d - mean) * (d - mean);
-            }
-            if !open.is_empty() {
-                let k = x.key();
-                for (h, &(_, prefix, known)) in hists.iter_mut().zip(&open) {
-                    if let Some(b) = bucket(k, prefix, known) {
-                        h.add(b, k);
-                    }
-                }
             }
         })?;
         first = false;
