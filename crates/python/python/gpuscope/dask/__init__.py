@@ -9,6 +9,8 @@ returning dask arrays, with the whole-array function's answers.
   dask first.
 - ``label``: scipy's numbering across chunks, the border merge in a tree.
 - ``regionprops_table``: per-block partial moments reduced in a tree.
+- ``strong_pixels``, ``find_spots``: DIALS' spot finding on blocks of
+  whole frames, the tables joined in frame order.
 - ``use_gpus(client)`` / ``DevicePlugin``: one device per worker process.
 
 See docs/dask.md.
@@ -17,16 +19,19 @@ See docs/dask.md.
 from ._filters import convolve, correlate, gaussian_filter, median_filter, remove_outliers
 from ._label import label
 from ._measure import regionprops_table
+from ._spots import find_spots, strong_pixels
 from ._workers import DevicePlugin, use_gpus
 
 __all__ = [
     "DevicePlugin",
     "convolve",
     "correlate",
+    "find_spots",
     "gaussian_filter",
     "label",
     "median_filter",
     "regionprops_table",
     "remove_outliers",
+    "strong_pixels",
     "use_gpus",
 ]
