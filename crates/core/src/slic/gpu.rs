@@ -160,6 +160,13 @@ impl Buffers<'_> {
         self.list.push(b.clone());
         Ok(b)
     }
+
+    /// Recycles `b` now: work queued later may get it from the pool.
+    fn give_back(&mut self, b: &wgpu::Buffer) {
+        if let Some(i) = self.list.iter().position(|x| x == b) {
+            self.gpu.recycle(self.list.swap_remove(i));
+        }
+    }
 }
 
 impl Drop for Buffers<'_> {
@@ -322,6 +329,9 @@ pub(super) async fn run(
     gpu.host_done("slic k-means", clock);
     if gpu_connect {
         let clock = gpu.host_clock();
+        // Nothing queued after the k-means reads the features: the
+        // connectivity step may take their buffer for one of its own.
+        bufs.give_back(&r.slabs[0].features);
         let (labels, n_segments) =
             connect::connect(gpu, prep, &r.slabs[0].labels, &mut bufs, labels_out).await?;
         gpu.host_done("slic connectivity", clock);
