@@ -11,8 +11,9 @@
 //! - `gpu.rs`: the k-means iterations (shaders/slic/kmeans.wgsl; in resident
 //!   z-slabs sharing the centres when the features exceed one binding,
 //!   `gpu/streamed.rs`: streamed z-slabs when they exceed the memory
-//!   budget) and `gpu/connect.rs`: the connectivity step
-//!   (shaders/slic/connect.wgsl);
+//!   budget), `gpu/connect.rs`: the connectivity step
+//!   (shaders/slic/connect.wgsl) and `gpu/lab.rs`: Lab from 8-bit RGB
+//!   (shaders/slic/lab.wgsl);
 //! - `cpu.rs`: the twin, called only by tests and `--cpu`: the same f32
 //!   arithmetic in the same order, so labels are equal on lavapipe, and
 //!   its own connectivity step (a flood fill) that the host's and the
