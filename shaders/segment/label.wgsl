@@ -93,61 +93,7 @@ fn fg(i: u32) -> bool {
     return ((mask[i >> 2u] >> ((i & 3u) * 8u)) & 0xffu) != 0u;
 }
 
-// Path halving: a non-root's parent only moves up its own path, so
-// pointing it at its grandparent keeps the forest valid while other threads
-// unite.
-fn find(start: u32) -> u32 {
-    var x = start;
-    loop {
-        let up = atomicLoad(&parent[x]);
-        if (up == x) {
-            return x;
-        }
-        let upper = atomicLoad(&parent[up]);
-        if (upper != up) {
-            atomicStore(&parent[x], upper);
-        }
-        x = upper;
-    }
-    return x;
-}
-
-// The root without writing: once no union is under way. A halving store
-// from a find that read its pointers earlier could otherwise overwrite a
-// pointer just set to the root with an older ancestor.
-fn root_of(start: u32) -> u32 {
-    var x = start;
-    loop {
-        let up = atomicLoad(&parent[x]);
-        if (up == x) {
-            return x;
-        }
-        x = up;
-    }
-    return x;
-}
-
-fn unite(a0: u32, b0: u32) {
-    var a = find(a0);
-    var b = find(b0);
-    loop {
-        if (a == b) {
-            return;
-        }
-        if (a < b) {
-            let t = a;
-            a = b;
-            b = t;
-        }
-        // a > b: hook root a under b unless another thread re-hooked a first.
-        let old = atomicMin(&parent[a], b);
-        if (old == a) {
-            return;
-        }
-        a = find(old);
-        b = find(b);
-    }
-}
+// find, root_of and unite: shaders/common/union_find.wgsl.
 
 // Backward offsets (lexicographically negative: each edge once) of the
 // connectivity: k = (dz + 1) * 9 + (dy + 1) * 3 + (dx + 1) for k < 13.

@@ -96,38 +96,7 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
-fn find(start: u32) -> u32 {
-    var x = start;
-    loop {
-        let up = atomicLoad(&parent[x]);
-        if (up == x) {
-            return x;
-        }
-        x = up;
-    }
-    return x;
-}
-
-fn unite(a0: u32, b0: u32) {
-    var a = find(a0);
-    var b = find(b0);
-    loop {
-        if (a == b) {
-            return;
-        }
-        if (a < b) {
-            let t = a;
-            a = b;
-            b = t;
-        }
-        let old = atomicMin(&parent[a], b);
-        if (old == a) {
-            return;
-        }
-        a = find(old);
-        b = find(b);
-    }
-}
+// find, root_of and unite: shaders/common/union_find.wgsl.
 
 @compute @workgroup_size(256)
 fn unite_faces(@builtin(global_invocation_id) gid: vec3<u32>,
@@ -163,7 +132,7 @@ fn flatten(@builtin(global_invocation_id) gid: vec3<u32>,
     if (i >= p.n || labels[i] == NONE) {
         return;
     }
-    atomicStore(&parent[i], find(i));
+    atomicStore(&parent[i], root_of(i));
 }
 
 var<workgroup> run_roots: array<u32, 256>;

@@ -242,8 +242,9 @@ fn sources_info_slic_spots() {
         Array::from_u16(vec![1024, 1024], counts(1 << 20, 5)).unwrap()
     });
     let sl = out("sl.npy");
-    // 2 MiB decoded: the working arrays, not the input, dominate.
-    let slic_bound = 48.0 * (2 << 20) as f64;
+    // 2 MiB decoded: the working arrays, not the input, dominate (device
+    // buffers in host memory on lavapipe; docs/memory.md).
+    let slic_bound = 30.0 * (2 << 20) as f64;
     check(
         "slic 2-D",
         &["slic", &small, &sl, "--channel-axis", "none"],

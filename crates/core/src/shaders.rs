@@ -48,13 +48,13 @@ pub const MEDIAN_F32_QUADS: &str = shader!(
     "filters/median.wgsl",
     "filters/median_quads.wgsl"
 );
-pub const LABEL: &str = shader!("segment/label.wgsl");
+pub const LABEL: &str = shader!("common/union_find.wgsl", "segment/label.wgsl");
 pub const MEASURE: &str = shader!("segment/measure.wgsl");
 pub const CLIP: &str = shader!("stats/clip.wgsl");
 /// The conformance probe run when a device opens.
 pub const PROBE: &str = shader!("common/boundary.wgsl", "common/probe.wgsl");
 pub const SLIC_KMEANS: &str = shader!("slic/kmeans.wgsl");
-pub const SLIC_CONNECT: &str = shader!("slic/connect.wgsl");
+pub const SLIC_CONNECT: &str = shader!("common/union_find.wgsl", "slic/connect.wgsl");
 pub const SLIC_LAB: &str = shader!("slic/lab.wgsl");
 pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.wgsl");
 pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");

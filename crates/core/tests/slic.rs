@@ -724,3 +724,58 @@ fn random_masks_with_many_small_pieces_equal_the_cpu_twin() {
         }
     }
 }
+
+/// The host's connectivity step (union-find, searching only small pieces;
+/// production code for volumes beyond one binding) gives the CPU twin's
+/// flood fill's labels on 2-D and 3-D volumes of many pieces, with
+/// unreached pixels, for min_size from 0 to more than the volume.
+#[test]
+fn host_connectivity_equals_the_twin_flood_fill() {
+    let mut cases = 0;
+    for (dims, seed) in [
+        ([1, 23, 31], 1),
+        ([1, 1, 40], 2),
+        ([1, 37, 1], 3),
+        ([6, 9, 11], 4),
+        ([13, 5, 7], 5),
+        ([1, 1, 1], 6),
+    ] {
+        let n: usize = dims.iter().product();
+        for labels_used in [2u32, 3, 7] {
+            // Blocky k-means labels (runs of 1-3 pixels) so that pieces of
+            // many sizes touch; some pixels unreached.
+            let r = noise(n, seed * 31 + u64::from(labels_used));
+            let raw: Vec<u32> = (0..n)
+                .map(|i| {
+                    if r[i] < 0.08 {
+                        slic::NONE
+                    } else {
+                        ((i / 2 + i / (3 * dims[2]) + (r[i] * 1.7) as usize) as u32) % labels_used
+                    }
+                })
+                .collect();
+            for min_size in [0, 1, 2, 3, 5, 9, n, n + 1] {
+                for start in [0, 1] {
+                    let want = cpu::connect(&raw, dims, min_size, start);
+                    let got = slic::host::connect(raw.clone(), dims, min_size, start);
+                    assert_eq!(
+                        got, want,
+                        "{dims:?}, {labels_used} labels, min_size {min_size}, start {start}"
+                    );
+                    cases += 1;
+                }
+            }
+        }
+    }
+    // Every label unreached, and one label everywhere.
+    for raw in [vec![slic::NONE; 60], vec![4; 60]] {
+        for min_size in [0, 30, 61] {
+            let want = cpu::connect(&raw, [3, 4, 5], min_size, 1);
+            assert_eq!(
+                slic::host::connect(raw.clone(), [3, 4, 5], min_size, 1),
+                want
+            );
+        }
+    }
+    assert_eq!(cases, 6 * 3 * 8 * 2);
+}

@@ -3,10 +3,12 @@
 //!
 //! A [`Filter`] is a sequence of correlation passes (one per axis for a
 //! Gaussian, one n-D pass for an arbitrary kernel). The GPU path lives in
-//! `gpu`, the CPU reference in `cpu`; both take the same [`Filter`].
+//! `gpu`, the CPU reference in `cpu`; both take the same [`Filter`]. `host`
+//! applies 1-D passes on the host for production code (SLIC's smoothing).
 
 pub mod cpu;
 mod gpu;
+pub mod host;
 pub mod median;
 mod params;
 

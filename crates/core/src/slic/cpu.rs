@@ -2,7 +2,8 @@
 //! in the same order, the same integer sums, and the connectivity step
 //! written as a sequential flood fill in raster order.
 
-use super::{NONE, Prepared, RADIUS, Segments, SlicParams, count_segments, plain_labels, prepare};
+use super::host::{Axis, Prepared, count_segments, plain_labels, prepare};
+use super::{NONE, RADIUS, Segments, SlicParams};
 use crate::error::{Error, Result};
 use crate::keys::Samples;
 
@@ -74,7 +75,7 @@ fn in_window(c: f32, p: usize, win: usize, n: usize) -> bool {
 }
 
 /// Range of seed indices within RADIUS cells of coordinate `p`.
-fn candidates(p: usize, a: &super::Axis) -> (usize, usize) {
+fn candidates(p: usize, a: &Axis) -> (usize, usize) {
     let own = if p <= a.start {
         0
     } else {
@@ -240,7 +241,7 @@ fn distance(
 /// pixel its search met whose label is not the current counter, or keeps
 /// the counter, which then is not advanced. skimage's `max_size` cap on the
 /// search (a buffer size) is not reproduced: pieces are never cut.
-pub(crate) fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
+pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
     let [nz, ny, nx] = dims;
     let n = raw.len();
     let unset = start - 1;
