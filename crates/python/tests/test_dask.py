@@ -174,3 +174,19 @@ def test_a_failing_worker_task_raises_gpuscopes_error(client):
     )
     with pytest.raises(TypeError, match="complex arrays are not supported"):
         gd.median_filter(bad, size=3).compute()
+
+
+def test_spots_frame_by_frame_equal_the_whole_series(client):
+    from test_spots import crop
+
+    at = [(1400, 850), (1400, 850), (1401, 850), (1460, 900), (1400, 850)]
+    stack = np.stack([crop("DLS_I03_smargon_0001", r, c, 60, 64) for r, c in at])
+    frames = da.from_array(stack, chunks=(2, 30, 64))  # split rows too: rechunked to whole frames
+    np.testing.assert_array_equal(gd.strong_pixels(frames).compute(), gpuscope.spots.strong_pixels(stack))
+    got = gd.find_spots(frames, min_spot_size=2)
+    want = gpuscope.spots.find_spots(stack, min_spot_size=2)
+    assert len(want["id"]) > 0
+    for k in gpuscope.spots.COLUMNS:
+        np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+    with pytest.raises(NotImplementedError):
+        gd.find_spots(frames, three_d=True)
