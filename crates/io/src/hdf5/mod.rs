@@ -86,7 +86,7 @@ fn convert(what: &str, e: Hdf5Error) -> IoError {
             "`gpuscope info FILE.h5` lists the datasets; name one as FILE.h5::/path/to/dataset",
         ),
         Hdf5Error::DanglingLink { link, target } => IoError::corrupt(format!(
-            "{what}: the link {link} points to {target}, which does not exist"
+            "{what}: the link {link} points to {target}, which does not exist (or the links loop)"
         )),
         Hdf5Error::Unsupported(s) => IoError::unsupported(
             format!("{what}: {s}"),
