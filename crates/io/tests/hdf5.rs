@@ -119,7 +119,7 @@ fn nexus_detector_metadata() {
     assert_eq!(d.count_cutoff, Some(300.0));
     let mask = d.pixel_mask.as_ref().unwrap();
     assert!(same(mask, &expected("eiger_pixel_mask")));
-    assert!(mask.to_f64_vec().iter().any(|&v| v == 8.0));
+    assert!(mask.to_f64_vec().contains(&8.0));
     assert_eq!(d.image_key, None);
 }
 
@@ -164,6 +164,13 @@ fn every_numeric_dtype_in_both_byte_orders() {
         }
     }
     assert_eq!(n, 36);
+    // h5py's bool: an int8 enum of FALSE and TRUE.
+    let want = expected("dtypes_bool");
+    assert_eq!(want.dtype(), DType::Bool);
+    for layout in ["contiguous", "chunked"] {
+        let a = read_whole(&format!("{}::/{layout}/bool", h5("dtypes.h5")));
+        assert!(same(&a, &want), "{layout} bool");
+    }
     let e = err(&format!("{}::/text", h5("dtypes.h5")));
     assert_eq!(e.kind, ErrorKind::Unsupported, "{e}");
     let e = err(&format!("{}::/compound", h5("dtypes.h5")));
@@ -181,9 +188,13 @@ fn nxtomo_default_and_image_key() {
     let keys = expected("nxtomo_image_key").to_f64_vec();
     let got: Vec<f64> = d.image_key.unwrap().iter().map(|&k| k as f64).collect();
     assert_eq!(got, keys);
-    assert!(d.fields.iter().any(|(k, v)| k == "image_key"
-        && v == "5 projections, 3 flats, 2 darks, 0 invalid"
-        || k == "image_key" && v == "4 projections, 3 flats, 2 darks, 0 invalid"));
+    assert!(
+        d.fields
+            .iter()
+            .any(|(k, v)| k == "image_key" && v == "4 projections, 3 flats, 2 darks, 0 invalid"),
+        "{:?}",
+        d.fields
+    );
     // A group named: its NeXus default.
     let g = read_whole(&format!("{spec}::/entry"));
     assert!(same(&g, &a));
@@ -206,7 +217,7 @@ fn names_and_missing_paths() {
     let e = err(&format!("{}::/no/such", h5("lz4.h5")));
     assert!(e.to_string().starts_with("lz4.h5: "), "{e}");
     assert!(e.to_string().contains("/frames"), "lists the datasets: {e}");
-    let e = err(&format!("{}", h5("lz4.h5")));
+    let e = err(&h5("lz4.h5"));
     assert!(e.to_string().contains("no default"), "{e}");
     let e = err("/nonexistent/x.h5");
     assert_eq!(e.kind, ErrorKind::Io);

@@ -159,21 +159,21 @@ impl Hdf5Stack {
             linked_bytes =
                 linked_bytes.saturating_add(nexus::linked_file_bytes(&file, file_path, p));
             match (&shape, dtype) {
+                (Some(s0), Some(t0))
+                    if s.len() != 3 || s0.len() != 3 || s[1..] != s0[1..] || t != t0 =>
+                {
+                    return Err(IoError::corrupt(format!(
+                        "{p}: {s:?} {} does not continue the series of {:?} {} frames",
+                        t.name(),
+                        s0.get(1..).unwrap_or(&[]),
+                        t0.name()
+                    )));
+                }
                 (None, _) => {
                     shape = Some(s.clone());
                     dtype = Some(t);
                     chunks = ch;
                     filters = fl.iter().map(|f| filter_name(f.id, &f.cd_values)).collect();
-                }
-                (Some(s0), Some(t0)) => {
-                    if s.len() != 3 || s0.len() != 3 || s[1..] != s0[1..] || t != t0 {
-                        return Err(IoError::corrupt(format!(
-                            "{p}: {s:?} {} does not continue the series of {:?} {} frames",
-                            t.name(),
-                            &s0[1..],
-                            t0.name()
-                        )));
-                    }
                 }
                 _ => {}
             }
@@ -210,7 +210,7 @@ impl Hdf5Stack {
     /// Frames and chunks must be decodable within the limit.
     fn check_sizes(&self) -> Result<()> {
         let elem = self.dtype.size_bytes();
-        let frame = bytes_of(self.shape.get(1..).unwrap_or(&[]), elem)
+        bytes_of(self.shape.get(1..).unwrap_or(&[]), elem)
             .filter(|&b| b <= self.limit)
             .ok_or_else(|| {
                 IoError::too_large(format!(
@@ -219,7 +219,6 @@ impl Hdf5Stack {
                     self.dtype.name()
                 ))
             })?;
-        let _ = frame;
         if let Some(ch) = &self.chunks {
             bytes_of(ch, elem)
                 .filter(|&b| b <= self.limit)
