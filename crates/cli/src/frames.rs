@@ -35,6 +35,8 @@ pub struct FrameSource {
     first: Option<Frame>,
     /// The frames handed out (all of them, or one GPU's share).
     window: Range<usize>,
+    /// Counts above this are masked (a NeXus file's count cutoff).
+    cutoff: Option<i64>,
 }
 
 /// One frame's counts, packed as read.
@@ -108,7 +110,15 @@ impl FrameSource {
             any_stack,
             first: Some(first),
             window: 0..total,
+            cutoff: None,
         })
+    }
+
+    /// The same frames with counts above `cutoff` masked (set to -1, as
+    /// DIALS masks counts outside the detector's trusted range).
+    pub fn with_cutoff(mut self, cutoff: Option<i64>) -> FrameSource {
+        self.cutoff = cutoff;
+        self
     }
 
     /// The series index of the first frame handed out.
@@ -126,6 +136,7 @@ impl FrameSource {
             any_stack: self.any_stack,
             first: self.first.clone().filter(|_| frames.start == 0),
             window: frames.start.min(self.total)..frames.end.min(self.total),
+            cutoff: self.cutoff,
         }
     }
 
@@ -185,8 +196,9 @@ impl FrameSource {
             true
         };
         let first = self.first.take();
+        let cutoff = self.cutoff;
         let result = self.for_each_frame(batch_frames, first, &mut |f| {
-            emit(f, &mut batch, &mut frames_in_batch)
+            emit(cut(f, cutoff), &mut batch, &mut frames_in_batch)
         });
         match result {
             Ok(true) => {
@@ -447,6 +459,33 @@ fn append(to: &mut FrameBatch, more: FrameBatch) {
         (FrameBatch::I32(a), FrameBatch::I32(b)) => a.extend(b),
         // Batches are cut where the dtype changes: never reached.
         _ => {}
+    }
+}
+
+/// `f` with counts above `cutoff` set to -1 (masked). u16 and u32 frames
+/// become i32 unless no u16 can exceed the cutoff; a cutoff beyond i32
+/// leaves u32 frames as they are.
+fn cut(f: Frame, cutoff: Option<i64>) -> Frame {
+    let Some(c) = cutoff else {
+        return f;
+    };
+    let to_i32 = |x: i64| if x > c { -1 } else { x as i32 };
+    let batch = match f.batch {
+        FrameBatch::U16(v) if c < 65535 => {
+            FrameBatch::I32(v.iter().map(|&x| to_i32(i64::from(x))).collect())
+        }
+        FrameBatch::U32(v) if c < i64::from(i32::MAX) => {
+            FrameBatch::I32(v.iter().map(|&x| to_i32(i64::from(x))).collect())
+        }
+        FrameBatch::I32(mut v) => {
+            v.iter_mut().for_each(|x| *x = to_i32(i64::from(*x)));
+            FrameBatch::I32(v)
+        }
+        other => return Frame { batch: other, ..f },
+    };
+    Frame {
+        batch,
+        dtype: Packed::I32,
     }
 }
 

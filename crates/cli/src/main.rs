@@ -10,6 +10,7 @@ mod clipping;
 mod common;
 mod filters;
 mod frames;
+mod nexus;
 mod ops;
 mod runtime_dir;
 mod segment;
@@ -213,6 +214,9 @@ fn run(cli: Cli) -> CliResult {
 }
 
 fn info(file: &Path, json: bool) -> CliResult {
+    if gpuscope_io::hdf5::is_hdf5_name(&file.to_string_lossy()) {
+        return nexus::info(file, json);
+    }
     let image = common::read_image(file)?;
     let a = &image.array;
     let s = a.stats();

@@ -19,7 +19,8 @@ use crate::stream::{ProgressBar, StackWriter};
 
 #[derive(Args)]
 pub struct SpotsCmd {
-    /// Frames: CBF (.cbf, .cbf.gz), TIFF (multi-page = a series), npy (2-D or a 3-D stack), ...
+    /// Frames: CBF (.cbf, .cbf.gz), TIFF (multi-page = a series), npy (2-D or a 3-D stack),
+    /// HDF5/NeXus (an Eiger master: its whole series; FILE.h5::/path: one dataset), ...
     #[arg(required = true, value_name = "IN")]
     pub inputs: Vec<PathBuf>,
     /// dispersion_extended (DIALS' default) or dispersion.
@@ -44,6 +45,14 @@ pub struct SpotsCmd {
     /// Negative counts are masked anyway (detector gaps and bad pixels).
     #[arg(long, value_name = "M.npy")]
     pub mask: Option<PathBuf>,
+    /// Ignore an HDF5/NeXus input's pixel mask
+    /// (detectorSpecific/pixel_mask, non-zero = bad), applied by default.
+    #[arg(long)]
+    pub no_pixel_mask: bool,
+    /// Ignore an HDF5/NeXus input's count cutoff (saturation_value, else
+    /// countrate_correction_count_cutoff), applied by default.
+    #[arg(long)]
+    pub no_count_cutoff: bool,
     /// Spots with fewer pixels are dropped (DIALS: 3 for pixel-array detectors).
     #[arg(long, default_value_t = SpotOptions::default().min_spot_size)]
     pub min_spot_size: usize,
@@ -209,6 +218,14 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
     let n = h * w;
     let o = options(args, n)?;
     let mask = args.mask.as_deref().map(|p| read_mask(p, n)).transpose()?;
+    let (mask, cutoff) = crate::nexus::spot_masks(
+        &args.inputs,
+        n,
+        mask,
+        !args.no_pixel_mask,
+        !args.no_count_cutoff,
+    )?;
+    let source = source.with_cutoff(cutoff);
     let mut signal = match &args.signal {
         None => None,
         Some(path) if nz == 1 && !source.any_stack() => {

@@ -10,6 +10,7 @@ use std::time::Instant;
 use gpuscope_core::Samples;
 use gpuscope_core::keys::{Keys, SampleVec};
 use gpuscope_core::stream::{SliceSink, SliceSource};
+use gpuscope_io::hdf5::Hdf5Stack;
 use gpuscope_io::npy::{NpyReader, NpyWriter};
 use gpuscope_io::tiff::{TiffStackReader, TiffStackWriter};
 use gpuscope_io::{Array, ArrayData, DType};
@@ -20,6 +21,8 @@ use crate::common::{CliResult, Failure, raw_layout, samples};
 pub enum StackReader {
     Npy(NpyReader),
     Tiff(Box<TiffStackReader>),
+    /// `FILE.h5[::/path]`: frames decoded chunk by chunk.
+    Hdf5(Box<Hdf5Stack>),
 }
 
 fn extension(path: &Path) -> String {
@@ -37,7 +40,11 @@ impl StackReader {
 
     /// As [`StackReader::open`], boolean stacks included (masks to label).
     pub fn open_stack(path: &Path) -> CliResult<Option<StackReader>> {
+        let name = path.to_string_lossy();
         let reader = match extension(path).as_str() {
+            _ if gpuscope_io::hdf5::is_hdf5_name(&name) => {
+                StackReader::Hdf5(Box::new(Hdf5Stack::open(&name)?))
+            }
             "npy" => StackReader::Npy(NpyReader::open(path)?),
             // A headerless file is an npy file whose header is the layout.
             "raw" => StackReader::Npy(NpyReader::open_raw(path, &raw_layout(path)?)?),
@@ -51,6 +58,7 @@ impl StackReader {
         match self {
             StackReader::Npy(r) => r.shape().to_vec(),
             StackReader::Tiff(r) => r.shape(),
+            StackReader::Hdf5(r) => r.shape().to_vec(),
         }
     }
 
@@ -58,6 +66,7 @@ impl StackReader {
         match self {
             StackReader::Npy(r) => r.dtype(),
             StackReader::Tiff(r) => r.dtype(),
+            StackReader::Hdf5(r) => r.dtype(),
         }
     }
 
@@ -70,6 +79,7 @@ impl StackReader {
                 }
                 r.read_page(z0)?
             }
+            StackReader::Hdf5(r) => r.read_slab(z0, nz)?,
         })
     }
 }

@@ -17,6 +17,8 @@ mod error;
 pub mod fits;
 #[cfg(not(target_arch = "wasm32"))]
 mod fortran;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod hdf5;
 pub mod npy;
 #[cfg(not(target_arch = "wasm32"))]
 mod pair;
@@ -44,6 +46,7 @@ pub enum Format {
     Cbf,
     Fits,
     Raw,
+    Hdf5,
 }
 
 impl Format {
@@ -56,6 +59,7 @@ impl Format {
             Format::Cbf => "cbf",
             Format::Fits => "fits",
             Format::Raw => "raw",
+            Format::Hdf5 => "hdf5",
         }
     }
 }
@@ -79,11 +83,19 @@ impl Image {
     }
 }
 
-const EXTENSIONS: &str = ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts .raw";
+const EXTENSIONS: &str =
+    ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts .raw .h5 .hdf5 .nxs .nx5 .hdf";
+
+/// HDF5 names, `FILE.h5` or `FILE.h5::/path/to/dataset`.
+pub(crate) const HDF5_EXTENSIONS: [&str; 5] = [".h5", ".hdf5", ".nxs", ".nx5", ".hdf"];
 
 /// The format named by a file name's extension (case-insensitive).
 pub fn format_from_name(name: &str) -> Result<Format> {
     let lower = name.to_ascii_lowercase();
+    let file_part = lower.split("::").next().unwrap_or(&lower);
+    if HDF5_EXTENSIONS.iter().any(|e| file_part.ends_with(e)) {
+        return Ok(Format::Hdf5);
+    }
     let table: [(&str, Format); 12] = [
         (".npy", Format::Npy),
         (".tif", Format::Tiff),
@@ -127,6 +139,10 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Image> {
         Format::Cbf => cbf::decode(bytes),
         Format::Fits => fits::decode(bytes),
         Format::Raw => Err(raw_needs_layout()),
+        Format::Hdf5 => Err(IoError::unsupported(
+            "HDF5 files are read from disk, not from memory",
+            "give the file's path",
+        )),
     };
     result.map_err(|e| e.in_file(name))
 }
@@ -156,7 +172,7 @@ pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
                 .map_err(|e| IoError::io("cannot encode the samples", e))?;
             Ok(bytes)
         }
-        Format::Jpeg | Format::Cbf | Format::Fits => Err(IoError::unsupported(
+        Format::Jpeg | Format::Cbf | Format::Fits | Format::Hdf5 => Err(IoError::unsupported(
             format!("writing {} is not supported", format.name()),
             "write .npy, .tif or .png instead",
         )),
@@ -174,9 +190,30 @@ pub fn read(path: &Path) -> Result<Image> {
         let layout = raw::read_sidecar(path)?.ok_or_else(|| raw_needs_layout().in_file(&name))?;
         return read_raw(path, &layout);
     }
+    if format_from_name(&name)? == Format::Hdf5 {
+        return read_hdf5(&name);
+    }
     let bytes =
         std::fs::read(path).map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
     decode(&name, &bytes)
+}
+
+/// Read an HDF5 dataset (`FILE.h5[::/path]`) whole; the header lists its
+/// layout and the file's NeXus detector fields.
+#[cfg(not(target_arch = "wasm32"))]
+fn read_hdf5(name: &str) -> Result<Image> {
+    let mut stack = hdf5::Hdf5Stack::open(name)?;
+    let mut header = vec![("datasets".to_string(), stack.dataset_paths().join(" "))];
+    if let Some(c) = stack.chunks() {
+        header.push(("chunks".into(), format!("{c:?}")));
+    }
+    header.push(("filters".into(), stack.filters().join(", ")));
+    header.extend(stack.detector()?.fields);
+    Ok(Image {
+        array: stack.read_all()?,
+        format: Format::Hdf5,
+        header,
+    })
 }
 
 /// Read a headerless file whole with the layout given.

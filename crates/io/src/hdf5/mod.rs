@@ -1,0 +1,486 @@
+//! HDF5 and NeXus files (.h5 .hdf5 .nxs .nx5 .hdf), read through the
+//! pure-Rust `rust-hdf5` crate (no libhdf5): chunked and contiguous
+//! datasets, deflate, shuffle, LZ4, bitshuffle-LZ4, external links and
+//! virtual datasets.
+//!
+//! A dataset is named as silx names it, `FILE.h5::/path/to/dataset`. Without
+//! a path the file's NeXus default (`default` attributes down to an NXdata
+//! group's `signal`) is read, or, for an Eiger master file, every
+//! `/entry/data/data_*` link in name order as one series of frames.
+//!
+//! [`Hdf5Stack`] reads frames (slices along the first axis) on demand,
+//! decoding only the chunks they touch, so a series larger than memory is
+//! never held whole. Every call into the crate goes through [`guard`]: its
+//! errors become [`IoError`]s and, as a last resort because the crate is
+//! large and its behaviour on every damaged file cannot be audited, a panic
+//! inside it is caught and reported as a damaged file. Sizes the file
+//! declares (frames, chunks) are checked before anything is allocated.
+
+mod nexus;
+
+use std::panic::AssertUnwindSafe;
+use std::path::Path;
+
+use rust_hdf5::{DatatypeMessage, H5Dataset, H5File, Hdf5Error};
+
+use crate::{Array, ArrayData, DType, IoError, Result};
+
+pub use nexus::Detector;
+
+/// The file-name endings read as HDF5.
+pub const EXTENSIONS: [&str; 5] = crate::HDF5_EXTENSIONS;
+
+/// Filters the reader decodes: deflate, shuffle, Fletcher-32, szip, n-bit,
+/// scale-offset, LZ4 (32004) and bitshuffle (32008).
+const DECODED_FILTERS: [u16; 8] = [1, 2, 3, 4, 5, 6, 32004, 32008];
+
+/// `FILE.h5::/path` as (file, dataset path); `None` when the file part does
+/// not end in an HDF5 extension.
+pub fn split_name(name: &str) -> Option<(&str, Option<&str>)> {
+    let (file, path) = match name.find("::") {
+        Some(i) => (&name[..i], Some(&name[i + 2..])),
+        None => (name, None),
+    };
+    let lower = file.to_ascii_lowercase();
+    EXTENSIONS
+        .iter()
+        .any(|e| lower.ends_with(e))
+        .then_some((file, path.filter(|p| !p.is_empty())))
+}
+
+/// Whether `name` names an HDF5 file (with or without `::path`).
+pub fn is_hdf5_name(name: &str) -> bool {
+    split_name(name).is_some()
+}
+
+/// Runs one call into `rust-hdf5`: its error, or a panic inside it, becomes
+/// an [`IoError`] about `what`.
+pub(crate) fn guard<T>(
+    what: &str,
+    f: impl FnOnce() -> std::result::Result<T, Hdf5Error>,
+) -> Result<T> {
+    match std::panic::catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(convert(what, e)),
+        Err(_) => Err(IoError::corrupt(format!(
+            "{what}: the HDF5 decoder failed on damaged data"
+        ))),
+    }
+}
+
+fn convert(what: &str, e: Hdf5Error) -> IoError {
+    match e {
+        Hdf5Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => {
+            IoError::truncated(format!("{what}: the file ends early"))
+        }
+        Hdf5Error::Io(io) => IoError::io(what, io),
+        Hdf5Error::ExternalFileNotFound { link, file, .. } => IoError::new(
+            crate::ErrorKind::Io,
+            format!("{what}: the link {link} points into {file}, which cannot be opened"),
+            format!(
+                "keep {file} beside the file that links to it (Eiger data files go with their master)"
+            ),
+        ),
+        Hdf5Error::NotFound(name) => IoError::invalid(
+            format!("{what}: no dataset or group {name}"),
+            "`gpuscope info FILE.h5` lists the datasets; name one as FILE.h5::/path/to/dataset",
+        ),
+        Hdf5Error::DanglingLink { link, target } => IoError::corrupt(format!(
+            "{what}: the link {link} points to {target}, which does not exist (or the links loop)"
+        )),
+        Hdf5Error::Unsupported(s) => IoError::unsupported(
+            format!("{what}: {s}"),
+            "re-save the dataset with a supported layout (e.g. h5repack)",
+        ),
+        other => IoError::corrupt(format!("{what}: {other}")),
+    }
+}
+
+/// One dataset of a series: its path in the opened file and frame count.
+#[derive(Debug, Clone)]
+struct Part {
+    path: String,
+    frames: usize,
+}
+
+/// A dataset (or an Eiger series of datasets) read frame by frame.
+pub struct Hdf5Stack {
+    /// The file name errors cite.
+    name: String,
+    file: H5File,
+    parts: Vec<Part>,
+    shape: Vec<usize>,
+    dtype: DType,
+    /// Largest frame or chunk, in bytes, the file may make us decode.
+    limit: usize,
+    /// The part last read, kept open.
+    current: Option<(usize, H5Dataset)>,
+    chunks: Option<Vec<usize>>,
+    filters: Vec<String>,
+}
+
+impl Hdf5Stack {
+    /// Opens `FILE.h5[::/path]`: the dataset named, else the NeXus default
+    /// or the Eiger series.
+    pub fn open(name: &str) -> Result<Hdf5Stack> {
+        let (file_name, path) = split_name(name).ok_or_else(|| {
+            IoError::unsupported(
+                "not an HDF5 file name",
+                format!("name HDF5 files with one of {}", EXTENSIONS.join(" ")),
+            )
+            .in_file(name)
+        })?;
+        Self::open_parts(file_name, path).map_err(|e| e.in_file(file_name))
+    }
+
+    fn open_parts(file_name: &str, path: Option<&str>) -> Result<Hdf5Stack> {
+        let file_path = Path::new(file_name);
+        // A clear message for a missing file before the crate's own.
+        let len = std::fs::metadata(file_path)
+            .map_err(|e| IoError::io("cannot open the file", e))?
+            .len();
+        let file = guard("cannot open the HDF5 file", || H5File::open(file_path))?;
+        let paths = nexus::resolve(&file, path)?;
+        let mut parts = Vec::with_capacity(paths.len());
+        let mut shape: Option<Vec<usize>> = None;
+        let mut dtype = None;
+        let mut chunks = None;
+        let mut filters = Vec::new();
+        let mut linked_bytes = 0u64;
+        for p in &paths {
+            let ds = guard(p, || file.dataset(p))?;
+            let s = guard(p, || Ok(ds.shape()))?;
+            let t = dtype_of(p, &guard(p, || ds.datatype())?)?;
+            let fl = guard(p, || ds.filters())?;
+            check_filters(p, &fl)?;
+            let ch = guard(p, || Ok(ds.chunk_dims()))?;
+            bytes_of(&s, t.size_bytes())
+                .ok_or_else(|| IoError::too_large(format!("{p}: the shape {s:?} overflows")))?;
+            linked_bytes =
+                linked_bytes.saturating_add(nexus::linked_file_bytes(&file, file_path, p));
+            match (&shape, dtype) {
+                (Some(s0), Some(t0))
+                    if s.len() != 3 || s0.len() != 3 || s[1..] != s0[1..] || t != t0 =>
+                {
+                    return Err(IoError::corrupt(format!(
+                        "{p}: {s:?} {} does not continue the series of {:?} {} frames",
+                        t.name(),
+                        s0.get(1..).unwrap_or(&[]),
+                        t0.name()
+                    )));
+                }
+                (None, _) => {
+                    shape = Some(s.clone());
+                    dtype = Some(t);
+                    chunks = ch;
+                    filters = fl.iter().map(|f| filter_name(f.id, &f.cd_values)).collect();
+                }
+                _ => {}
+            }
+            let frames = s.first().copied().unwrap_or(1);
+            parts.push(Part {
+                path: p.clone(),
+                frames,
+            });
+        }
+        let (Some(mut shape), Some(dtype)) = (shape, dtype) else {
+            return Err(IoError::corrupt("the file holds no dataset to read"));
+        };
+        if parts.len() > 1 {
+            shape[0] = parts.iter().map(|p| p.frames).sum();
+        }
+        let limit = crate::decoded_size_limit(
+            usize::try_from(len.saturating_add(linked_bytes)).unwrap_or(usize::MAX),
+        );
+        let stack = Hdf5Stack {
+            name: file_name.to_string(),
+            file,
+            parts,
+            shape,
+            dtype,
+            limit,
+            current: None,
+            chunks,
+            filters,
+        };
+        stack.check_sizes()?;
+        Ok(stack)
+    }
+
+    /// Frames and chunks must be decodable within the limit.
+    fn check_sizes(&self) -> Result<()> {
+        let elem = self.dtype.size_bytes();
+        bytes_of(self.shape.get(1..).unwrap_or(&[]), elem)
+            .filter(|&b| b <= self.limit)
+            .ok_or_else(|| {
+                IoError::too_large(format!(
+                    "a frame of {:?} {} is more than this file can hold",
+                    self.shape.get(1..).unwrap_or(&[]),
+                    self.dtype.name()
+                ))
+            })?;
+        if let Some(ch) = &self.chunks {
+            bytes_of(ch, elem)
+                .filter(|&b| b <= self.limit)
+                .ok_or_else(|| {
+                    IoError::too_large(format!(
+                        "chunks of {ch:?} {} are more than this file can hold",
+                        self.dtype.name()
+                    ))
+                })?;
+        }
+        Ok(())
+    }
+
+    /// The file name errors cite.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The whole shape (an Eiger series: all frames of all data files).
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Chunk shape of the (first) dataset, `None` when contiguous.
+    pub fn chunks(&self) -> Option<&[usize]> {
+        self.chunks.as_deref()
+    }
+
+    /// The filter pipeline of the (first) dataset, by name.
+    pub fn filters(&self) -> &[String] {
+        &self.filters
+    }
+
+    /// The dataset paths read, in order (one, or an Eiger series' links).
+    pub fn dataset_paths(&self) -> Vec<String> {
+        self.parts.iter().map(|p| p.path.clone()).collect()
+    }
+
+    /// NeXus detector metadata of the file (empty where absent).
+    pub fn detector(&self) -> Result<Detector> {
+        nexus::detector(&self.file, &self.shape, self.limit).map_err(|e| e.in_file(&self.name))
+    }
+
+    /// Frames `z0..z0 + nz` (slices along the first axis) of a dataset of
+    /// two or more dimensions, shape `[nz, ...]`.
+    pub fn read_slab(&mut self, z0: usize, nz: usize) -> Result<Array> {
+        self.read_slab_inner(z0, nz)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    fn read_slab_inner(&mut self, z0: usize, nz: usize) -> Result<Array> {
+        let total = self.shape.first().copied().unwrap_or(0);
+        if self.shape.len() < 2 || z0.checked_add(nz).is_none_or(|e| e > total) {
+            return Err(IoError::invalid(
+                format!(
+                    "frames {z0}..{} asked of a dataset of shape {:?}",
+                    z0.saturating_add(nz),
+                    self.shape
+                ),
+                "ask for frames within the first axis",
+            ));
+        }
+        let mut out_shape = self.shape.clone();
+        out_shape[0] = nz;
+        let mut pieces = Vec::new();
+        let mut first = 0usize;
+        for k in 0..self.parts.len() {
+            let n = self.parts[k].frames;
+            let lo = z0.max(first);
+            let hi = (z0 + nz).min(first + n);
+            if lo < hi {
+                pieces.push(self.read_part(k, lo - first, hi - lo)?);
+            }
+            first += n;
+        }
+        join(out_shape, pieces)
+    }
+
+    fn read_part(&mut self, k: usize, z: usize, n: usize) -> Result<ArrayData> {
+        if self.current.as_ref().is_none_or(|(i, _)| *i != k) {
+            let path = self.parts[k].path.clone();
+            let ds = guard(&path, || self.file.dataset(&path))?;
+            self.current = Some((k, ds));
+        }
+        let Some((_, ds)) = &self.current else {
+            return Err(IoError::corrupt("no dataset open"));
+        };
+        let path = &self.parts[k].path;
+        let mut starts = vec![0; self.shape.len()];
+        starts[0] = z;
+        let mut counts = self.shape.clone();
+        counts[0] = n;
+        read_selection(ds, path, self.dtype, &starts, &counts)
+    }
+
+    /// The whole dataset (or series) in memory, if its size is within what
+    /// the file can hold.
+    pub fn read_all(&mut self) -> Result<Array> {
+        let bytes = bytes_of(&self.shape, self.dtype.size_bytes());
+        if bytes.is_none_or(|b| b > self.limit) {
+            return Err(IoError::too_large(format!(
+                "the dataset of {:?} {} is too large to read whole",
+                self.shape,
+                self.dtype.name()
+            ))
+            .in_file(&self.name));
+        }
+        if self.shape.len() >= 2 {
+            return self.read_slab(0, self.shape[0]);
+        }
+        let path = self.parts[0].path.clone();
+        let ds = guard(&path, || self.file.dataset(&path))?;
+        let counts = self.shape.clone();
+        let starts = vec![0; counts.len()];
+        let data = read_selection(&ds, &path, self.dtype, &starts, &counts)
+            .map_err(|e| e.in_file(&self.name))?;
+        Array::new(self.shape.clone(), data).map_err(|e| e.in_file(&self.name))
+    }
+}
+
+/// Concatenates the pieces (same dtype) into one array of `shape`.
+fn join(shape: Vec<usize>, mut pieces: Vec<ArrayData>) -> Result<Array> {
+    if pieces.len() == 1
+        && let Some(only) = pieces.pop()
+    {
+        return Array::new(shape, only);
+    }
+    let mut it = pieces.into_iter();
+    let Some(mut all) = it.next() else {
+        return Array::new(shape, ArrayData::U8(Vec::new()));
+    };
+    for p in it {
+        append(&mut all, p)?;
+    }
+    Array::new(shape, all)
+}
+
+fn append(to: &mut ArrayData, more: ArrayData) -> Result<()> {
+    use ArrayData as D;
+    match (to, more) {
+        (D::U8(a), D::U8(b)) => a.extend(b),
+        (D::I8(a), D::I8(b)) => a.extend(b),
+        (D::U16(a), D::U16(b)) => a.extend(b),
+        (D::I16(a), D::I16(b)) => a.extend(b),
+        (D::U32(a), D::U32(b)) => a.extend(b),
+        (D::I32(a), D::I32(b)) => a.extend(b),
+        (D::U64(a), D::U64(b)) => a.extend(b),
+        (D::I64(a), D::I64(b)) => a.extend(b),
+        (D::F32(a), D::F32(b)) => a.extend(b),
+        (D::F64(a), D::F64(b)) => a.extend(b),
+        _ => return Err(IoError::corrupt("the series changes dtype")),
+    }
+    Ok(())
+}
+
+/// Reads the hyperslab `starts`/`counts` as `dtype`, in host byte order.
+fn read_selection(
+    ds: &H5Dataset,
+    path: &str,
+    dtype: DType,
+    starts: &[usize],
+    counts: &[usize],
+) -> Result<ArrayData> {
+    let what = format!("{path}: cannot read the data");
+    Ok(match dtype {
+        DType::U8 => ArrayData::U8(guard(&what, || ds.read_slice::<u8>(starts, counts))?),
+        DType::I8 => ArrayData::I8(guard(&what, || ds.read_slice::<i8>(starts, counts))?),
+        DType::U16 => ArrayData::U16(guard(&what, || ds.read_slice::<u16>(starts, counts))?),
+        DType::I16 => ArrayData::I16(guard(&what, || ds.read_slice::<i16>(starts, counts))?),
+        DType::U32 => ArrayData::U32(guard(&what, || ds.read_slice::<u32>(starts, counts))?),
+        DType::I32 => ArrayData::I32(guard(&what, || ds.read_slice::<i32>(starts, counts))?),
+        DType::U64 => ArrayData::U64(guard(&what, || ds.read_slice::<u64>(starts, counts))?),
+        DType::I64 => ArrayData::I64(guard(&what, || ds.read_slice::<i64>(starts, counts))?),
+        DType::F32 => ArrayData::F32(guard(&what, || ds.read_slice::<f32>(starts, counts))?),
+        DType::F64 => ArrayData::F64(guard(&what, || ds.read_slice::<f64>(starts, counts))?),
+        DType::Bool => {
+            let v = guard(&what, || ds.read_slice::<u8>(starts, counts))?;
+            ArrayData::Bool(v.into_iter().map(|b| b != 0).collect())
+        }
+    })
+}
+
+/// The array dtype of an HDF5 datatype: integers of 1-8 bytes, IEEE floats
+/// of 4 and 8 bytes (either byte order), h5py's boolean enum.
+fn dtype_of(path: &str, t: &DatatypeMessage) -> Result<DType> {
+    let unsupported = |what: String| {
+        IoError::unsupported(
+            format!("{path}: {what} is not an array gpuscope reads"),
+            "give a dataset of integers or floats (FILE.h5::/path/to/dataset)",
+        )
+    };
+    Ok(match t {
+        DatatypeMessage::FixedPoint { size, signed, .. } => match (size, signed) {
+            (1, false) => DType::U8,
+            (1, true) => DType::I8,
+            (2, false) => DType::U16,
+            (2, true) => DType::I16,
+            (4, false) => DType::U32,
+            (4, true) => DType::I32,
+            (8, false) => DType::U64,
+            (8, true) => DType::I64,
+            _ => return Err(unsupported(format!("a {size}-byte integer"))),
+        },
+        DatatypeMessage::FloatingPoint { size: 4, .. } => DType::F32,
+        DatatypeMessage::FloatingPoint { size: 8, .. } => DType::F64,
+        DatatypeMessage::FloatingPoint { size, .. } => {
+            return Err(unsupported(format!("a {size}-byte float")));
+        }
+        DatatypeMessage::Enum { base, members }
+            if matches!(**base, DatatypeMessage::FixedPoint { size: 1, .. })
+                && members.len() == 2
+                && members.iter().any(|m| m.name == "FALSE")
+                && members.iter().any(|m| m.name == "TRUE") =>
+        {
+            DType::Bool
+        }
+        _ => return Err(unsupported("this datatype (text, compound, ...)".into())),
+    })
+}
+
+fn check_filters(path: &str, filters: &[rust_hdf5::Filter]) -> Result<()> {
+    match filters.iter().find(|f| !DECODED_FILTERS.contains(&f.id)) {
+        None => Ok(()),
+        Some(f) => Err(IoError::unsupported(
+            format!(
+                "{path}: compressed with {}, which gpuscope does not decode",
+                filter_name(f.id, &f.cd_values)
+            ),
+            "re-save it with bitshuffle-LZ4, LZ4 or deflate (h5repack -f, or hdf5plugin in h5py)",
+        )),
+    }
+}
+
+/// A filter's usual name (HDF Group's registered filter list).
+fn filter_name(id: u16, cd: &[u32]) -> String {
+    let name = match id {
+        1 => "deflate",
+        2 => "shuffle",
+        3 => "fletcher32",
+        4 => "szip",
+        5 => "nbit",
+        6 => "scaleoffset",
+        307 => "bzip2",
+        32000 => "lzf",
+        32001 => "blosc",
+        32004 => "lz4",
+        32008 if cd.get(4) == Some(&2) => "bitshuffle-lz4",
+        32008 if cd.get(4) == Some(&3) => "bitshuffle-zstd",
+        32008 => "bitshuffle",
+        32015 => "zstd",
+        32017 => "sz",
+        32026 => "blosc2",
+        _ => return format!("filter {id}"),
+    };
+    format!("{name} ({id})")
+}
+
+/// Bytes of an array of `shape` with `elem`-byte samples, `None` on overflow.
+fn bytes_of(shape: &[usize], elem: usize) -> Option<usize> {
+    crate::checked_product(shape)?.checked_mul(elem)
+}
