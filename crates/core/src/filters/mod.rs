@@ -10,6 +10,7 @@ mod gpu;
 pub mod median;
 mod params;
 
+pub(crate) use gpu::generated_shaders;
 pub use gpu::{apply, apply_stream, kernel_ms};
 pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
 
