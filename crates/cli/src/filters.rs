@@ -156,31 +156,39 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             let out_dtype = args.dtype.unwrap_or(input.dtype());
             let output = integer_output(out_dtype)?;
             let filter = make_filter(args, input.ndim())?;
+            let shape = input.shape.clone();
+            // The decoded image is dropped once converted, before the
+            // filter's output is allocated.
             let result = match &engine {
                 Engine::Gpu(gpu) => {
+                    let values = input.to_f32_vec();
+                    drop(input);
                     let values = pollster::block_on(filters::apply(
                         gpu,
                         &filter,
-                        &input.to_f32_vec(),
-                        &input.shape,
+                        &values,
+                        &shape,
                         boundary(args),
                         output,
                     ))?;
-                    Array::from_f32(input.shape.clone(), values)?
+                    Array::from_f32(shape.clone(), values)?
                 }
                 Engine::Cpu => {
-                    let values = filters::cpu::apply(
-                        &filter,
-                        &input.to_f64_vec(),
-                        &input.shape,
-                        boundary(args),
-                        output,
-                    )?;
-                    Array::from_f64(input.shape.clone(), values)?
+                    let values = input.to_f64_vec();
+                    drop(input);
+                    let values =
+                        filters::cpu::apply(&filter, &values, &shape, boundary(args), output)?;
+                    Array::from_f64(shape.clone(), values)?
                 }
             };
-            gpuscope_io::write(&args.output, &result.cast(out_dtype))?;
-            (input.shape.clone(), out_dtype, false)
+            // A float32 result is written as it is, not copied by a cast.
+            let result = if result.dtype() == out_dtype {
+                result
+            } else {
+                result.cast(out_dtype)
+            };
+            gpuscope_io::write(&args.output, &result)?;
+            (shape, out_dtype, false)
         }
     };
     let elapsed = start.elapsed().as_secs_f64() * 1e3;

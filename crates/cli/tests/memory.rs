@@ -208,7 +208,7 @@ fn filters() {
     check(
         "convolve 2-D",
         &["convolve", &im, &c, "--gaussian", "1"],
-        10.0 * IMAGE_BYTES,
+        8.0 * IMAGE_BYTES,
     );
     check(
         "median 2-D",

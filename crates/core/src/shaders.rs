@@ -83,6 +83,15 @@ pub const ALL: &[(&str, &str)] = &[
     ("spots/compact.wgsl", SPOTS_COMPACT),
 ];
 
+/// Every kind of shader generated on the host (median networks, unrolled
+/// correlations), named as `cargo xtask wgsl` writes them: for reading and
+/// for validation tests.
+pub fn generated() -> Vec<(String, String)> {
+    let mut all = crate::filters::median::wgsl::variants();
+    all.extend(crate::filters::generated_shaders());
+    all
+}
+
 /// Replaces the text between the GENERATED markers of a template with `body`
 /// (kernels specialised on the host: median networks, unrolled correlations).
 pub(crate) fn splice_generated(template: &str, body: &str) -> String {

@@ -12,8 +12,8 @@
 //!   to NaN (astropy skips this when BLANK = 0, and so do we).
 
 use crate::array::{Array, ArrayData, DType, checked_product};
+use crate::elements::decode_elements;
 use crate::error::{IoError, Result};
-use crate::npy::decode_elements;
 use crate::{Format, Image};
 
 const BLOCK: usize = 2880;

@@ -13,6 +13,7 @@ mod array;
 #[cfg(not(target_arch = "wasm32"))]
 mod atomic;
 pub mod cbf;
+mod elements;
 mod error;
 pub mod fits;
 #[cfg(not(target_arch = "wasm32"))]
@@ -168,7 +169,7 @@ pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
         Format::Png => png::encode_png(array),
         Format::Raw => {
             let mut bytes = Vec::with_capacity(array.len() * array.dtype().size_bytes());
-            npy::write_data(&mut bytes, &array.data)
+            elements::write_data(&mut bytes, &array.data)
                 .map_err(|e| IoError::io("cannot encode the samples", e))?;
             Ok(bytes)
         }

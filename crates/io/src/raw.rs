@@ -11,8 +11,8 @@
 //! reading on regardless would give garbage silently.
 
 use crate::array::{Array, DType, checked_product};
+use crate::elements::decode_elements;
 use crate::error::{ErrorKind, IoError, Result};
-use crate::npy::{Header, decode_elements};
 
 /// Shape, dtype, byte order and header length of a headerless file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,20 +76,6 @@ impl RawLayout {
             "check the raw shape, dtype and offset: \
              np.fromfile(path, dtype).reshape(shape) must use every byte",
         ))
-    }
-
-    /// The layout as an npy header (C order), for the slab reader.
-    pub fn header(&self) -> Result<Header> {
-        self.data_bytes()?;
-        let data_offset = usize::try_from(self.offset)
-            .map_err(|_| IoError::too_large(format!("offset {} is too large", self.offset)))?;
-        Ok(Header {
-            dtype: self.dtype,
-            big_endian: self.big_endian,
-            fortran_order: false,
-            shape: self.shape.clone(),
-            data_offset,
-        })
     }
 
     /// The sidecar's text: one JSON object.
@@ -261,7 +247,7 @@ mod native {
         let mut hash = crate::pair::SequentialHash::new(&layout);
         write_atomic(path, |w| {
             let mut tee = crate::pair::Tee { w, hash: &mut hash };
-            crate::npy::write_data(&mut tee, &array.data)
+            crate::elements::write_data(&mut tee, &array.data)
                 .map_err(|e| IoError::io("cannot write the file", e))
         })
         .map_err(|e| e.in_file(&name))?;

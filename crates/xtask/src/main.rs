@@ -1,9 +1,11 @@
 //! Build helpers for gpuscope: `cargo xtask <command>` (alias in
-//! `.cargo/config.toml`). Only std plus wasm-bindgen's own CLI support crate,
-//! so no tool has to be installed beyond cargo, rustup and node.
+//! `.cargo/config.toml`). Only std, wasm-bindgen's own CLI support crate and
+//! gpuscope-core (for its generated shaders), so no tool has to be installed
+//! beyond cargo, rustup and node.
 
 mod serve;
 mod web;
+mod wgsl;
 
 use std::process::ExitCode;
 
@@ -17,6 +19,9 @@ commands:
                                   (default port 8000; a busy port falls back to a free one)
   test-web [--dev]                build, then run the browser tests (web/tests/) in
                                   headless Chromium with WebGPU
+  wgsl [DIR]                      write every shader generated on the host (median
+                                  networks, unrolled correlations) to DIR
+                                  (default target/wgsl), one file each
 
 --dev builds with the `web-dev` profile (no LTO: fast relinks) instead of `release-web`.
 CARGO_TARGET_DIR is honoured.";
@@ -37,6 +42,9 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
         println!("{USAGE}");
         return Ok(ExitCode::SUCCESS);
     };
+    if command == "wgsl" {
+        return wgsl::dump(rest).map(|()| ExitCode::SUCCESS);
+    }
     let opts = Options::parse(rest)?;
     match command.as_str() {
         "build-web" => {

@@ -17,7 +17,7 @@ pub fn root() -> PathBuf {
 
 /// Where cargo puts its output: `CARGO_TARGET_DIR` (relative to where we
 /// were started, as cargo reads it) or `<root>/target`.
-fn target_dir(root: &Path) -> PathBuf {
+pub fn target_dir(root: &Path) -> PathBuf {
     match std::env::var_os("CARGO_TARGET_DIR") {
         Some(dir) if !dir.is_empty() => {
             let dir = PathBuf::from(dir);

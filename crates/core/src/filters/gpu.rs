@@ -311,6 +311,30 @@ fn split_weight(w: f64) -> [f32; 4] {
 /// weights as literals; larger ones loop over the weights buffer.
 const MAX_UNROLLED_TAPS: usize = 512;
 
+/// Generated correlation shaders, named by kernel shape (z, y, x): a
+/// Gaussian's 1-D pass, 2-D and 3-D boxes unrolled, and a kernel too large
+/// to unroll (the template's loop).
+pub(crate) fn generated_shaders() -> Vec<(String, String)> {
+    let mut passes = Vec::new();
+    if let Ok(f) = Filter::gaussian(1, &[1.5], 4.0) {
+        passes.extend(f.passes);
+    }
+    for shape in [[1, 3, 3], [3, 3, 3], [1, 1, MAX_UNROLLED_TAPS + 1]] {
+        let n: usize = shape.iter().product();
+        let weights: Vec<f64> = (0..n).map(|i| (i as f64 + 1.0) / n as f64).collect();
+        if let Ok(f) = Filter::correlate(3, &weights, &shape) {
+            passes.extend(f.passes);
+        }
+    }
+    passes
+        .iter()
+        .map(|p| {
+            let [z, y, x] = p.shape;
+            (format!("correlate/{z}x{y}x{x}.wgsl"), pass_source(p))
+        })
+        .collect()
+}
+
 /// The correlation shader for `pass`: the template, with the interior window
 /// sum unrolled when the kernel is small enough and its weights finite (a
 /// WGSL literal cannot be an infinity).

@@ -12,6 +12,7 @@ pub mod host;
 pub mod median;
 mod params;
 
+pub(crate) use gpu::generated_shaders;
 pub use gpu::{apply, apply_stream, kernel_ms};
 pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
 

@@ -1,0 +1,300 @@
+//! `.npy` (or headerless) files written slab by slab, or by slabs at their
+//! own offsets; the output appears only when complete.
+
+use super::header_bytes;
+use crate::array::{Array, DType, checked_product};
+use crate::atomic::TempFile;
+use crate::elements::write_data;
+use crate::error::{IoError, Result, display_name};
+use crate::pair::{SequentialHash, SlabHash, Tee};
+use crate::raw::{RawLayout, write_sidecar_hashed};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+/// Writes a `.npy` file slab by slab; the output appears only on `finish`.
+pub struct NpyWriter {
+    w: Option<BufWriter<File>>,
+    tmp: Option<TempFile>,
+    /// Headerless output: the path whose sidecar `finish` writes, and
+    /// the pair hash of the data written so far.
+    raw: Option<(std::path::PathBuf, Box<SequentialHash>)>,
+    name: String,
+    shape: Vec<usize>,
+    dtype: DType,
+    written: usize,
+}
+
+impl NpyWriter {
+    pub fn create(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpyWriter> {
+        Self::create_with(path, shape, dtype, false)
+    }
+
+    /// A headerless (raw) file, its layout written to a sidecar on
+    /// `finish` (see [`crate::raw`]).
+    pub fn create_raw(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpyWriter> {
+        Self::create_with(path, shape, dtype, true)
+    }
+
+    fn create_with(path: &Path, shape: Vec<usize>, dtype: DType, raw: bool) -> Result<NpyWriter> {
+        let name = display_name(&path.to_string_lossy());
+        (|| -> Result<NpyWriter> {
+            if shape.is_empty() {
+                return Err(IoError::invalid(
+                    "NpyWriter needs at least one axis to stream along",
+                    "write 0-d arrays with gpuscope_io::write",
+                ));
+            }
+            checked_product(&shape)
+                .and_then(|n| n.checked_mul(dtype.size_bytes()))
+                .ok_or_else(|| IoError::too_large(format!("shape {shape:?} is too large")))?;
+            let (tmp, file) = TempFile::create(path)?;
+            let mut w = BufWriter::new(file);
+            if !raw {
+                w.write_all(&header_bytes(&shape, dtype))
+                    .map_err(|e| IoError::io("cannot write the file", e))?;
+            }
+            let layout = RawLayout::new(shape.clone(), dtype);
+            Ok(NpyWriter {
+                w: Some(w),
+                tmp: Some(tmp),
+                raw: raw.then(|| (path.to_path_buf(), Box::new(SequentialHash::new(&layout)))),
+                name: name.clone(),
+                shape,
+                dtype,
+                written: 0,
+            })
+        })()
+        .map_err(|e| e.in_file(&name))
+    }
+
+    /// Append slices along the leading axis; the array's trailing shape must match.
+    pub fn write_slab(&mut self, slab: &Array) -> Result<()> {
+        let name = self.name.clone();
+        self.write_slab_inner(slab).map_err(|e| e.in_file(&name))
+    }
+
+    fn write_slab_inner(&mut self, slab: &Array) -> Result<()> {
+        slab.validate()?;
+        if slab.dtype() != self.dtype {
+            return Err(IoError::invalid(
+                format!(
+                    "slab dtype {} differs from the file's {}",
+                    slab.dtype().name(),
+                    self.dtype.name()
+                ),
+                "cast the slab with Array::cast first",
+            ));
+        }
+        if slab.shape.len() != self.shape.len() || slab.shape[1..] != self.shape[1..] {
+            return Err(IoError::invalid(
+                format!(
+                    "slab shape {:?} does not fit file shape {:?}",
+                    slab.shape, self.shape
+                ),
+                "slabs must have the file's shape except along the first axis",
+            ));
+        }
+        let after = self.written + slab.shape[0];
+        if after > self.shape[0] {
+            return Err(IoError::invalid(
+                format!(
+                    "writing this slab would give {after} slices but the file declares {}",
+                    self.shape[0]
+                ),
+                "write exactly the declared number of slices",
+            ));
+        }
+        let w = self.w.as_mut().ok_or_else(|| {
+            IoError::invalid("the writer is already finished", "create a new writer")
+        })?;
+        match &mut self.raw {
+            Some((_, hash)) => write_data(&mut Tee { w, hash }, &slab.data),
+            None => write_data(w, &slab.data),
+        }
+        .map_err(|e| IoError::io("cannot write the file", e))?;
+        self.written = after;
+        Ok(())
+    }
+
+    /// Complete the file; errors (and leaves no output) unless every slice was written.
+    pub fn finish(mut self) -> Result<()> {
+        let name = self.name.clone();
+        if self.written != self.shape[0] {
+            return Err(IoError::invalid(
+                format!(
+                    "only {} of {} slices were written",
+                    self.written, self.shape[0]
+                ),
+                "write every slice before finish; no file was created",
+            )
+            .in_file(&name));
+        }
+        match (self.tmp.take(), self.w.take()) {
+            (Some(tmp), Some(w)) => tmp.commit(w).map_err(|e| e.in_file(&name))?,
+            _ => {
+                return Err(IoError::invalid("the writer is already finished", "").in_file(&name));
+            }
+        }
+        match &self.raw {
+            Some((path, hash)) => write_sidecar_hashed(
+                path,
+                &RawLayout::new(self.shape.clone(), self.dtype),
+                hash.finish(),
+            ),
+            None => Ok(()),
+        }
+    }
+}
+
+/// A `.npy` file of a known shape whose slabs are written at their own
+/// offsets, by several threads at once (one per GPU); like [`NpyWriter`]
+/// the output appears only on `finish`, complete.
+pub struct NpySlabWriter {
+    file: File,
+    tmp: TempFile,
+    name: String,
+    shape: Vec<usize>,
+    dtype: DType,
+    header: u64,
+    /// Headerless output: the path whose sidecar `finish` writes, and
+    /// the pair hash of the slabs written so far.
+    raw: Option<(std::path::PathBuf, SlabHash)>,
+    written: std::sync::atomic::AtomicUsize,
+}
+
+impl NpySlabWriter {
+    pub fn create(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpySlabWriter> {
+        Self::create_with(path, shape, dtype, false)
+    }
+
+    /// A headerless (raw) file, its layout written to a sidecar on
+    /// `finish` (see [`crate::raw`]).
+    pub fn create_raw(path: &Path, shape: Vec<usize>, dtype: DType) -> Result<NpySlabWriter> {
+        Self::create_with(path, shape, dtype, true)
+    }
+
+    fn create_with(
+        path: &Path,
+        shape: Vec<usize>,
+        dtype: DType,
+        raw: bool,
+    ) -> Result<NpySlabWriter> {
+        let name = display_name(&path.to_string_lossy());
+        (|| -> Result<NpySlabWriter> {
+            if shape.is_empty() {
+                return Err(IoError::invalid(
+                    "NpySlabWriter needs at least one axis to write along",
+                    "write 0-d arrays with gpuscope_io::write",
+                ));
+            }
+            let data = checked_product(&shape)
+                .and_then(|n| n.checked_mul(dtype.size_bytes()))
+                .ok_or_else(|| IoError::too_large(format!("shape {shape:?} is too large")))?;
+            let (tmp, mut file) = TempFile::create(path)?;
+            let header = if raw {
+                Vec::new()
+            } else {
+                header_bytes(&shape, dtype)
+            };
+            file.write_all(&header)
+                .and_then(|()| file.set_len((header.len() + data) as u64))
+                .map_err(|e| IoError::io("cannot write the file", e))?;
+            let raw = raw.then(|| {
+                let layout = RawLayout::new(shape.clone(), dtype);
+                (path.to_path_buf(), SlabHash::new(&layout))
+            });
+            Ok(NpySlabWriter {
+                file,
+                tmp,
+                name: name.clone(),
+                shape,
+                dtype,
+                header: header.len() as u64,
+                raw,
+                written: std::sync::atomic::AtomicUsize::new(0),
+            })
+        })()
+        .map_err(|e| e.in_file(&name))
+    }
+
+    /// Writes `slab` as slices `z0..z0 + slab.shape[0]`; each slice must
+    /// be written exactly once.
+    pub fn write_at(&self, z0: usize, slab: &Array) -> Result<()> {
+        self.write_at_inner(z0, slab)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    fn write_at_inner(&self, z0: usize, slab: &Array) -> Result<()> {
+        slab.validate()?;
+        if slab.dtype() != self.dtype
+            || slab.shape.len() != self.shape.len()
+            || slab.shape[1..] != self.shape[1..]
+            || z0 + slab.shape[0] > self.shape[0]
+        {
+            return Err(IoError::invalid(
+                format!(
+                    "slab {:?} {} at slice {z0} does not fit file {:?} {}",
+                    slab.shape,
+                    slab.dtype().name(),
+                    self.shape,
+                    self.dtype.name()
+                ),
+                "write slabs of the file's dtype and trailing shape within its slices",
+            ));
+        }
+        let plane: usize = self.shape[1..].iter().product::<usize>() * self.dtype.size_bytes();
+        let mut bytes = Vec::with_capacity(slab.shape[0] * plane);
+        write_data(&mut bytes, &slab.data).map_err(|e| IoError::io("cannot write the file", e))?;
+        let offset = self.header + (z0 * plane) as u64;
+        write_all_at(&self.file, &bytes, offset)
+            .map_err(|e| IoError::io("cannot write the file", e))?;
+        if let Some((_, hash)) = &self.raw {
+            hash.add(z0, &bytes);
+        }
+        self.written
+            .fetch_add(slab.shape[0], std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Completes the file; errors (and leaves no output) unless every
+    /// slice was written.
+    pub fn finish(self) -> Result<()> {
+        let written = self.written.load(std::sync::atomic::Ordering::Relaxed);
+        if written != self.shape[0] {
+            return Err(IoError::invalid(
+                format!("only {written} of {} slices were written", self.shape[0]),
+                "write every slice before finish; no file was created",
+            )
+            .in_file(&self.name));
+        }
+        let name = self.name;
+        self.tmp
+            .commit_file(self.file)
+            .map_err(|e| e.in_file(&name))?;
+        match &self.raw {
+            Some((path, hash)) => {
+                write_sidecar_hashed(path, &RawLayout::new(self.shape, self.dtype), hash.finish())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(unix)]
+fn write_all_at(file: &File, bytes: &[u8], offset: u64) -> std::io::Result<()> {
+    std::os::unix::fs::FileExt::write_all_at(file, bytes, offset)
+}
+
+#[cfg(windows)]
+fn write_all_at(file: &File, mut bytes: &[u8], mut offset: u64) -> std::io::Result<()> {
+    while !bytes.is_empty() {
+        let n = std::os::windows::fs::FileExt::seek_write(file, bytes, offset)?;
+        if n == 0 {
+            return Err(std::io::ErrorKind::WriteZero.into());
+        }
+        bytes = &bytes[n..];
+        offset += n as u64;
+    }
+    Ok(())
+}
