@@ -120,6 +120,14 @@ pub fn to_f64(s: &SampleVec) -> Vec<f64> {
 }
 
 /// The values as f32 (what the GPU's linear filters compute in).
+/// The samples as float32, taking a float32 vector over without a copy.
+pub fn into_f32(s: SampleVec) -> Vec<f32> {
+    match s {
+        SampleVec::F32(v) => v,
+        other => to_f32(&other),
+    }
+}
+
 pub fn to_f32(s: &SampleVec) -> Vec<f32> {
     match s {
         SampleVec::F32(v) => v.clone(),
@@ -131,19 +139,43 @@ pub fn to_f32(s: &SampleVec) -> Vec<f32> {
     }
 }
 
+/// A linear filter's result: float32 from the GPU, float64 from the CPU
+/// reference.
+pub enum Floats {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+}
+
 /// Values (integral where `dtype` is an integer: the filters quantise them)
-/// as a numpy array of `dtype`.
+/// as a numpy array of `dtype`; a result already in `dtype` is handed over
+/// without a copy.
 pub fn cast_array<'py>(
     py: Python<'py>,
-    values: Vec<f64>,
+    values: Floats,
     shape: &[usize],
     dtype: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    fn c<T, F: Fn(f64) -> T>(v: Vec<f64>, f: F) -> Vec<T> {
-        v.into_iter().map(f).collect()
+    match values {
+        Floats::F32(v) if dtype == "float32" => array(py, v, shape),
+        Floats::F32(v) => cast_from(py, v, shape, dtype),
+        Floats::F64(v) if dtype == "float64" => array(py, v, shape),
+        Floats::F64(v) => cast_from(py, v, shape, dtype),
+    }
+}
+
+/// `values` converted element by element (`as`: truncation toward zero,
+/// saturating; f32 to f64 is exact, so both sources quantise alike).
+fn cast_from<'py, S: Copy + Into<f64>>(
+    py: Python<'py>,
+    values: Vec<S>,
+    shape: &[usize],
+    dtype: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    fn c<S: Copy + Into<f64>, T, F: Fn(f64) -> T>(v: Vec<S>, f: F) -> Vec<T> {
+        v.into_iter().map(|x| f(x.into())).collect()
     }
     match dtype {
-        "float64" => array(py, values, shape),
+        "float64" => array(py, c(values, |x| x), shape),
         "float32" => array(py, c(values, |x| x as f32), shape),
         "uint8" => array(py, c(values, |x| x as u8), shape),
         "int8" => array(py, c(values, |x| x as i8), shape),

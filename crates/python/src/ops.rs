@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use serde::de::DeserializeOwned;
 
-use crate::arrays::{self, Input};
+use crate::arrays::{self, Floats, Input};
 use crate::device::{Engine, engine, interruptible, parse, py_err};
 
 fn params<T: DeserializeOwned>(options: &str) -> PyResult<T> {
@@ -118,17 +118,17 @@ pub fn filter<'py>(
     let engine = engine(py)?;
     let n = values.as_samples().len();
     let run_shape = shape.clone();
-    let result: Result<Vec<f64>> = interruptible(py, n, move || {
+    let result: Result<Floats> = interruptible(py, n, move || {
         if values.as_samples().is_empty() {
-            return Ok(Vec::new());
+            return Ok(Floats::F64(Vec::new()));
         }
         match engine.as_ref() {
             Engine::Gpu(gpu) => {
-                let input = arrays::to_f32(&values);
+                let input = arrays::into_f32(values);
                 pollster::block_on(filters::apply(
                     gpu, &filter, &input, &run_shape, boundary, output,
                 ))
-                .map(|v| v.into_iter().map(f64::from).collect())
+                .map(Floats::F32)
             }
             Engine::Cpu => filters::cpu::apply(
                 &filter,
@@ -136,7 +136,8 @@ pub fn filter<'py>(
                 &run_shape,
                 boundary,
                 output,
-            ),
+            )
+            .map(Floats::F64),
         }
     })?;
     arrays::cast_array(py, result.map_err(py_err)?, &shape, &dtype)
