@@ -22,7 +22,8 @@ def choose_adapter(index, adapters):
     """The adapter a worker uses: GPUSCOPE_ADAPTER if set (an index, part of
     a name, or 'cpu'), else the worker's index modulo the number of GPU
     adapters (software adapters only when there is nothing else), else
-    None (the default device)."""
+    None (the default device). A GPU that both Vulkan and GL list counts
+    once (GL is used only where no other backend reaches the GPUs)."""
     env = os.environ.get("GPUSCOPE_ADAPTER")
     if env:
         return int(env) if env.isdigit() else env
@@ -30,8 +31,11 @@ def choose_adapter(index, adapters):
         from .. import devices
 
         all_ = devices()
-        hardware = [d["index"] for d in all_ if not d["software"]]
-        adapters = hardware or [d["index"] for d in all_]
+        hardware = [d for d in all_ if not d["software"]]
+        # A GPU listed through Vulkan (or Metal, DX12) and again through GL
+        # counts once: GL only where nothing else reaches the GPUs.
+        native = [d for d in hardware if d["backend"].lower() != "gl"]
+        adapters = [d["index"] for d in (native or hardware or all_)]
     if not adapters or index is None:
         return None
     return adapters[index % len(adapters)]
