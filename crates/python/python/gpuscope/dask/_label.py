@@ -22,6 +22,8 @@ The driver's graph has a fixed number of tasks per block; what grows with
 the data is step 3's one sorted array of first elements.
 """
 
+import sys
+
 import numpy as np
 
 from .. import ndimage as _nd
@@ -45,20 +47,27 @@ def _structure(structure, ndim):
 
 
 def _label_block(block, structure, index, shape, starts):
-    """Labels one block: (labels int64 provisional ids, first element of
-    each local label as a C-order index in the whole array)."""
+    """Labels one block: (provisional ids, int64; the first element of each
+    local label as a C-order index in the whole array, by label)."""
     labels, n = _nd.label(block, structure=structure)
     flat = labels.ravel()
-    ids, first_local = np.unique(flat, return_index=True)
-    keep = ids > 0
-    ids, first_local = ids[keep], first_local[keep]
-    # local C-order index -> whole-array C-order index
-    local = np.unravel_index(first_local, block.shape)
-    coords = [c + s for c, s in zip(local, starts)]
-    firsts = np.ravel_multi_index(coords, shape) if len(ids) else np.zeros(0, np.int64)
+    # scipy's numbering: label k first appears after label k - 1, so the
+    # running maximum steps up by one at each label's first element (no
+    # sort of the block).
+    if n:
+        top = np.maximum.accumulate(flat)
+        first_local = np.flatnonzero(top[1:] != top[:-1]) + 1
+        if flat[0] > 0:
+            first_local = np.concatenate([[0], first_local])
+        local = np.unravel_index(first_local, block.shape)
+        coords = [c + s for c, s in zip(local, starts)]
+        firsts = np.ravel_multi_index(coords, shape)
+    else:
+        firsts = np.zeros(0, np.int64)
     firsts_by_label = np.zeros(n + 1, np.int64)
-    firsts_by_label[ids] = firsts
-    prov = np.where(labels > 0, labels.astype(np.int64) + np.int64(index) * _SHIFT, 0)
+    firsts_by_label[1:] = firsts
+    prov = labels.astype(np.int64)
+    prov[labels > 0] += np.int64(index) * _SHIFT
     return prov, firsts_by_label
 
 
@@ -75,28 +84,41 @@ def _offsets(structure):
     return out
 
 
+def _shifted_pairs(h, d):
+    """Pairs of different non-zero ids at offset `d` within array `h`."""
+    a_sl, b_sl = [], []
+    for k in d:
+        if k > 0:
+            a_sl.append(slice(0, -k))
+            b_sl.append(slice(k, None))
+        elif k < 0:
+            a_sl.append(slice(-k, None))
+            b_sl.append(slice(0, k))
+        else:
+            a_sl.append(slice(None))
+            b_sl.append(slice(None))
+    a = h[tuple(a_sl)].ravel()
+    b = h[tuple(b_sl)].ravel()
+    m = (a != b) & (a > 0) & (b > 0)
+    return np.stack([a[m], b[m]], axis=1) if m.any() else None
+
+
 def _pairs(halo_block, offsets):
-    """Pairs of different non-zero ids that an offset connects, within one
-    block and its halo (pairs inside a block share an id already)."""
+    """Pairs of different non-zero ids that an offset connects across the
+    block's border: only the two layers at each end of each axis (the halo
+    and the block's own edge) can hold them, since elements of one block
+    that are connected share an id already."""
     found = []
-    for d in offsets:
-        a_sl, b_sl = [], []
-        for k in d:
-            n = None
-            if k > 0:
-                a_sl.append(slice(0, -k))
-                b_sl.append(slice(k, n))
-            elif k < 0:
-                a_sl.append(slice(-k, n))
-                b_sl.append(slice(0, k))
-            else:
-                a_sl.append(slice(None))
-                b_sl.append(slice(None))
-        a = halo_block[tuple(a_sl)].ravel()
-        b = halo_block[tuple(b_sl)].ravel()
-        m = (a != b) & (a > 0) & (b > 0)
-        if m.any():
-            found.append(np.stack([a[m], b[m]], axis=1))
+    for k, n in enumerate(halo_block.shape):
+        for lo in sorted({0, max(n - 2, 0)}):
+            sl = [slice(None)] * halo_block.ndim
+            sl[k] = slice(lo, lo + 2)
+            slab = halo_block[tuple(sl)]
+            for d in offsets:
+                if d[k] != 0:
+                    p = _shifted_pairs(slab, d)
+                    if p is not None:
+                        found.append(p)
     if not found:
         return np.zeros((0, 2), np.int64)
     return np.unique(np.concatenate(found), axis=0)
@@ -191,7 +213,12 @@ def _relabel(prov, firsts_by_label, index, merged, all_starts):
         ids = np.arange(1, n + 1, dtype=np.int64) + np.int64(index) * _SHIFT
         comp = _component_first(ids, firsts_by_label[1:], merged)
         lut[1:] = (np.searchsorted(all_starts, comp) + 1).astype(np.int32)
-    return lut[(prov % _SHIFT).astype(np.intp)]
+    if sys.byteorder == "little" and prov.flags.c_contiguous:
+        # the low 32 bits of an id are its local label: a view, no copy
+        local = prov.view(np.uint32)[..., ::2] if prov.size else prov.astype(np.uint32)
+    else:
+        local = (prov % _SHIFT).astype(np.uint32)
+    return lut[local]
 
 
 def label(input, structure=None, output=None):
