@@ -257,8 +257,11 @@ def label(input, structure=None, output=None):
         _nested(grid, lambda idx: part(0, np.int64, idx))
     ) if x.size else da.zeros(x.shape, dtype=np.int64, chunks=x.chunks)
     halo = da.overlap.overlap(prov, depth={k: 1 for k in range(x.ndim)}, boundary="none")
-    halo_blocks = halo.to_delayed()
-    prov_blocks = prov.to_delayed()
+    # Not optimised: dask would fuse each block's labelling into every task
+    # that reads it (the block itself, its neighbours' halos) and label it
+    # again there.
+    halo_blocks = halo.to_delayed(optimize_graph=False)
+    prov_blocks = prov.to_delayed(optimize_graph=False)
     equiv = [
         dask.delayed(_block_equivalences, pure=True)(
             int(np.ravel_multi_index(idx, grid)), results[idx][1], halo_blocks[idx], offsets

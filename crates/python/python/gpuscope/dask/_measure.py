@@ -109,8 +109,8 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         if values.shape != labels.shape:
             raise ValueError(f"intensity_image's shape {values.shape} differs from label_image's {labels.shape}")
         values = values.rechunk(labels.chunks)
-    lb = labels.to_delayed()
-    vb = values.to_delayed() if values is not None else None
+    lb = labels.to_delayed(optimize_graph=False)
+    vb = values.to_delayed(optimize_graph=False) if values is not None else None
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64) for c in labels.chunks]
     parts = []
     for idx in np.ndindex(lb.shape):

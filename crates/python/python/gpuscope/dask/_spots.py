@@ -163,7 +163,7 @@ def _find_spots_3d(x, kw, mask):
     )
     labels, _ = label(strong, structure=generate_binary_structure(3, 1))
     starts = [np.concatenate([[0], np.cumsum(c)[:-1]]).astype(np.int64) for c in x.chunks]
-    lb, cb = labels.to_delayed(), x.to_delayed()
+    lb, cb = labels.to_delayed(optimize_graph=False), x.to_delayed(optimize_graph=False)
     parts = [
         dask.delayed(_spot_partials, pure=True)(lb[idx], cb[idx], [int(starts[k][i]) for k, i in enumerate(idx)])
         for idx in np.ndindex(lb.shape)
