@@ -120,13 +120,16 @@ fn formats_from_names() {
         ("s.fits", Format::Fits),
         ("s.fit", Format::Fits),
         ("s.FTS", Format::Fits),
+        ("d/master.h5", Format::Hdf5),
+        ("scan.nxs::/entry/data/data", Format::Hdf5),
+        ("x.HDF5", Format::Hdf5),
     ] {
         assert_eq!(format_from_name(n).unwrap(), f, "{n}");
     }
-    let e = format_from_name("dir/data.h5").unwrap_err();
+    let e = format_from_name("dir/data.zarr").unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("data.h5: unknown file extension ("),
+            .starts_with("data.zarr: unknown file extension ("),
         "{e}"
     );
     assert_eq!(Format::Jpeg.name(), "jpeg");
