@@ -85,9 +85,10 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
                       cache=True, separator="-", extra_properties=None, spacing=None):
     """``gpuscope.measure.regionprops_table`` of dask arrays, computed: a
     dict of numpy columns equal to scikit-image's table of the whole array
-    (float columns to float64 rounding). The label image is typically the
-    first result of ``gpuscope.dask.label``; chunks of the intensity image
-    are aligned to it."""
+    (float columns are summed in float64; scikit-image sums a float32 image
+    in float32, so those agree to float32 rounding). The label image is
+    typically the first result of ``gpuscope.dask.label``; chunks of the
+    intensity image are aligned to it."""
     import dask
     import dask.array as da
 
