@@ -57,28 +57,35 @@ def _empty(ndim, intensity=True):
     return out
 
 
-def _combine(*parts):
-    parts = [p for p in parts if len(p["label"])]
+def merge_by_label(parts, reducer):
+    """Partial tables (dicts of columns with a sorted ``label`` column, or
+    None) merged into one: rows of the same label reduced column by column
+    with ``reducer(name)`` (``np.add``, ``np.minimum`` or ``np.maximum``;
+    any dtype, Python integers in object columns included)."""
+    parts = [p for p in parts if p is not None and len(p["label"])]
     if len(parts) <= 1:
         return parts[0] if parts else None
-    lab = np.concatenate([p["label"] for p in parts])
-    ids, inv = np.unique(lab, return_inverse=True)
+    ids, inv = np.unique(np.concatenate([p["label"] for p in parts]), return_inverse=True)
+    order = np.argsort(inv, kind="stable")
+    cuts = np.searchsorted(inv[order], np.arange(len(ids)))
     out = {"label": ids}
     for name in parts[0]:
-        if name == "label":
-            continue
-        col = np.concatenate([p[name] for p in parts])
-        if name.startswith("min") or name == "imin":
-            acc = np.full(len(ids), col.max() if col.size else 0, col.dtype)
-            np.minimum.at(acc, inv, col)
-        elif name.startswith("max") or name == "imax":
-            acc = np.full(len(ids), col.min() if col.size else 0, col.dtype)
-            np.maximum.at(acc, inv, col)
-        else:
-            acc = np.zeros(len(ids), col.dtype)
-            np.add.at(acc, inv, col)
-        out[name] = acc
+        if name != "label":
+            col = np.concatenate([p[name] for p in parts])[order]
+            out[name] = reducer(name).reduceat(col, cuts)
     return out
+
+
+def _reducer(name):
+    if name.startswith("min") or name == "imin":
+        return np.minimum
+    if name.startswith("max") or name == "imax":
+        return np.maximum
+    return np.add
+
+
+def _combine(*parts):
+    return merge_by_label(parts, _reducer)
 
 
 def regionprops_table(label_image, intensity_image=None, properties=("label", "bbox"), *,

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import spots as _spots
 from .._catalogue import CATALOGUE
+from ._measure import merge_by_label
 
 __all__ = ["find_spots", "strong_pixels"]
 
@@ -77,41 +78,24 @@ def _spot_partials(labels, counts, starts):
     out["sum_v"] = add(v)
     out["sum_v2"] = add(v * v)
     for a, c in enumerate(nz):
-        g = (c.astype(np.int64) + starts[a]).astype(object)
+        coord = c.astype(np.int64) + starts[a]
         lo = np.full(len(ids), np.iinfo(np.int64).max, np.int64)
         hi = np.full(len(ids), -1, np.int64)
-        np.minimum.at(lo, inv, g.astype(np.int64))
-        np.maximum.at(hi, inv, g.astype(np.int64))
-        out[f"lo{a}"], out[f"hi{a}"] = lo.astype(object), hi.astype(object)
+        np.minimum.at(lo, inv, coord)
+        np.maximum.at(hi, inv, coord)
+        out[f"lo{a}"], out[f"hi{a}"] = lo, hi
+        g = coord.astype(object)
         out[f"vc{a}"] = add(v * g)
         out[f"vc2{a}"] = add(v * g * g)
     return out
 
 
+def _spot_reducer(name):
+    return {"lo": np.minimum, "hi": np.maximum}.get(name[:2], np.add)
+
+
 def _merge_spots(*parts):
-    parts = [p for p in parts if p is not None]
-    if len(parts) <= 1:
-        return parts[0] if parts else None
-    lab = np.concatenate([p["label"] for p in parts])
-    ids, inv = np.unique(lab, return_inverse=True)
-    out = {"label": ids}
-    for name in parts[0]:
-        if name == "label":
-            continue
-        col = np.concatenate([p[name] for p in parts])
-        if name.startswith("lo"):
-            acc = np.full(len(ids), np.iinfo(np.int64).max, np.int64)
-            np.minimum.at(acc, inv, col.astype(np.int64))
-            acc = acc.astype(object)
-        elif name.startswith("hi"):
-            acc = np.full(len(ids), -1, np.int64)
-            np.maximum.at(acc, inv, col.astype(np.int64))
-            acc = acc.astype(object)
-        else:
-            acc = np.zeros(len(ids), dtype=object)
-            np.add.at(acc, inv, col)
-        out[name] = acc
-    return out
+    return merge_by_label(parts, _spot_reducer)
 
 
 def _table_3d(m, min_size, max_size):
