@@ -27,30 +27,31 @@ async fn fast_sums(
         more = words(&gpu.read(&b.acc, 4 * words_needed as u64).await?);
         &more
     };
-    let wide = |w: &[u32]| {
-        w.iter()
-            .rev()
-            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
-    };
     let mut slots: Vec<&[u32]> = a[HEAD..words_needed].chunks_exact(W_FAST).collect();
     slots.sort_by_key(|e| e[22]);
-    Ok(Some(
-        slots
-            .iter()
-            .map(|e| {
-                let sv = wide(&e[1..3]);
-                SpotSums {
-                    n: u64::from(e[0]),
-                    sum_v: sv,
-                    sum_v2: wide(&e[3..6]),
-                    lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
-                    hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
-                    sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
-                    sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
-                }
-            })
-            .collect(),
-    ))
+    Ok(Some(slots.iter().map(|e| entry_sums(e, z)).collect()))
+}
+
+/// A number of several u32 words, least significant first.
+fn wide(w: &[u32]) -> u128 {
+    w.iter()
+        .rev()
+        .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
+}
+
+/// One spot's sums from its entry of acc words (both paths' entries start
+/// with the same 22 words), on frame `z`.
+fn entry_sums(e: &[u32], z: usize) -> SpotSums {
+    let sv = wide(&e[1..3]);
+    SpotSums {
+        n: u64::from(e[0]),
+        sum_v: sv,
+        sum_v2: wide(&e[3..6]),
+        lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
+        hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
+        sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
+        sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
+    }
 }
 
 /// The strong-pixel mask of a fast-path frame from its compact list.
@@ -67,25 +68,9 @@ async fn fast_mask(gpu: &Gpu, b: &Buffers, n: usize, n_strong: usize) -> Result<
 
 /// Header (undecided counts, label count) and spot sums from acc words.
 fn parse_sums(a: &[u32], z: usize, count: usize) -> Vec<SpotSums> {
-    let wide = |w: &[u32]| {
-        w.iter()
-            .rev()
-            .fold(0u128, |acc, &x| (acc << 32) | u128::from(x))
-    };
     a[HEAD..HEAD + count * W]
         .chunks_exact(W)
-        .map(|e| {
-            let sv = wide(&e[1..3]);
-            SpotSums {
-                n: u64::from(e[0]),
-                sum_v: sv,
-                sum_v2: wide(&e[3..6]),
-                lo: [z as u64, u64::from(e[6]), u64::from(e[8])],
-                hi: [z as u64, u64::from(e[7]), u64::from(e[9])],
-                sum_vc: [z as u128 * sv, wide(&e[10..13]), wide(&e[13..16])],
-                sum_vc2: [(z * z) as u128 * sv, wide(&e[16..19]), wide(&e[19..22])],
-            }
-        })
+        .map(|e| entry_sums(e, z))
         .collect()
 }
 
