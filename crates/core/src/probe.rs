@@ -48,7 +48,12 @@ fn cases() -> (Vec<[i32; 4]>, Vec<i32>) {
 pub async fn check_source(gpu: &Gpu, source: &str) -> Result<()> {
     let (cases, expected) = cases();
     let count = cases.len();
-    let pipeline = gpu.pipeline(source, "probe")?;
+    let module = if source == shaders::PROBE {
+        shaders::Shader::Probe.into()
+    } else {
+        gpu.generated(format!("probe {source}"), || source.to_string())?
+    };
+    let pipeline = gpu.pipeline(module, "probe")?;
     let case_buf = gpu.storage((count * 16) as u64, "probe cases").await?;
     let answer_bytes = ((count + 2) * 4) as u64;
     let answer_buf = match gpu.storage(answer_bytes, "probe answers").await {

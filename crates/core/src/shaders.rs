@@ -61,27 +61,113 @@ pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
 pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
 pub const SPOTS_COMPACT: &str = shader!("spots/common.wgsl", "spots/compact.wgsl");
 
+/// The shaders compiled into the binary, as the device's pipeline cache
+/// names them (see `engine::pipelines`): a dispatch looks its pipeline up by
+/// this id and an entry point, never by the WGSL text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Shader {
+    Correlate,
+    Threshold,
+    Median32,
+    Median64,
+    MedianF32,
+    Median32Quads,
+    MedianF32Quads,
+    Label,
+    Measure,
+    Clip,
+    Probe,
+    SlicKmeans,
+    SlicConnect,
+    SlicLab,
+    SpotsThreshold,
+    SpotsFix,
+    SpotsMeasure,
+    SpotsCompact,
+}
+
+impl Shader {
+    /// Every shader, in the order of [`ALL`].
+    pub const EVERY: [Shader; 18] = [
+        Shader::Correlate,
+        Shader::Threshold,
+        Shader::Median32,
+        Shader::Median64,
+        Shader::MedianF32,
+        Shader::Median32Quads,
+        Shader::MedianF32Quads,
+        Shader::Label,
+        Shader::Measure,
+        Shader::Clip,
+        Shader::Probe,
+        Shader::SlicKmeans,
+        Shader::SlicConnect,
+        Shader::SlicLab,
+        Shader::SpotsThreshold,
+        Shader::SpotsFix,
+        Shader::SpotsMeasure,
+        Shader::SpotsCompact,
+    ];
+
+    /// The WGSL text (with its shared snippets prepended).
+    pub const fn source(self) -> &'static str {
+        match self {
+            Shader::Correlate => CORRELATE,
+            Shader::Threshold => THRESHOLD,
+            Shader::Median32 => MEDIAN32,
+            Shader::Median64 => MEDIAN64,
+            Shader::MedianF32 => MEDIAN_F32,
+            Shader::Median32Quads => MEDIAN32_QUADS,
+            Shader::MedianF32Quads => MEDIAN_F32_QUADS,
+            Shader::Label => LABEL,
+            Shader::Measure => MEASURE,
+            Shader::Clip => CLIP,
+            Shader::Probe => PROBE,
+            Shader::SlicKmeans => SLIC_KMEANS,
+            Shader::SlicConnect => SLIC_CONNECT,
+            Shader::SlicLab => SLIC_LAB,
+            Shader::SpotsThreshold => SPOTS_THRESHOLD,
+            Shader::SpotsFix => SPOTS_FIX,
+            Shader::SpotsMeasure => SPOTS_MEASURE,
+            Shader::SpotsCompact => SPOTS_COMPACT,
+        }
+    }
+
+    /// The file under `shaders/` it is made from, for messages and tools.
+    pub const fn name(self) -> &'static str {
+        match self {
+            Shader::Correlate => "filters/correlate.wgsl",
+            Shader::Threshold => "segment/threshold.wgsl",
+            Shader::Median32 => "filters/median.wgsl (32-bit keys)",
+            Shader::Median64 => "filters/median.wgsl (64-bit keys)",
+            Shader::MedianF32 => "filters/median.wgsl (f32 values)",
+            Shader::Median32Quads => "filters/median_quads.wgsl (32-bit keys)",
+            Shader::MedianF32Quads => "filters/median_quads.wgsl (f32 values)",
+            Shader::Label => "segment/label.wgsl",
+            Shader::Measure => "segment/measure.wgsl",
+            Shader::Clip => "stats/clip.wgsl",
+            Shader::Probe => "common/probe.wgsl",
+            Shader::SlicKmeans => "slic/kmeans.wgsl",
+            Shader::SlicConnect => "slic/connect.wgsl",
+            Shader::SlicLab => "slic/lab.wgsl",
+            Shader::SpotsThreshold => "spots/threshold.wgsl",
+            Shader::SpotsFix => "spots/fix.wgsl",
+            Shader::SpotsMeasure => "spots/measure.wgsl",
+            Shader::SpotsCompact => "spots/compact.wgsl",
+        }
+    }
+}
+
 /// Every shader with its name, for validation tests and tools.
-pub const ALL: &[(&str, &str)] = &[
-    ("filters/correlate.wgsl", CORRELATE),
-    ("segment/threshold.wgsl", THRESHOLD),
-    ("filters/median.wgsl (32-bit keys)", MEDIAN32),
-    ("filters/median.wgsl (64-bit keys)", MEDIAN64),
-    ("filters/median.wgsl (f32 values)", MEDIAN_F32),
-    ("filters/median_quads.wgsl (32-bit keys)", MEDIAN32_QUADS),
-    ("filters/median_quads.wgsl (f32 values)", MEDIAN_F32_QUADS),
-    ("segment/label.wgsl", LABEL),
-    ("segment/measure.wgsl", MEASURE),
-    ("stats/clip.wgsl", CLIP),
-    ("common/probe.wgsl", PROBE),
-    ("slic/kmeans.wgsl", SLIC_KMEANS),
-    ("slic/connect.wgsl", SLIC_CONNECT),
-    ("slic/lab.wgsl", SLIC_LAB),
-    ("spots/threshold.wgsl", SPOTS_THRESHOLD),
-    ("spots/fix.wgsl", SPOTS_FIX),
-    ("spots/measure.wgsl", SPOTS_MEASURE),
-    ("spots/compact.wgsl", SPOTS_COMPACT),
-];
+pub const ALL: &[(&str, &str)] = &{
+    let mut all = [("", ""); Shader::EVERY.len()];
+    let mut i = 0;
+    while i < all.len() {
+        all[i] = (Shader::EVERY[i].name(), Shader::EVERY[i].source());
+        i += 1;
+    }
+    all
+};
 
 /// Every kind of shader generated on the host (median networks, unrolled
 /// correlations), named as `cargo xtask wgsl` writes them: for reading and

@@ -25,6 +25,7 @@ pub use adapters::AdapterEntry;
 use adapters::*;
 #[cfg(not(target_arch = "wasm32"))]
 pub use adapters::{adapters, list_adapters};
+pub(crate) use pipelines::Module;
 use pool::*;
 use profile::*;
 use readback::*;
@@ -88,7 +89,9 @@ pub struct Gpu {
     /// The most the buffer pool keeps between calls (see `GpuOptions`).
     pool_limit: u64,
     timestamp_period_ns: Option<f32>,
-    pipelines: Mutex<HashMap<String, wgpu::ComputePipeline>>,
+    pipelines: Mutex<HashMap<pipelines::Kernel, wgpu::ComputePipeline>>,
+    /// Kernels generated on the host (see [`Gpu::generated`]).
+    generated: Mutex<pipelines::Generated>,
     pool: Mutex<Vec<wgpu::Buffer>>,
     live_bytes: Arc<AtomicU64>,
     last_kernel_ns: AtomicU64,
@@ -176,6 +179,7 @@ impl Gpu {
             pool_limit,
             timestamp_period_ns,
             pipelines: Mutex::new(HashMap::new()),
+            generated: Mutex::new(pipelines::Generated::default()),
             pool: Mutex::new(Vec::new()),
             live_bytes: Arc::new(AtomicU64::new(0)),
             last_kernel_ns: AtomicU64::new(0),

@@ -2,39 +2,83 @@
 
 use super::*;
 use crate::error::{Error, Result};
+use crate::shaders::Shader;
 
-pub(super) fn fingerprint(s: &str) -> u64 {
-    // FNV-1a over 8-byte words: every dispatch looks its pipeline up by
-    // source, and byte by byte a 28 kB shader cost about a quarter of a
-    // spot frame's recording.
-    let words = s.as_bytes().chunks(8).map(|c| {
-        let mut w = [0u8; 8];
-        w[..c.len()].copy_from_slice(c);
-        u64::from_le_bytes(w)
-    });
-    words.fold(0xcbf2_9ce4_8422_2325 ^ s.len() as u64, |h, w| {
-        (h ^ w).wrapping_mul(0x100_0000_01b3)
-    })
+/// What a compute pipeline is built from, named without its WGSL text: the
+/// device's cache is keyed by this, an entry point and the override
+/// constants, so a dispatch never hashes or compares shader source.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Module {
+    /// A shader compiled into the binary.
+    Fixed(Shader),
+    /// A kernel generated on the host, registered by [`Gpu::generated`].
+    Generated(usize),
+}
+
+impl From<Shader> for Module {
+    fn from(shader: Shader) -> Self {
+        Module::Fixed(shader)
+    }
+}
+
+/// The pipeline cache's key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(super) struct Kernel {
+    module: Module,
+    entry: &'static str,
+    /// Names and bit patterns of the override constants.
+    constants: Vec<(&'static str, u64)>,
+}
+
+/// Kernels generated on the host: each distinct text once, under the exact
+/// parameters that determine it.
+#[derive(Default)]
+pub(super) struct Generated {
+    ids: HashMap<String, usize>,
+    sources: Vec<std::sync::Arc<str>>,
 }
 
 impl Gpu {
-    /// A compute pipeline for `entry` of `source`, built once per device.
-    pub(crate) fn pipeline(&self, source: &str, entry: &str) -> Result<wgpu::ComputePipeline> {
-        self.pipeline_with(source, entry, &[])
+    /// Registers a kernel generated on the host under `key`, the parameters
+    /// that determine its text (which `make` writes only the first time).
+    /// Called once per operation, not per dispatch.
+    pub(crate) fn generated(&self, key: String, make: impl FnOnce() -> String) -> Result<Module> {
+        let mut g = self
+            .generated
+            .lock()
+            .map_err(|_| Error::Device("generated-shader registry poisoned".into()))?;
+        if let Some(&id) = g.ids.get(&key) {
+            return Ok(Module::Generated(id));
+        }
+        let id = g.sources.len();
+        g.sources.push(make().into());
+        g.ids.insert(key, id);
+        Ok(Module::Generated(id))
+    }
+
+    /// A compute pipeline for `entry` of `module`, built once per device.
+    pub(crate) fn pipeline(
+        &self,
+        module: impl Into<Module>,
+        entry: &'static str,
+    ) -> Result<wgpu::ComputePipeline> {
+        self.pipeline_with(module, entry, &[])
     }
 
     /// `pipeline` with values for the shader's `override` constants (sizes
     /// the driver can unroll loops over); one pipeline per set of values.
     pub(crate) fn pipeline_with(
         &self,
-        source: &str,
-        entry: &str,
-        constants: &[(&str, f64)],
+        module: impl Into<Module>,
+        entry: &'static str,
+        constants: &[(&'static str, f64)],
     ) -> Result<wgpu::ComputePipeline> {
-        let mut key = format!("{entry}@{:016x}", fingerprint(source));
-        for (name, value) in constants {
-            key.push_str(&format!(" {name}={value}"));
-        }
+        let module = module.into();
+        let key = Kernel {
+            module,
+            entry,
+            constants: constants.iter().map(|&(n, v)| (n, v.to_bits())).collect(),
+        };
         let mut cache = self
             .pipelines
             .lock()
@@ -42,9 +86,18 @@ impl Gpu {
         if let Some(p) = cache.get(&key) {
             return Ok(p.clone());
         }
+        let source: std::sync::Arc<str> = match module {
+            Module::Fixed(shader) => shader.source().into(),
+            Module::Generated(id) => self
+                .generated
+                .lock()
+                .ok()
+                .and_then(|g| g.sources.get(id).cloned())
+                .ok_or_else(|| Error::Device(format!("no generated shader {id}")))?,
+        };
         let descriptor = wgpu::ShaderModuleDescriptor {
             label: Some(entry),
-            source: wgpu::ShaderSource::Wgsl(source.into()),
+            source: wgpu::ShaderSource::Wgsl(source.as_ref().into()),
         };
         let module = if self.checked_shaders {
             self.device.create_shader_module(descriptor)

@@ -7,9 +7,9 @@ use std::fmt::Write as _;
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{Chunk, Shape3, shape3};
-use crate::engine::{Gpu, Recorder};
+use crate::engine::{Gpu, Module, Recorder};
 use crate::error::{Error, Result};
-use crate::shaders;
+use crate::shaders::{self, Shader};
 use crate::stream::{
     self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
     StreamSpec,
@@ -164,7 +164,10 @@ async fn run(
     let passes = gpu_passes(filter, boundary, output);
     // Per pass its shader; pipelines come from the device's cache per chunk
     // (the 1-D entry is compiled only for boxes the 3-D grid cannot cover).
-    let sources: Vec<String> = passes.iter().map(pass_source).collect();
+    let modules = passes
+        .iter()
+        .map(|p| pass_module(gpu, p))
+        .collect::<Result<Vec<_>>>()?;
     let mut weight_buffers = Vec::with_capacity(passes.len());
     for pass in &passes {
         let w: Vec<f32> = match output {
@@ -192,7 +195,7 @@ async fn run(
         record_chunk(
             gpu,
             rec,
-            &sources,
+            &modules,
             &passes,
             &weight_buffers,
             [src, dst],
@@ -335,12 +338,29 @@ pub(crate) fn generated_shaders() -> Vec<(String, String)> {
         .collect()
 }
 
+/// The correlation kernel for `pass`, generated once per device for each
+/// kernel shape and set of weights (see [`pass_source`]).
+fn pass_module(gpu: &Gpu, pass: &Pass) -> Result<Module> {
+    if !unrolled(pass) {
+        return Ok(Shader::Correlate.into());
+    }
+    let bits: Vec<u32> = pass.weights.iter().map(|&v| (v as f32).to_bits()).collect();
+    let key = format!("correlate {:?} {bits:?}", pass.shape);
+    gpu.generated(key, || pass_source(pass))
+}
+
+/// Whether `pass`'s interior window sum is unrolled: a small kernel with
+/// finite weights (a WGSL literal cannot be an infinity).
+fn unrolled(pass: &Pass) -> bool {
+    pass.weights.len() <= MAX_UNROLLED_TAPS && pass.weights.iter().all(|&w| (w as f32).is_finite())
+}
+
 /// The correlation shader for `pass`: the template, with the interior window
 /// sum unrolled when the kernel is small enough and its weights finite (a
 /// WGSL literal cannot be an infinity).
 fn pass_source(pass: &Pass) -> String {
     let weights: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
-    if weights.len() > MAX_UNROLLED_TAPS || weights.iter().any(|w| !w.is_finite()) {
+    if !unrolled(pass) {
         return shaders::CORRELATE.to_string();
     }
     let [nz, ny, nx] = pass.shape;
@@ -373,7 +393,7 @@ fn pass_source(pass: &Pass) -> String {
 fn record_chunk(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
-    sources: &[String],
+    modules: &[Module],
     passes: &[Pass],
     weights: &[wgpu::Buffer],
     buffers: [&wgpu::Buffer; 2],
@@ -431,10 +451,10 @@ fn record_chunk(
         let buffers = [&uniform, src, &weights[i], dst];
         let extent = [out_shape[2], out_shape[1], out_shape[0]];
         if rec.grid_fits(extent) {
-            let grid = gpu.pipeline(&sources[i], "correlate_grid")?;
+            let grid = gpu.pipeline(modules[i], "correlate_grid")?;
             rec.dispatch_grid(&grid, &buffers, extent)?;
         } else {
-            let linear = gpu.pipeline(&sources[i], "correlate")?;
+            let linear = gpu.pipeline(modules[i], "correlate")?;
             rec.dispatch(
                 &linear,
                 &buffers,

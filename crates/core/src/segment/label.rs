@@ -16,7 +16,7 @@ use crate::chunk::{Shape3, shape3};
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
 use crate::keys::Samples;
-use crate::shaders;
+use crate::shaders::Shader;
 use crate::stream::{SliceSink, SliceSource};
 
 /// Labels and their number, as `scipy.ndimage.label` returns them.
@@ -627,7 +627,7 @@ pub(crate) fn dispatch_label(
         ("rank_local", per_word),
         ("write_labels", 4 * per_tile),
     ] {
-        let pipeline = gpu.pipeline(shaders::LABEL, entry)?;
+        let pipeline = gpu.pipeline(Shader::Label, entry)?;
         rec.dispatch(&pipeline, &buffers, threads)?;
     }
     Ok(())

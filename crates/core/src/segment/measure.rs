@@ -12,7 +12,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::chunk::shape3;
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
-use crate::shaders;
+use crate::shaders::Shader;
 
 /// One region's measurements; vectors have one entry per axis of the image.
 #[derive(Clone, Debug, PartialEq)]
@@ -125,8 +125,8 @@ pub async fn regionprops(
         }
     };
     let outcome = async {
-        let clear = gpu.pipeline(shaders::MEASURE, "clear")?;
-        let accumulate = gpu.pipeline(shaders::MEASURE, "accumulate")?;
+        let clear = gpu.pipeline(Shader::Measure, "clear")?;
+        let accumulate = gpu.pipeline(Shader::Measure, "accumulate")?;
         let mut lo = 1;
         while lo <= n_labels {
             let hi = (lo + max_labels).min(n_labels + 1);
@@ -205,8 +205,8 @@ pub(crate) async fn measure_resident(
         .storage(4 * (n_labels.min(max_labels) * W) as u64, "measure sums")
         .await?;
     let outcome = async {
-        let clear = gpu.pipeline(shaders::MEASURE, "clear")?;
-        let accumulate = gpu.pipeline(shaders::MEASURE, "accumulate")?;
+        let clear = gpu.pipeline(Shader::Measure, "clear")?;
+        let accumulate = gpu.pipeline(Shader::Measure, "accumulate")?;
         let mut words_all: Vec<u32> = Vec::with_capacity(n_labels * W);
         let mut lo = 1;
         while lo <= n_labels {

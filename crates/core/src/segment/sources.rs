@@ -14,7 +14,7 @@ use crate::segment::host;
 use crate::segment::label::{self, Labels};
 use crate::segment::measure::{self, Region};
 use crate::segment::threshold;
-use crate::shaders;
+use crate::shaders::Shader;
 use crate::stats::clip::{self, ClipOptions, ClipStats};
 use crate::stream::{SliceSink, SliceSource};
 
@@ -130,7 +130,7 @@ pub async fn sources(
         });
         let mut rec = gpu.recorder();
         rec.dispatch(
-            &gpu.pipeline(shaders::THRESHOLD, "threshold_f32")?,
+            &gpu.pipeline(Shader::Threshold, "threshold_f32")?,
             &[&tparams, &data_buf, &mask],
             (n as u64).div_ceil(4),
         )?;

@@ -6,7 +6,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
 use crate::keys::{Keys, Samples};
-use crate::shaders;
+use crate::shaders::Shader;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -42,7 +42,7 @@ pub async fn threshold_above(gpu: &Gpu, samples: Samples<'_>, value: f64) -> Res
         .max(4) as usize
         & !3;
     let entry = if wide { "threshold64" } else { "threshold32" };
-    let pipeline = gpu.pipeline(shaders::THRESHOLD, entry)?;
+    let pipeline = gpu.pipeline(Shader::Threshold, entry)?;
     let chunk = max.min(n.max(4));
     let keys_buf = gpu
         .storage((chunk as u64) * key_bytes, "threshold input")

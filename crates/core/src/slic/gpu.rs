@@ -23,7 +23,7 @@ use super::{RADIUS, Segments};
 use crate::copies::Prefaulted;
 use crate::engine::{Gpu, Pending, Recorder};
 use crate::error::{Error, Result};
-use crate::shaders;
+use crate::shaders::Shader;
 
 /// Pixels per thread of `assign`, consecutive along x (kmeans.wgsl: LANES).
 const ASSIGN_LANES: usize = 4;
@@ -180,7 +180,7 @@ struct Kernels {
 
 impl Kernels {
     fn new(gpu: &Gpu) -> Result<Kernels> {
-        let k = |entry| gpu.pipeline(shaders::SLIC_KMEANS, entry);
+        let k = |entry| gpu.pipeline(Shader::SlicKmeans, entry);
         Ok(Kernels {
             assign: k("assign")?,
             accumulate: k("accumulate")?,
@@ -439,7 +439,7 @@ fn record_first<'g>(
     if let GpuInput::Rescale(_) = input {
         // skimage's rescaling to [0, 1], then 1 / compactness.
         for entry in ["minmax", "rescale"] {
-            let pipeline = gpu.pipeline(shaders::SLIC_KMEANS, entry)?;
+            let pipeline = gpu.pipeline(Shader::SlicKmeans, entry)?;
             for (s, refs) in r.slabs.iter().zip(refs) {
                 rec.dispatch(&pipeline, refs, row_threads(prep, s, 1))?;
             }

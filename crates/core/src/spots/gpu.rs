@@ -11,7 +11,7 @@ use bytemuck::{Pod, Zeroable};
 use super::*;
 use crate::engine::Gpu;
 use crate::segment::label;
-use crate::shaders;
+use crate::shaders::Shader;
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -404,7 +404,7 @@ pub(super) async fn apply(
     });
     let mut rec = gpu.recorder();
     rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_FIX, "apply")?,
+        &gpu.pipeline(Shader::SpotsFix, "apply")?,
         &[&params, &b.fixes, target],
         (fixes.len() / 2) as u64,
     )?;
@@ -437,7 +437,7 @@ pub(super) fn threshold_set(params: &wgpu::Buffer, b: &Buffers) -> [wgpu::Buffer
 pub(super) fn dispatch_threshold(
     rec: &mut crate::engine::Recorder<'_>,
     gpu: &Gpu,
-    entry: &str,
+    entry: &'static str,
     params: &wgpu::Buffer,
     b: &Buffers,
     s: &Setup<'_>,
@@ -451,7 +451,7 @@ pub(super) fn dispatch_threshold(
             let [ky, kx] = s.options.kernel_size;
             let tiles = s.h.div_ceil(FIRST_TILE) * s.w.div_ceil(FIRST_TILE);
             let pipeline = gpu.pipeline_with(
-                shaders::SPOTS_THRESHOLD,
+                Shader::SpotsThreshold,
                 "first_tiled",
                 &[("KY", ky as f64), ("KX", kx as f64)],
             )?;
@@ -469,7 +469,7 @@ pub(super) fn dispatch_threshold(
         _ => (entry, (s.h * s.w) as u64),
     };
     rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_THRESHOLD, entry)?,
+        &gpu.pipeline(Shader::SpotsThreshold, entry)?,
         &refs,
         threads,
     )
@@ -545,7 +545,7 @@ pub(super) fn dispatch_spots(
         n_labels: 0,
     });
     rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_FIX, "pack")?,
+        &gpu.pipeline(Shader::SpotsFix, "pack")?,
         &[&pack, &b.strong, &b.bytes],
         n.div_ceil(4) as u64,
     )?;
@@ -565,12 +565,12 @@ pub(super) fn dispatch_spots(
     });
     let set = [&params, &b.parent, &b.image, &b.acc, &b.blocks, &b.list];
     rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_MEASURE, "clear")?,
+        &gpu.pipeline(Shader::SpotsMeasure, "clear")?,
         &set,
         (HEAD + SPOT_CAP * W) as u64,
     )?;
     rec.dispatch(
-        &gpu.pipeline(shaders::SPOTS_MEASURE, "accumulate")?,
+        &gpu.pipeline(Shader::SpotsMeasure, "accumulate")?,
         &set,
         n as u64,
     )
@@ -628,7 +628,7 @@ pub(super) fn dispatch_compact(
         ("accumulate", STRONG_CAP),
     ] {
         rec.dispatch(
-            &gpu.pipeline(shaders::SPOTS_COMPACT, entry)?,
+            &gpu.pipeline(Shader::SpotsCompact, entry)?,
             &set,
             threads as u64,
         )?;

@@ -20,7 +20,7 @@ use bytemuck::{Pod, Zeroable};
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
 use crate::keys::Samples;
-use crate::shaders;
+use crate::shaders::Shader;
 
 /// The centre of the clipping interval.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -273,7 +273,7 @@ pub(crate) async fn clip_buffers(
             base += c.div_ceil(PER_WG);
         }
         let global = params(0, 0);
-        let pipe = |e: &str| gpu.pipeline(shaders::CLIP, e);
+        let pipe = |e: &'static str| gpu.pipeline(Shader::Clip, e);
         let per_value = [pipe("sum_hist0")?, pipe("hist1")?, pipe("hist2")?];
         let finalize = pipe("finalize")?;
         // A round: three passes per chunk and finalize, within the timed

@@ -7,7 +7,7 @@ use crate::chunk::{self, Shape3, shape3};
 use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::keys::{Keys, SampleVec, Samples, unkey_f32};
-use crate::shaders;
+use crate::shaders::Shader;
 use crate::stream::{
     self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
     StreamSpec,
@@ -377,17 +377,19 @@ async fn stream_keys<T: Pod>(
         }
     }
     let network = footprint.len() <= NETWORK_MAX;
-    let source_text = if network {
-        let template = match dtype {
-            Samples::F32(_) => shaders::MEDIAN_F32,
-            _ if wide => shaders::MEDIAN64,
-            _ => shaders::MEDIAN32,
-        };
-        network_source(footprint, template, word as usize)
-    } else if wide {
-        shaders::MEDIAN64.to_string()
+    let template = match dtype {
+        Samples::F32(_) if network => Shader::MedianF32,
+        _ if wide => Shader::Median64,
+        _ => Shader::Median32,
+    };
+    // A network is generated per footprint, once per device.
+    let module = if network {
+        let key = format!("median {template:?} {word} {:?}", footprint.offsets);
+        gpu.generated(key, || {
+            network_source(footprint, template.source(), word as usize)
+        })?
     } else {
-        shaders::MEDIAN32.to_string()
+        template.into()
     };
     let entry = if network {
         "median_network"
@@ -407,15 +409,15 @@ async fn stream_keys<T: Pod>(
     let rows_3x3 = network && is_plane_3x3(footprint);
     let quads_source = match dtype {
         _ if !rows_3x3 || wide => None,
-        Samples::F32(_) => Some(shaders::MEDIAN_F32_QUADS),
-        _ => Some(shaders::MEDIAN32_QUADS),
+        Samples::F32(_) => Some(Shader::MedianF32Quads),
+        _ => Some(Shader::Median32Quads),
     };
     let first_entry = match grid_entry {
         _ if rows_3x3 => "median_3x3_rows",
         Some(e) => e,
         None => entry,
     };
-    gpu.pipeline(&source_text, first_entry)?;
+    gpu.pipeline(module, first_entry)?;
     let offsets = if network {
         None
     } else {
@@ -456,16 +458,16 @@ async fn stream_keys<T: Pod>(
         }
         let extent_3x3 = [core[2], core[1].div_ceil(ROWS_3X3), core[0]];
         if rows_3x3 && rec.grid_fits(extent_3x3) {
-            let pipeline = gpu.pipeline(&source_text, "median_3x3_rows")?;
+            let pipeline = gpu.pipeline(module, "median_3x3_rows")?;
             rec.dispatch_grid(&pipeline, &buffers, extent_3x3)?;
             return Ok(true);
         }
         match grid_entry {
             Some(e) if rec.grid_fits(extent) => {
-                rec.dispatch_grid(&gpu.pipeline(&source_text, e)?, &buffers, extent)?
+                rec.dispatch_grid(&gpu.pipeline(module, e)?, &buffers, extent)?
             }
             _ => rec.dispatch(
-                &gpu.pipeline(&source_text, entry)?,
+                &gpu.pipeline(module, entry)?,
                 &buffers,
                 core.iter().product::<usize>() as u64,
             )?,

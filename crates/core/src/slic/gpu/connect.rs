@@ -9,7 +9,7 @@ use super::Buffers;
 use crate::copies::Prefaulted;
 use crate::engine::{Gpu, Recorder, split_parts, vec_from_bytes};
 use crate::error::{Error, Result};
-use crate::shaders;
+use crate::shaders::Shader;
 use crate::slic::host::Prepared;
 
 #[repr(C)]
@@ -99,7 +99,7 @@ pub(super) async fn connect(
         ("rank_pieces", (n_blocks * 256) as u64),
         ("find_candidates", n as u64),
     ] {
-        let pipeline = gpu.pipeline(shaders::SLIC_CONNECT, entry)?;
+        let pipeline = gpu.pipeline(Shader::SlicConnect, entry)?;
         rec.dispatch(&pipeline, &refs, threads)?;
     }
     // Then search rounds until none is blocked by an unresolved earlier
@@ -109,10 +109,10 @@ pub(super) async fn connect(
     // Batches are multiples of 4, so the last round of each uses counter 3,
     // which holds that round's count alone: zero means the last round was
     // blocked nowhere, so every piece is resolved.
-    let clear = gpu.pipeline(shaders::SLIC_CONNECT, "clear_pending")?;
-    let bfs = gpu.pipeline(shaders::SLIC_CONNECT, "bfs_round")?;
-    let advance = gpu.pipeline(shaders::SLIC_CONNECT, "advance")?;
-    let gather = gpu.pipeline(shaders::SLIC_CONNECT, "gather")?;
+    let clear = gpu.pipeline(Shader::SlicConnect, "clear_pending")?;
+    let bfs = gpu.pipeline(Shader::SlicConnect, "bfs_round")?;
+    let advance = gpu.pipeline(Shader::SlicConnect, "advance")?;
+    let gather = gpu.pipeline(Shader::SlicConnect, "gather")?;
     // Every pixel's label, and the largest label + 1 and the number of
     // kept pieces copied next to counter 3 (state words n + 3 ... n + 6).
     // gather does nothing while counter 3 is not zero, so it can follow a

@@ -6,7 +6,7 @@ use super::Buffers;
 use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::keys::Samples;
-use crate::shaders;
+use crate::shaders::Shader;
 use crate::slic::host::Prepared;
 
 /// shaders/slic/lab.wgsl's parameters.
@@ -40,7 +40,7 @@ pub(super) fn record_lab(
         pad: [0; 2],
         linear,
     });
-    let lab = gpu.pipeline(shaders::SLIC_LAB, "lab")?;
+    let lab = gpu.pipeline(Shader::SlicLab, "lab")?;
     rec.dispatch(&lab, &[&params, rgb, features], n as u64)
 }
 

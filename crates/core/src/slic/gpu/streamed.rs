@@ -5,7 +5,7 @@
 use super::{Buffers, gpu_centres, gpu_stride, kparams, mask_bits, maxdist_buffer, slab_params};
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
-use crate::shaders;
+use crate::shaders::Shader;
 use crate::slic::host::{self, Prepared};
 use crate::slic::{NONE, Segments};
 
@@ -82,11 +82,11 @@ pub(in crate::slic) async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<
             gpu.upload(&mask, bytemuck::cast_slice(&mask_bits(&mk[lo..lo + m])));
         }
     };
-    let assign = gpu.pipeline(shaders::SLIC_KMEANS, "assign")?;
-    let accumulate = gpu.pipeline(shaders::SLIC_KMEANS, "accumulate")?;
-    let finalize = gpu.pipeline(shaders::SLIC_KMEANS, "finalize")?;
-    let colour_max = gpu.pipeline(shaders::SLIC_KMEANS, "colour_max")?;
-    let init = gpu.pipeline(shaders::SLIC_KMEANS, "init")?;
+    let assign = gpu.pipeline(Shader::SlicKmeans, "assign")?;
+    let accumulate = gpu.pipeline(Shader::SlicKmeans, "accumulate")?;
+    let finalize = gpu.pipeline(Shader::SlicKmeans, "finalize")?;
+    let colour_max = gpu.pipeline(Shader::SlicKmeans, "colour_max")?;
+    let init = gpu.pipeline(Shader::SlicKmeans, "init")?;
     {
         // Sums to 0 (the slab's labels are uploaded before every use).
         let b = bound(0);
