@@ -89,7 +89,10 @@ try {
 export const CATALOGUE = catalogueOps;
 
 /** Catalogue operations the page does not offer on their own. */
-export const NOT_ON_PAGE = ['regionprops']; // measured by `sources`
+export const NOT_ON_PAGE = [
+  'regionprops', // measured by `sources`
+  'normalize', // three inputs (projections, flats, darks): command line and Python
+];
 
 /** GPU (f32) vs CPU (f64) agreement for float outputs, relative to max |CPU|. */
 export const RTOL = 1e-4;

@@ -18,6 +18,7 @@ mod slic;
 mod spots;
 mod spread;
 mod stream;
+mod tomo;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -110,6 +111,8 @@ enum Command {
     Median(filters::MedianArgs),
     /// Replace bright/dark outliers by the local median (Mantid Imaging, tomopy).
     Outliers(filters::OutliersArgs),
+    /// Flat/dark correction of tomography projections (tomopy.normalize).
+    Normalize(tomo::NormalizeArgs),
     /// Time the benchmark workloads on this machine's GPU.
     Bench(bench::BenchArgs),
     /// Pixels above a value, as a boolean mask (`image > value`), the value
@@ -203,6 +206,7 @@ fn run(cli: Cli) -> CliResult {
         Command::Convolve(args) => filters::convolve(&cli, args),
         Command::Median(args) => filters::median(&cli, args),
         Command::Outliers(args) => filters::outliers(&cli, args),
+        Command::Normalize(args) => tomo::normalize(&cli, args),
         Command::Bench(args) => bench::bench(&cli, args),
         Command::Threshold(args) => segment::threshold_cmd(&cli, args),
         Command::Clip(args) => segment::clip_cmd(&cli, args),

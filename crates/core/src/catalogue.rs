@@ -18,6 +18,7 @@ use crate::segment::{LabelParams, RegionpropsParams, SourcesParams, ThresholdPar
 use crate::slic::SlicParams;
 use crate::spots::SpotOptions;
 use crate::stats::SigmaClipParams;
+use crate::tomo::{AVERAGINGS, NormalizeParams};
 
 /// How a parameter's value is written.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -359,6 +360,23 @@ pub fn catalogue() -> Vec<Operation> {
             ]),
         },
         Operation {
+            name: "normalize",
+            reference: "tomopy.normalize (Mantid Imaging's flat-fielding)",
+            summary: "Flat/dark correction of projections: (x - dark) / max(flat - dark, 1e-6) in float32, flats and darks averaged per pixel; values above cutoff set to it.",
+            cli: "gpuscope normalize IN OUT --flat FLATS --dark DARKS",
+            inputs: vec![
+                input("arr", [2, 3], ANY_DTYPE, "none (projections along axis 0)"),
+                input("flat", [2, 3], ANY_DTYPE, "none (flat frames along axis 0)"),
+                input("dark", [2, 3], ANY_DTYPE, "none (dark frames along axis 0)"),
+            ],
+            output: OutputKind::Image,
+            params: with_defaults::<NormalizeParams>(vec![
+                p("cutoff", Float, "largest value of the result (None: no limit)").nullable(),
+                p("averaging", Choice, "how the flats and darks are combined per pixel")
+                    .choices(&AVERAGINGS),
+            ]),
+        },
+        Operation {
             name: "sigma_clipped_stats",
             reference: "astropy.stats.sigma_clipped_stats",
             summary: "Mean, median and std (ddof 0) of the values kept by iterative kappa-sigma clipping; NaN and inf left out.",
@@ -517,6 +535,7 @@ pub fn type_fields() -> Vec<(&'static str, Vec<String>)> {
         ("correlate", keys::<ConvolveParams>()),
         ("median_filter", keys::<MedianParams>()),
         ("remove_outliers", keys::<OutlierRemoval>()),
+        ("normalize", keys::<NormalizeParams>()),
         ("sigma_clipped_stats", keys::<SigmaClipParams>()),
         ("threshold", keys::<ThresholdParams>()),
         ("label", keys::<LabelParams>()),

@@ -43,6 +43,7 @@ pub mod slic;
 pub mod spots;
 pub mod stats;
 pub mod stream;
+pub mod tomo;
 
 pub use engine::{DeviceSummary, Gpu, GpuOptions};
 pub use error::{Error, Result};

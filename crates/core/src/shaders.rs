@@ -60,6 +60,7 @@ pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.
 pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
 pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
 pub const SPOTS_COMPACT: &str = shader!("spots/common.wgsl", "spots/compact.wgsl");
+pub const NORMALIZE: &str = shader!("tomo/normalize.wgsl");
 
 /// The shaders compiled into the binary, as the device's pipeline cache
 /// names them (see `engine::pipelines`): a dispatch looks its pipeline up by
@@ -84,11 +85,12 @@ pub enum Shader {
     SpotsFix,
     SpotsMeasure,
     SpotsCompact,
+    Normalize,
 }
 
 impl Shader {
     /// Every shader, in the order of [`ALL`].
-    pub const EVERY: [Shader; 18] = [
+    pub const EVERY: [Shader; 19] = [
         Shader::Correlate,
         Shader::Threshold,
         Shader::Median32,
@@ -107,6 +109,7 @@ impl Shader {
         Shader::SpotsFix,
         Shader::SpotsMeasure,
         Shader::SpotsCompact,
+        Shader::Normalize,
     ];
 
     /// The WGSL text (with its shared snippets prepended).
@@ -130,6 +133,7 @@ impl Shader {
             Shader::SpotsFix => SPOTS_FIX,
             Shader::SpotsMeasure => SPOTS_MEASURE,
             Shader::SpotsCompact => SPOTS_COMPACT,
+            Shader::Normalize => NORMALIZE,
         }
     }
 
@@ -154,6 +158,7 @@ impl Shader {
             Shader::SpotsFix => "spots/fix.wgsl",
             Shader::SpotsMeasure => "spots/measure.wgsl",
             Shader::SpotsCompact => "spots/compact.wgsl",
+            Shader::Normalize => "tomo/normalize.wgsl",
         }
     }
 }

@@ -8,6 +8,7 @@ use gpuscope_core::segment::{LabelParams, SourcesParams, ThresholdParams};
 use gpuscope_core::slic::SlicParams;
 use gpuscope_core::spots::{Algorithm, Gain, SpotOptions};
 use gpuscope_core::stats::{CenFunc, ClipOptions, SigmaClipParams};
+use gpuscope_core::tomo::NormalizeParams;
 use serde_json::{Value, json};
 
 fn default_of(op: &str, name: &str) -> Value {
@@ -77,6 +78,7 @@ fn choices_are_the_values_the_types_accept() {
                     "sigma_clipped_stats" => serde_json::from_value::<SigmaClipParams>(v).is_ok(),
                     "sources" => serde_json::from_value::<SourcesParams>(v).is_ok(),
                     "find_spots" => serde_json::from_value::<SpotOptions>(v).is_ok(),
+                    "normalize" => serde_json::from_value::<NormalizeParams>(v).is_ok(),
                     other => panic!("{other} has a choice parameter this test does not know"),
                 };
                 assert!(ok, "{}.{} = {c} is refused", op.name, p.name);
@@ -110,6 +112,10 @@ fn defaults_are_the_reference_signatures() {
     // Mantid Imaging: size 3, bright; diff required.
     assert_eq!(default_of("remove_outliers", "size"), json!(3));
     assert_eq!(default_of("remove_outliers", "mode"), json!("bright"));
+    // tomopy.prep.normalize.normalize(arr, flat, dark, cutoff=None, ncore=None, out=None)
+    // (and averaging='mean' where tomopy has it)
+    assert_eq!(default_of("normalize", "cutoff"), json!(null));
+    assert_eq!(default_of("normalize", "averaging"), json!("mean"));
     // astropy: sigma=3.0, sigma_lower=None, sigma_upper=None, maxiters=5, cenfunc='median'
     for op in ["sigma_clipped_stats", "sources"] {
         assert_eq!(default_of(op, "sigma"), json!(3.0));

@@ -10,6 +10,7 @@ mod chain;
 mod device;
 mod ops;
 mod spots;
+mod tomo;
 
 use pyo3::prelude::*;
 
@@ -24,6 +25,7 @@ fn _gpuscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ops::regionprops, m)?)?;
     m.add_function(wrap_pyfunction!(ops::slic, m)?)?;
     m.add_function(wrap_pyfunction!(ops::sigma_clipped_stats, m)?)?;
+    m.add_function(wrap_pyfunction!(tomo::normalize, m)?)?;
     m.add_function(wrap_pyfunction!(spots::find_spots, m)?)?;
     m.add_function(wrap_pyfunction!(spots::read, m)?)?;
     m.add_function(wrap_pyfunction!(chain::sources_chain, m)?)?;

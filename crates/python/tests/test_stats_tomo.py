@@ -8,7 +8,7 @@ from astropy.stats import sigma_clipped_stats as astropy_stats
 
 from gpuscope.stats import sigma_clipped_stats
 from gpuscope.tomo import remove_outliers
-from conftest import golden
+from conftest import GOLDEN, golden
 
 IMAGE = golden("segment", "hubble_grey_f32.npy")
 
@@ -86,3 +86,82 @@ def test_remove_outliers_errors(engine):
         remove_outliers(x, 0)
     with pytest.raises(ValueError):
         remove_outliers(x, 1, mode="grey")
+
+
+def tomopy_normalize(arr, flat, dark, cutoff=None, averaging="mean"):
+    """tomopy.prep.normalize.normalize written out (its numexpr steps are
+    float32 numpy here): fields averaged along axis 0 in float32, the
+    denominator floored at 1e-6, the cutoff as a minimum."""
+    arr = arr.astype(np.float32)
+    if averaging == "mean":
+        flat = np.mean(flat, axis=0, dtype=np.float32)
+        dark = np.mean(dark, axis=0, dtype=np.float32)
+    else:
+        flat = np.median(flat, axis=0).astype(np.float32)
+        dark = np.median(dark, axis=0).astype(np.float32)
+    l = np.float32(1e-6)
+    denom = flat - dark
+    denom = np.where(denom < l, l, denom)
+    out = (arr - dark) / denom
+    if cutoff is not None:
+        out = np.where(out > np.float32(cutoff), np.float32(cutoff), out)
+    return out
+
+
+def _nxtomo():
+    fixtures = GOLDEN.parents[1] / "crates" / "io" / "tests" / "fixtures" / "hdf5"
+    data = np.load(fixtures / "nxtomo.npy")
+    key = np.load(fixtures / "nxtomo_image_key.npy")
+    return data[key == 0], data[key == 1], data[key == 2]
+
+
+@pytest.mark.parametrize("kw", [{}, {"cutoff": 1.2}, {"averaging": "median"}])
+def test_normalize_is_tomopys(engine, kw):
+    from gpuscope.tomo import normalize
+
+    proj, flat, dark = _nxtomo()
+    want = tomopy_normalize(proj, flat, dark, **kw)
+    got = normalize(proj, flat, dark, **kw)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    if engine == "cpu":
+        np.testing.assert_array_equal(got, want)
+    else:
+        # WGSL's float32 division: within 2.5 ULP of the exact quotient.
+        np.testing.assert_array_max_ulp(got, want, maxulp=3)
+
+
+def test_normalize_edge_cases(engine):
+    from gpuscope.tomo import normalize
+
+    proj, flat, dark = _nxtomo()
+    # Dark above flat: the floored denominator; NaN flats give NaN; one 2-D
+    # projection and 2-D fields; int and float64 inputs; inf cutoff = none.
+    flat = flat.astype(np.float64)
+    flat[:, 0, 0] = dark[0, 0, 0] - 5
+    flat[1, 2, 3] = np.nan
+    want = tomopy_normalize(proj, flat, dark)
+    got = normalize(proj, flat, dark, cutoff=np.inf)
+    assert np.isnan(got[:, 2, 3]).all()
+    np.testing.assert_array_max_ulp(np.nan_to_num(got), np.nan_to_num(want), maxulp=3)
+    one = normalize(proj[0], flat[0], dark[0])
+    np.testing.assert_array_max_ulp(
+        np.nan_to_num(one), np.nan_to_num(tomopy_normalize(proj[0][None], flat[:1], dark[:1])[0]), maxulp=3
+    )
+    out = np.empty(proj.shape, np.float32)
+    assert normalize(proj, flat, dark, out=out) is out
+
+
+def test_normalize_errors(engine):
+    from gpuscope.tomo import normalize
+
+    proj, flat, dark = _nxtomo()
+    with pytest.raises(ValueError, match="pixels"):
+        normalize(proj, flat[:, :3], dark)
+    with pytest.raises(ValueError, match="2-D projection"):
+        normalize(proj[0, 0], flat, dark)
+    with pytest.raises(ValueError, match="averaging"):
+        normalize(proj, flat, dark, averaging="mode")
+    with pytest.raises(ValueError):
+        normalize(proj, flat, dark, cutoff=np.nan)
+    with pytest.raises(TypeError):
+        normalize(proj.astype(np.complex64), flat, dark)

@@ -2,6 +2,20 @@
 
 import numpy
 
+def normalize(arr, flat, dark, cutoff=None, ncore=None, out=None, *, averaging='mean') -> numpy.ndarray:
+    """Flat/dark correction as ``tomopy.normalize``: ``(arr - dark) /
+    (flat - dark)`` in float32, with ``flat`` and ``dark`` averaged along
+    axis 0 (``averaging='mean'`` as numpy's float32 mean, or ``'median'``),
+    the denominator floored at 1e-6, and values above ``cutoff`` set to it.
+    ``arr``: one 2-D projection or a 3-D stack (projection, row, column);
+    ``flat``/``dark``: 2-D frames or 3-D stacks of them. Returns float32.
+    
+    Differs from tomopy: ``ncore`` is accepted and ignored (the GPU does the
+    work); on the GPU, WGSL's float32 division may differ from the
+    correctly rounded quotient by up to 2.5 ULP (the CPU path,
+    ``set_device('cpu')``, gives tomopy's bits). ``out``: an array of
+    ``arr``'s shape to fill (tomopy's in-place ``out=arr`` included)."""
+
 def remove_outliers(data, diff, size=3, mode='bright', *, output=None) -> numpy.ndarray:
     """Replaces an element by the median of its ``size x size`` window in
     its 2-D slice (mode reflect) where it is an outlier: 'bright'

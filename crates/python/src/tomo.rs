@@ -1,0 +1,68 @@
+//! `gpuscope.tomo.normalize`: tomopy's flat/dark correction in float32.
+
+use gpuscope_core::tomo::{self, Fields, NormalizeParams};
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+
+use crate::arrays::{self, Input};
+use crate::device::{Engine, engine, interruptible, parse, py_err};
+
+/// The frames of a flat or dark field as float32, with the plane they
+/// must match (a 2-D array is one frame).
+fn frames(obj: &Bound<'_, PyAny>, what: &str, plane: [usize; 2]) -> PyResult<Vec<f32>> {
+    let Input { values, shape } = arrays::input(obj)?;
+    let ok = match shape[..] {
+        [y, x] | [_, y, x] => [y, x] == plane,
+        _ => false,
+    };
+    if !ok {
+        return Err(PyValueError::new_err(format!(
+            "{what} has shape {shape:?}; give frames of the projections' {}x{} pixels, \
+             as a 2-D array or a 3-D stack (frame, row, column)",
+            plane[0], plane[1]
+        )));
+    }
+    Ok(arrays::into_f32(values))
+}
+
+/// `normalize(arr, flat, dark, options)`: `(arr - dark) / max(flat - dark,
+/// 1e-6)` per pixel with the averaged fields, as a float32 array.
+#[pyfunction]
+pub fn normalize<'py>(
+    py: Python<'py>,
+    arr: &Bound<'py, PyAny>,
+    flat: &Bound<'py, PyAny>,
+    dark: &Bound<'py, PyAny>,
+    options: &str,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Input { values, shape } = arrays::input(arr)?;
+    let plane = match shape[..] {
+        [y, x] | [_, y, x] => [y, x],
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "arr has shape {shape:?}; give a 2-D projection or a 3-D stack (projection, row, column)"
+            )));
+        }
+    };
+    let p: NormalizeParams = parse(options)?;
+    p.validate().map_err(py_err)?;
+    let flats = frames(flat, "flat", plane)?;
+    let darks = frames(dark, "dark", plane)?;
+    let engine = engine(py)?;
+    let run_shape = shape.clone();
+    let n = values.as_samples().len();
+    let result = interruptible(py, n, move || {
+        let fields = Fields::new(&flats, &darks, plane, p.averaging)?;
+        let data = arrays::into_f32(values);
+        if data.is_empty() {
+            return Ok(data);
+        }
+        match engine.as_ref() {
+            Engine::Gpu(gpu) => {
+                pollster::block_on(tomo::gpu::normalize(gpu, &data, &run_shape, &fields, &p))
+            }
+            Engine::Cpu => tomo::cpu::normalize(&data, &run_shape, &fields, &p),
+        }
+    })?;
+    arrays::array(py, result.map_err(py_err)?, &shape)
+}
