@@ -84,6 +84,8 @@ function showExercise(ex, work) {
   showResult('', '');
   $('timing').replaceChildren();
   $('timing-note').textContent = '';
+  $('images').hidden = true;
+  $('launch-info').textContent = '';
   $('plot').hidden = true;
   $('sweep-table').replaceChildren();
   $('sweep-info').textContent = '';
@@ -180,7 +182,7 @@ function showTiming(r, repeats) {
     tr.dataset.row = label.split(' ')[0];
   };
   const head = t.createTHead().insertRow();
-  for (const h of [`median of ${repeats} runs (after one warm-up)`, 'time', 'what it means']) {
+  for (const h of [`median of ${repeats} run${repeats > 1 ? "s" : ""} (after one warm-up)`, 'time', 'what it means']) {
     const th = document.createElement('th');
     th.textContent = h;
     head.append(th);
@@ -195,6 +197,37 @@ function showTiming(r, repeats) {
   row('bytes moved', `${p3(r.bytes / 1e6)} MB`, `at ${rate(r.bytes, gpuTime)} (${r.gpuMs ? 'kernel' : 'waited'} time)${bw ? `; this device copies ${p3(bw / 1e9)} GB/s (buffer to buffer, measured): ${p3((100 * r.bytes) / (gpuTime / 1e3) / bw)} % of that` : ''}`);
   row('speed-up', r.cpuMs && r.doneMs ? `${p3(r.cpuMs / r.doneMs)}×` : '—', 'CPU reference time / waited GPU time');
   $('timing-note').textContent = `All runs, waited wall time: ${r.runs.map((x) => x.doneMs.toFixed(3)).join(', ')} ms${gpu.hasTimestamps ? `; kernel: ${r.runs.map((x) => (x.gpuMs === null ? '—' : x.gpuMs.toFixed(4))).join(', ')} ms` : ''}. Browsers may round timestamps (Chrome to 0.1 ms unless WebGPU developer features are on).`;
+}
+
+/** For an image exercise: the input, the kernel's output and its wrong
+ * pixels (red), each scaled min..max to grey, so a border left out or a
+ * flipped kernel is seen at once. */
+function showImages(r) {
+  const shape = r.shape;
+  $('images').hidden = !shape;
+  if (!shape) return;
+  const [h, w] = shape;
+  const wrong = new Uint8Array(h * w);
+  for (const [a, b] of r.check.runs) wrong.fill(1, a, b + 1);
+  const draw = (canvas, data, mark) => {
+    canvas.width = w;
+    canvas.height = h;
+    const g = canvas.getContext('2d');
+    const img = g.createImageData(w, h);
+    let lo = Infinity;
+    let hi = -Infinity;
+    for (const v of data) if (Number.isFinite(v)) [lo, hi] = [Math.min(lo, v), Math.max(hi, v)];
+    const k = hi > lo ? 255 / (hi - lo) : 0;
+    for (let i = 0; i < w * h; i++) {
+      const v = (data[i] - lo) * k;
+      const bad = mark && mark[i];
+      img.data.set(bad ? [255, 40, 40, 255] : [v, v, v, 255], 4 * i);
+    }
+    g.putImageData(img, 0, 0);
+  };
+  draw($('img-in'), r.input[0].data, null);
+  draw($('img-out'), r.got, null);
+  draw($('img-wrong'), r.got, wrong);
 }
 
 /** Shows a LabError (or any error) where the student looks. */
@@ -215,6 +248,7 @@ async function run() {
   $('run').disabled = true;
   showResult('', '');
   $('compiler').replaceChildren();
+  $('launch-info').textContent = '';
   editor.mark([]);
   const work = current();
   const repeats = Math.min(50, Math.max(1, Math.floor(Number($('repeats').value) || 5)));
@@ -228,6 +262,7 @@ async function run() {
     $('launch-info').textContent = `launched ${r.count.join(' × ')} workgroups on n = ${r.n}`;
     showResult(r.check.ok ? 'ok' : 'wrong', r.check.text);
     showTiming(r, repeats);
+    showImages(r);
     return r;
   } catch (e) {
     state.last = { error: e };

@@ -80,6 +80,7 @@ export async function measure(gpu, ex, input, code, formula, repeats) {
       got,
       count,
       n: prepared.n,
+      shape: prepared.out.shape ?? null,
       runs,
       gpuMs: median(runs.map((r) => r.gpuMs)),
       doneMs: median(runs.map((r) => r.doneMs)),

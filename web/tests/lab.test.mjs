@@ -81,6 +81,12 @@ describe('the kernel lab', () => {
       const bad = await runAndWait();
       assert.equal(bad.cls, 'result wrong', bad.text);
       assert.match(bad.text, STARTER[id]);
+      if (id === 'convolve') {
+        // The input, the output and its wrong pixels: here the border.
+        assert.equal(await page.locator('#images').isVisible(), true);
+        await page.locator('#images').scrollIntoViewIfNeeded();
+        await screenshot(page.locator('#images'), 'lab-convolve-starter.png');
+      }
       await choose(id, { solution: true });
       const good = await runAndWait();
       assert.equal(good.cls, 'result ok', good.text);
