@@ -44,15 +44,20 @@ function current() {
 }
 
 let saveTimer = 0;
+let saveSeq = 0;
 /** Saves to localStorage and the address bar, shortly after the last edit. */
 function save(now = false) {
   clearTimeout(saveTimer);
   const run = async () => {
     const work = current();
-    stored.current = state.ex.id;
-    stored.work[state.ex.id] = work;
+    const id = state.ex.id;
+    const seq = ++saveSeq;
+    stored.current = id;
+    stored.work[id] = work;
     store(stored);
-    history.replaceState(null, '', await toHash(state.ex.id, work));
+    const hash = await toHash(id, work);
+    // Compression is asynchronous: an older save must not win the race.
+    if (seq === saveSeq) history.replaceState(null, '', hash);
   };
   if (now) return run();
   saveTimer = setTimeout(run, 300);

@@ -4,7 +4,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { URL, WEBGPU, launch, screenshot } from './browser.mjs';
+import path from 'node:path';
+import { SAMPLES, URL, WEBGPU, launch, screenshot } from './browser.mjs';
 
 const LAB = `${URL}web/lab/`;
 
@@ -73,6 +74,9 @@ describe('the kernel lab', () => {
     const limits = await page.locator('#limits').innerText();
     assert.match(limits, /invocations per workgroup.*\t\d+/);
     assert.match(limits, /var<workgroup> memory.*\t\d+/);
+    // A new exercise without an expected starter message fails here.
+    const ids = await page.locator('#exercise option').evaluateAll((os) => os.map((o) => o.value));
+    assert.deepEqual([...ids].sort(), Object.keys(STARTER).sort());
   });
 
   for (const id of Object.keys(STARTER)) {
@@ -119,6 +123,16 @@ describe('the kernel lab', () => {
     assert.equal(values.length, 303 * 384);
     assert.deepEqual(counts['hist-shared'], counts['hist-global']);
     assert.deepEqual(counts['hist-global'], bincount);
+  });
+
+  it("runs on the student's own image file, decoded by the page's wasm decoder", async () => {
+    await choose('hist-shared', { solution: true });
+    await page.setInputFiles('#file', path.join(SAMPLES, 'camera.png'));
+    await page.waitForFunction(() => document.getElementById('input').value === 'file');
+    const r = await runAndWait();
+    assert.equal(r.cls, 'result ok', r.text);
+    assert.equal(await page.evaluate(() => window.lab.state.last.n), 512 * 512);
+    assert.match(await page.locator('#input-info').innerText(), /camera\.png: 512×512 uint8/);
   });
 
   it('shows a WGSL syntax error at its line and column', async () => {
