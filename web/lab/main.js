@@ -124,7 +124,7 @@ async function updateInputInfo() {
   $('n-label').hidden = !isArray;
   try {
     const input = await inputData();
-    $('input-info').textContent = `${input.label}: ${input.data.length} elements. ${isArray ? '' : 'Change the exercise or pick another sample to use a generated array.'}`;
+    $('input-info').textContent = `${input.label}: ${input.data.length} elements.`;
   } catch (e) {
     $('input-info').textContent = `Cannot load this input: ${message(e)}`;
   }
