@@ -259,6 +259,26 @@ describe('the kernel lab', () => {
     assert.equal(r.cls, 'result ok', r.text);
   });
 
+  it('stops a kernel that runs too long by making a new device, and says so', async () => {
+    await choose('convolve', { solution: true });
+    await page.selectOption('#input', 'sample:camera.png');
+    await page.evaluate(() => {
+      document.getElementById('banner').hidden = true;
+      window.lab.gpu.stuckMs = 1; // the 512×512 convolution takes longer on SwiftShader
+    });
+    const losses = await page.evaluate(() => window.lab.gpu.losses);
+    const r = await runAndWait();
+    await page.evaluate(() => {
+      window.lab.gpu.stuckMs = window.lab.STUCK_MS;
+    });
+    assert.equal(r.cls, 'result error', r.text);
+    assert.match(r.text, /still running after 0\.001 s: the lab destroyed the GPU device to stop it and is making a new one/);
+    await page.waitForFunction((n) => window.lab.gpu.losses === n + 1 && !document.getElementById('banner').hidden, losses);
+    assert.match(await page.locator('#banner').innerText(), /the lab made a new one/);
+    const again = await runAndWait();
+    assert.equal(again.cls, 'result ok', again.text);
+  });
+
   it('raised no page errors', () => {
     assert.deepEqual(pageErrors, []);
   });
