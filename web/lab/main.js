@@ -235,6 +235,13 @@ function showImages(r) {
   draw($('img-wrong'), r.got, wrong);
 }
 
+/** "0 a: read, 200 f32" — what the lab bound where the shader declares it. */
+function describeBinding(b) {
+  const type = b.data instanceof Uint32Array ? 'u32' : 'f32';
+  if (b.kind === 'uniform') return `${b.binding} ${b.name}: uniform (${Array.from(b.data).join(', ')})`;
+  return `${b.binding} ${b.name}: ${b.kind === 'read' ? 'read' : 'read_write'}, ${b.data.length} ${type}`;
+}
+
 /** Shows a LabError (or any error) where the student looks. */
 function showError(e) {
   if (e instanceof LabError && e.kind === 'compile') {
@@ -264,7 +271,7 @@ async function run() {
     const r = await measure(gpu, state.ex, input, work.code, work.workgroups, repeats);
     state.last = r;
     if (r.warnings.length) showCompiler(r.warnings);
-    $('launch-info').textContent = `launched ${r.count.join(' × ')} workgroups on n = ${r.n}`;
+    $('launch-info').textContent = `launched ${r.count.join(' × ')} workgroups on n = ${r.n}; bindings: ${r.input.map(describeBinding).join(', ')}`;
     showResult(r.check.ok ? 'ok' : 'wrong', r.check.text);
     showTiming(r, repeats);
     showImages(r);
