@@ -235,6 +235,29 @@ function showImages(r) {
   draw($('img-wrong'), r.got, wrong);
 }
 
+/** One row per run, newest first: the exercise, the input, the check and
+ * the times, so a student can set two versions of a kernel side by side. */
+function addToHistory(r, work) {
+  const t = $('history');
+  if (!t.tHead) {
+    const head = t.createTHead().insertRow();
+    for (const h of ['exercise', 'input', 'n', 'workgroups', 'check', 'GPU kernel', 'GPU waited', 'CPU reference']) {
+      const th = document.createElement('th');
+      th.textContent = h;
+      head.append(th);
+    }
+    t.createTBody();
+  }
+  const tr = t.tBodies[0].insertRow(0);
+  const cells = [state.ex.title, $('input').selectedOptions[0]?.textContent ?? work.input, r.n, r.count.join(' × '), r.check.ok ? 'correct' : `${r.check.wrong} wrong`, ms(r.gpuMs), ms(r.doneMs), ms(r.cpuMs)];
+  for (const c of cells) {
+    const td = tr.insertCell();
+    td.textContent = String(c);
+    if (typeof c === 'number' || /ms$/.test(c)) td.className = 'num';
+  }
+  while (t.tBodies[0].rows.length > 20) t.tBodies[0].deleteRow(-1);
+}
+
 /** "0 a: read, 200 f32" — what the lab bound where the shader declares it. */
 function describeBinding(b) {
   const type = b.data instanceof Uint32Array ? 'u32' : 'f32';
@@ -274,6 +297,7 @@ async function run() {
     $('launch-info').textContent = `launched ${r.count.join(' × ')} workgroups on n = ${r.n}; bindings: ${r.input.map(describeBinding).join(', ')}`;
     showResult(r.check.ok ? 'ok' : 'wrong', r.check.text);
     showTiming(r, repeats);
+    addToHistory(r, work);
     showImages(r);
     return r;
   } catch (e) {

@@ -122,6 +122,9 @@ describe('the kernel lab', () => {
     for (const v of values) bincount[v]++;
     assert.equal(values.length, 303 * 384);
     assert.deepEqual(counts['hist-shared'], counts['hist-global']);
+    // Both runs are in the history, to compare their times.
+    const history = await page.locator('#history tbody tr').evaluateAll((trs) => trs.slice(0, 2).map((tr) => tr.cells[0].textContent));
+    assert.deepEqual(history, ['Histogram: workgroup memory', 'Histogram: global atomics']);
     assert.deepEqual(counts['hist-global'], bincount);
   });
 
