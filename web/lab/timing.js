@@ -21,6 +21,12 @@ export async function measure(gpu, ex, input, code, formula, repeats) {
   const prepared = ex.prepare(input);
   const vars = { n: prepared.n, width: prepared.width ?? prepared.n, height: prepared.height ?? 1 };
   const count = workgroupCount(formula, vars);
+  const maxBinding = gpu.limit('maxStorageBufferBindingSize');
+  for (const b of prepared.bindings) {
+    if (b.data.byteLength > maxBinding) {
+      throw new LabError('limit', `The buffer ${b.name} would hold ${b.data.byteLength} bytes, and this device binds at most ${maxBinding} bytes as one storage buffer (maxStorageBufferBindingSize): use a smaller n or image.`);
+    }
+  }
   const device = await gpu.ready();
   const key = `${code}\u0000${prepared.bindings.map((b) => `${b.binding}${b.kind}`).join()}`;
   let entry = pipelines.get(key);
