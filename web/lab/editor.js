@@ -21,7 +21,7 @@ const BUILTINS = new Set(
 // One pass over the source: comments, attributes, numbers, words, the rest.
 const TOKEN = /(\/\/[^\n]*|\/\*[\s\S]*?\*\/)|(@\w+)|(\b(?:0x[0-9a-fA-F]+|\d+\.?\d*(?:e[+-]?\d+)?|\.\d+(?:e[+-]?\d+)?)[uif]?\b)|([A-Za-z_]\w*)/g;
 
-const escape = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
+const escape = (s) => s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 
 /** The highlighted HTML of `code` (every character kept, so the overlay
  * lines up with the textarea). */

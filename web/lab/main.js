@@ -102,7 +102,8 @@ function fillInputs(value) {
   const sel = $('input');
   const ex = state.ex;
   const opts = [new Option('generated array (seeded, integers 0..255)', 'array')];
-  for (const s of SAMPLES) if (!s.file.endsWith('.tif') || s.file === 'blobs3d.tif') opts.push(new Option(`sample: ${s.label}`, `sample:${s.file}`));
+  // multipage.tif is a decoder test (two tiny pages), not an exercise input.
+  for (const s of SAMPLES) if (s.file !== 'multipage.tif') opts.push(new Option(`sample: ${s.label}`, `sample:${s.file}`));
   if (state.userImage) opts.push(new Option(`your file: ${state.userImage.label}`, 'file'));
   for (const o of opts) o.disabled = !ex.inputs.includes(o.value === 'array' ? 'array' : 'image');
   sel.replaceChildren(...opts);
