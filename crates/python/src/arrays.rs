@@ -190,3 +190,79 @@ fn cast_from<'py, S: Copy + Into<f64>>(
         ))),
     }
 }
+
+/// A float32 C-contiguous numpy array that GPU work reads in place, without
+/// the copy [`input`] makes. The owned reference keeps the array alive while
+/// a worker thread reads it, also after a KeyboardInterrupt has abandoned
+/// the call (the work then finishes in the background, see
+/// `device::interruptible`).
+pub struct SharedF32 {
+    _owner: Py<PyAny>,
+    ptr: *const f32,
+    len: usize,
+}
+
+// SAFETY: the pointer is into the numpy buffer `_owner` keeps alive; the
+// slice is only read.
+unsafe impl Send for SharedF32 {}
+
+impl SharedF32 {
+    pub fn as_slice(&self) -> &[f32] {
+        // SAFETY: `ptr`/`len` describe the C-contiguous float32 buffer of
+        // the array held by `_owner` (checked in `shared_f32`); numpy keeps
+        // an array's buffer in place while a reference to it exists.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+/// `obj` as a [`SharedF32`] and its shape when it is a C-contiguous float32
+/// array; `None` for anything else (the caller copies through [`input`]).
+pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
+    let a = obj.cast::<PyArrayDyn<f32>>().ok()?;
+    if !a.is_c_contiguous() {
+        return None;
+    }
+    let shape = a.shape().to_vec();
+    let len = shape.iter().product();
+    let ptr = a.data() as *const f32;
+    Some((
+        SharedF32 {
+            _owner: obj.clone().unbind(),
+            ptr,
+            len,
+        },
+        shape,
+    ))
+}
+
+/// A fresh float32 numpy array the GPU work writes into from a worker
+/// thread; Python sees it only once the work is done.
+pub struct OutF32 {
+    _owner: Py<PyAny>,
+    ptr: *mut f32,
+    len: usize,
+}
+
+// SAFETY: the array is new and not yet handed to Python: this is the only
+// writer, and nobody reads it until the work has finished.
+unsafe impl Send for OutF32 {}
+
+impl OutF32 {
+    pub fn as_mut_slice(&mut self) -> &mut [f32] {
+        // SAFETY: see `zeros_f32`: a zeroed C-contiguous float32 buffer of
+        // `len` elements, alive while `_owner` is.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+/// A zeroed float32 array of `shape` (numpy's calloc: pages are touched
+/// only when the results are written) and its writer.
+pub fn zeros_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
+    let a = PyArrayDyn::<f32>::zeros(py, shape.to_vec(), false);
+    let out = OutF32 {
+        _owner: a.clone().into_any().unbind(),
+        ptr: a.data(),
+        len: shape.iter().product(),
+    };
+    (a.into_any(), out)
+}

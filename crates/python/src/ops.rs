@@ -66,6 +66,9 @@ pub fn filter<'py>(
     array: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
 ) -> PyResult<Bound<'py, PyAny>> {
+    if let Some(result) = filter_f32(py, op, input, options, array, dtype)? {
+        return Ok(result);
+    }
     let Input { values, shape } = arrays::input(input)?;
     let linear = match op {
         "gaussian_filter" => Linear::Gaussian(params(options)?),
@@ -141,6 +144,85 @@ pub fn filter<'py>(
         }
     })?;
     arrays::cast_array(py, result.map_err(py_err)?, &shape, &dtype)
+}
+
+/// The float32-to-float32 filters on the GPU without host copies: the
+/// kernels read the caller's array in place and write into a fresh numpy
+/// array (`None`: another dtype, engine or operation takes the general
+/// path).
+fn filter_f32<'py>(
+    py: Python<'py>,
+    op: &str,
+    input: &Bound<'py, PyAny>,
+    options: &str,
+    array: Option<&Bound<'py, PyAny>>,
+    dtype: Option<&str>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    if !matches!(dtype, None | Some("float32")) {
+        return Ok(None);
+    }
+    let Some((shared, shape)) = arrays::shared_f32(input) else {
+        return Ok(None);
+    };
+    let engine = engine(py)?;
+    if !matches!(engine.as_ref(), Engine::Gpu(_)) || shared.as_slice().is_empty() {
+        return Ok(None);
+    }
+    enum Kind {
+        Linear(filters::Filter, filters::Boundary),
+        Median(median::Footprint, filters::Boundary),
+    }
+    let kind = match op {
+        "gaussian_filter" => {
+            let p: GaussianParams = params(options)?;
+            p.validate().map_err(py_err)?;
+            Kind::Linear(p.filter(shape.len()).map_err(py_err)?, p.boundary())
+        }
+        "convolve" | "correlate" => {
+            let mut p: ConvolveParams = params(options)?;
+            if let Some(w) = array {
+                p.weights = nd_array(w, "weights")?;
+            }
+            p.validate().map_err(py_err)?;
+            let f = p.filter(shape.len(), op == "convolve").map_err(py_err)?;
+            Kind::Linear(f, p.boundary())
+        }
+        "median_filter" => {
+            let mut p: MedianParams = params(options)?;
+            if let Some(f) = array {
+                p.footprint = Some(nd_array(f, "footprint")?);
+            }
+            p.validate().map_err(py_err)?;
+            Kind::Median(p.footprint(shape.len()).map_err(py_err)?, p.boundary())
+        }
+        _ => return Ok(None),
+    };
+    let (result, mut out) = arrays::zeros_f32(py, &shape);
+    let run_shape = shape.clone();
+    let n = shared.as_slice().len();
+    let done: Result<()> = interruptible(py, n, move || {
+        let Engine::Gpu(gpu) = engine.as_ref() else {
+            return Ok(());
+        };
+        let x = shared.as_slice();
+        let y = out.as_mut_slice();
+        match &kind {
+            Kind::Linear(f, b) => pollster::block_on(filters::apply_into(
+                gpu,
+                f,
+                x,
+                &run_shape,
+                *b,
+                Output::Float,
+                y,
+            )),
+            Kind::Median(fp, b) => pollster::block_on(median::median_filter_f32_into(
+                gpu, x, &run_shape, fp, *b, y,
+            )),
+        }
+    })?;
+    done.map_err(py_err)?;
+    Ok(Some(result))
 }
 
 /// A rank filter in the input's dtype, on the engine in use.

@@ -69,8 +69,42 @@ pub async fn apply(
         return Ok(input.to_vec());
     }
     let mut result = vec![0f32; input.len()];
+    apply_into(gpu, filter, input, shape, boundary, output, &mut result).await?;
+    Ok(result)
+}
+
+/// [`apply`] into `out` of the input's length (a caller's buffer: a numpy
+/// array, no intermediate vector).
+pub async fn apply_into(
+    gpu: &Gpu,
+    filter: &Filter,
+    input: &[f32],
+    shape: &[usize],
+    boundary: Boundary,
+    output: Output,
+    out: &mut [f32],
+) -> Result<()> {
+    let s = shape3(shape)?;
+    if shape.len() != filter.ndim {
+        return Err(Error::InvalidInput(format!(
+            "a filter for {}-D arrays applied to a {}-D array",
+            filter.ndim,
+            shape.len()
+        )));
+    }
+    if s.iter().product::<usize>() != input.len() || out.len() != input.len() {
+        return Err(Error::InvalidInput(format!(
+            "{} values in, {} out, for shape {shape:?}",
+            input.len(),
+            out.len()
+        )));
+    }
+    if filter.passes.is_empty() {
+        out.copy_from_slice(input);
+        return Ok(());
+    }
     let mut source = MemorySource::new(input, s);
-    let mut sink = MemorySink::new(&mut result);
+    let mut sink = MemorySink::new(out);
     apply_stream(
         gpu,
         filter,
@@ -81,8 +115,7 @@ pub async fn apply(
         &mut sink,
         &mut |_, _| {},
     )
-    .await?;
-    Ok(result)
+    .await
 }
 
 /// [`apply`] streamed from `source` to `sink` (f32 values, z slices in

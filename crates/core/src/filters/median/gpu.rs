@@ -67,6 +67,27 @@ pub async fn median_filter_into(
     run_into(gpu, input, shape, footprint, boundary, None, output).await
 }
 
+/// [`median_filter`] of float32 values into `output` of the same length
+/// (a caller's buffer: a numpy array, no intermediate vector).
+pub async fn median_filter_f32_into(
+    gpu: &Gpu,
+    input: &[f32],
+    shape: &[usize],
+    footprint: &Footprint,
+    boundary: Boundary,
+    output: &mut [f32],
+) -> Result<()> {
+    let s = check_input(Samples::F32(input), shape, footprint)?;
+    if output.len() != input.len() {
+        return Err(Error::InvalidInput(format!(
+            "an output of {} values for an input of {}",
+            output.len(),
+            input.len()
+        )));
+    }
+    run_f32(gpu, input, s, footprint, boundary, None, output).await
+}
+
 /// Mantid Imaging's outlier removal on the GPU: each element replaced by the
 /// median of its `size × size` slice neighbourhood (mode reflect) where it is
 /// an outlier of the chosen kind.
