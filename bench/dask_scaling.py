@@ -6,6 +6,12 @@ dask-image on CuPy with the same workers and chunks where it is
 importable. Wall clock of one compute after a warm-up on a small volume.
 
     python bench/dask_scaling.py [--slices 512] [--chunk 32] [--workers 1,2,4]
+        [--zarr DIR] [--jobs median,label,dask-image]
+
+With --zarr the volume is written once to DIR/in.zarr (uncompressed, one
+chunk per --chunk slices) and every job reads it from there and writes its
+result to a Zarr array beside it (Zarr to Zarr, as a beamline's volume
+would be processed).
 
 Writes $OUT/dask_scaling.json when OUT is set.
 """
@@ -39,7 +45,10 @@ def main():
     ap.add_argument("--side", type=int, default=2048)
     ap.add_argument("--chunk", type=int, default=32)
     ap.add_argument("--workers", default="1,2,4")
+    ap.add_argument("--zarr", default=None, help="folder for the Zarr input and outputs")
+    ap.add_argument("--jobs", default="median,label,dask-image")
     a = ap.parse_args()
+    wanted = set(a.jobs.split(","))
     import dask.array as da
     from distributed import Client, LocalCluster
 
@@ -69,22 +78,37 @@ def main():
                     i = int(str(dask_worker.name).rsplit("-", 1)[-1])
                     cupy.cuda.Device(i % cupy.cuda.runtime.getDeviceCount()).use()
                 client.run(pin)
-            jobs = {
-                "gpuscope median 3": lambda x: gd.median_filter(x, size=3).sum(),
-                "gpuscope label(x > t)": lambda x: gd.label(x > 0.6)[1],
-            }
-            if cp is not None:
+            jobs = {}
+            if "median" in wanted:
+                jobs["gpuscope median 3"] = lambda x: gd.median_filter(x, size=3)
+            if "label" in wanted:
+                jobs["gpuscope label(x > t)"] = lambda x: gd.label(x > 0.6)[0]
+            if cp is not None and "dask-image" in wanted:
                 jobs["dask-image+cupy median 3"] = lambda x: ndfilters.median_filter(
-                    x.map_blocks(cp.asarray), size=3).sum().map_blocks(cp.asnumpy)
-                jobs["dask-image+cupy label(x > t)"] = lambda x: ndmeasure.label(
-                    x.map_blocks(cp.asarray) > 0.6)[1]
+                    x.map_blocks(cp.asarray), size=3).map_blocks(cp.asnumpy)
+                if "label" in wanted:
+                    jobs["dask-image+cupy label(x > t)"] = lambda x: ndmeasure.label(
+                        x.map_blocks(cp.asarray) > 0.6)[0].map_blocks(cp.asnumpy)
+            if a.zarr and not os.path.exists(os.path.join(a.zarr, "in.zarr")):
+                t = time.perf_counter()
+                volume(da, a.slices, a.side, a.chunk).to_zarr(
+                    os.path.join(a.zarr, "in.zarr"), compressors=None, overwrite=True)
+                print(f"wrote {gb:.1f} GB to Zarr in {time.perf_counter() - t:.1f} s", flush=True)
             for name, job in jobs.items():
                 warm = volume(da, a.chunk * 2, a.side, a.chunk)
                 try:
-                    job(warm).compute()
-                    x = volume(da, a.slices, a.side, a.chunk)
+                    if a.zarr:
+                        src = da.from_zarr(os.path.join(a.zarr, "in.zarr"))
+                        dst = os.path.join(a.zarr, "out.zarr")
+                        run = lambda x: job(x).to_zarr(dst, compressors=None, overwrite=True)
+                        job(warm).sum().compute()
+                        x = src
+                    else:
+                        run = lambda x: job(x).sum().compute()
+                        run(warm)
+                        x = volume(da, a.slices, a.side, a.chunk)
                     t = time.perf_counter()
-                    job(x).compute()
+                    run(x)
                     s = time.perf_counter() - t
                     rows.append(dict(workload=name, workers=n, seconds=s, gb=gb, gb_per_s=gb / s))
                 except Exception as e:  # noqa: BLE001
