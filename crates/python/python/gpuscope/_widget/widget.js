@@ -67,6 +67,7 @@ function typed(bytes, dtype) {
 const fmt = (v) => (typeof v !== 'number' ? String(v) : Number.isInteger(v) ? String(v) : v.toPrecision(4));
 
 const CSS = `
+.gpuscope-widget [hidden] { display: none !important; }
 .gpuscope-widget { font: 13px system-ui, sans-serif; color: #1f2328; max-width: 900px; }
 .gpuscope-widget canvas.view { width: 100%; height: 460px; display: block; background: #111; cursor: crosshair; outline: none; }
 .gpuscope-widget .bar { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: center; margin: 6px 0; }
@@ -172,7 +173,7 @@ async function render({ model, el: root }) {
     sliceRow.hidden = info.slices <= 1;
     slice.max = String(info.slices - 1);
     slice.value = String(viewer.slice);
-    sliceOut.textContent = ` ${viewer.slice * step()[0]} of ${model.get('_source_shape')?.[0] ?? info.slices}`;
+    sliceOut.textContent = ` ${viewer.slice * step()[0]} of ${layout(model.get('_source_shape') ?? data.shape).slices}`;
     opacityRow.hidden = !viewer.overlay && !viewer.markers.length;
     opacity.value = String(model.get('opacity'));
     const shown = drawHistogram(hist, data.summary, lo, hi, { cmap: rgb ? 'gray' : model.get('colormap'), stretch: model.get('scale') });
