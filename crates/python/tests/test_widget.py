@@ -210,6 +210,13 @@ def test_markers_from_arrays_and_regionprops():
     assert m[0, :3].tolist() == [2.5, 1.5, 2.5]
 
 
+def test_markers_from_a_dataframe():
+    pd = pytest.importorskip("pandas")
+    df = pd.DataFrame({"y": [3.5, 7.25], "x": [1.5, 2.0], "r": [4.0, 5.0]})
+    m = markers_of(gpuscope.show(np.zeros((10, 10)), markers=df))
+    assert m[:, [0, 1, 3]].tolist() == [[3.5, 1.5, 4.0], [7.25, 2.0, 5.0]]
+
+
 def test_huge_arrays_are_downsampled_with_a_message():
     img = np.arange(300 * 200, dtype=np.float64).reshape(300, 200)  # 480,000 bytes
     lab = (img % 5).astype(np.int32)
@@ -239,3 +246,40 @@ def test_update_and_traits():
     w.scale = "log"
     with pytest.raises(Exception, match="jet"):
         w.colormap = "jet"
+
+
+def test_shows_in_a_notebook_kernel():
+    # A real IPython kernel, as a notebook runs it: the cell's result is a
+    # widget view, and the widget's comm carries the array as a binary buffer.
+    from jupyter_client.manager import start_new_kernel
+
+    km, kc = start_new_kernel(kernel_name="python3", startup_timeout=120)
+    try:
+        msg_id = kc.execute(
+            "import numpy as np, gpuscope\n"
+            "w = gpuscope.show(np.arange(12, dtype=np.uint16).reshape(3, 4), labels=np.eye(3, 4, dtype=int), markers=[(1, 2)])\n"
+            "w")
+        msgs = []
+        while True:
+            m = kc.get_iopub_msg(timeout=120)
+            if m["parent_header"].get("msg_id") != msg_id:
+                continue
+            msgs.append(m)
+            if m["msg_type"] == "status" and m["content"]["execution_state"] == "idle":
+                break
+        reply = kc.get_shell_msg(timeout=120)
+        assert reply["content"]["status"] == "ok", reply["content"]
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=True)
+    opens = [m for m in msgs if m["msg_type"] == "comm_open" and m["content"]["data"]["state"].get("_dtype") == "uint16"]
+    assert len(opens) == 1, [m["msg_type"] for m in msgs]
+    data = opens[0]["content"]["data"]
+    assert data["state"]["_shape"] == [3, 4] and data["state"]["_labels_kind"] == "labels"
+    buffers = dict(zip(map(tuple, data["buffer_paths"]), opens[0]["buffers"]))
+    assert bytes(buffers[("_data",)]) == np.arange(12, dtype="<u2").tobytes()
+    assert bytes(buffers[("_labels",)]) == np.eye(3, 4, dtype="<i4").tobytes()
+    assert np.frombuffer(bytes(buffers[("_markers",)]), "<f8")[:2].tolist() == [1.5, 2.5]
+    views = [m["content"]["data"]["application/vnd.jupyter.widget-view+json"] for m in msgs
+             if m["msg_type"] == "execute_result"]
+    assert [v["model_id"] for v in views] == [opens[0]["content"]["comm_id"]]
