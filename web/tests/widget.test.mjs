@@ -232,7 +232,8 @@ describe('gpuscope.show widget', () => {
   it('draws markers where the table puts them', async () => {
     // find_spots' convention: (y, x) with pixel centres at +0.5; no z, default radius.
     const got = await page.evaluate(async () => {
-      t.model.set('opacity', 0.5);
+      // Full opacity: the page draws markers at the overlay's opacity.
+      t.model.set('opacity', 1);
       const m = new Float64Array([250.5, 300.5, NaN, NaN, 50.5, 330.5, NaN, 10]);
       t.model.set('_markers', new DataView(m.buffer));
       await t.tick();
@@ -258,6 +259,10 @@ describe('gpuscope.show widget', () => {
     assert.ok(got.a.hits >= 12 && got.b.hits >= 12, JSON.stringify(got));
     assert.ok(got.a.inside[2] - got.a.inside[0] < 5 && got.b.inside[2] - got.b.inside[0] < 5, 'the centres are not painted');
     assert.match(got.caption, /2 markers/);
+    await page.evaluate(async () => {
+      t.model.set('opacity', 0.6);
+      await t.tick();
+    });
     await screenshot(page.locator('#cell'), 'widget-coins.png');
   });
 

@@ -14,20 +14,32 @@ Needs the optional dependency anywidget: ``pip install 'gpuscope[widget]'``.
 
 import math
 import pathlib
+import re
 import warnings
 
 import numpy as np
 
 __all__ = ["show", "COLORMAPS", "SCALES", "MAX_BYTES"]
 
-# The page's choices (web/colormaps.js: COLORMAPS, STRETCHES).
-COLORMAPS = ("gray", "viridis", "magma", "inferno")
-SCALES = ("linear", "log", "sqrt", "asinh")
+HERE = pathlib.Path(__file__).resolve().parent / "_widget"
+
+
+def _choices(name):
+    """A list of names exported by the shipped colormaps.js (`export const
+    NAME = ['a', 'b'];`): the page's choices, whatever they are today."""
+    text = (HERE / "web" / "colormaps.js").read_text(encoding="utf-8")
+    m = re.search(rf"export const {name} = \[([^\]]*)\]", text)
+    if not m:
+        raise ImportError(f"gpuscope: the shipped web/colormaps.js has no {name} list; run crates/python/bundle_widget.py")
+    return tuple(re.findall(r"""['"]([^'"]+)['"]""", m.group(1)))
+
+
+COLORMAPS = _choices("COLORMAPS")
+SCALES = _choices("STRETCHES")
 # What one widget sends at most: a notebook keeps every widget's data in the
 # browser tab (and in the saved notebook when widget state is saved).
 MAX_BYTES = 64 << 20
 
-HERE = pathlib.Path(__file__).resolve().parent / "_widget"
 # dtypes the browser holds as typed arrays, as they are.
 _NATIVE = {"uint8", "int8", "uint16", "int16", "uint32", "int32", "float32", "float64"}
 
@@ -308,8 +320,9 @@ def show(array, labels=None, markers=None, *, colormap="gray", scale="linear", l
     without its colour axis. ``markers``: a spot table (find_spots' dict:
     ``x``, ``y``, ``z``; or regionprops_table's ``centroid-*``), or an
     (N, 2) array of (row, column) / (N, 3) of (slice, row, column).
-    ``colormap``: gray, viridis, magma, inferno; ``scale``: linear, log,
-    sqrt, asinh (DS9's); ``limits``: (low, high), or None for the 0.5 and
+    ``colormap``: one of ``gpuscope.widget.COLORMAPS`` (the page's: gray,
+    viridis, magma, inferno, ...); ``scale``: linear, log, sqrt, asinh
+    (DS9's); ``limits``: (low, high), or None for the 0.5 and
     99.5 percentiles. Arrays over ``max_bytes`` are downsampled with a
     warning. Raises ValueError or TypeError for arguments it cannot show."""
     values = payload(array, labels, markers, colormap=colormap, scale=scale, limits=limits, max_bytes=max_bytes)
