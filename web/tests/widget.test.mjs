@@ -320,6 +320,20 @@ describe('gpuscope.show widget', () => {
     await page.mouse.move(text.xy[0] + 1, text.xy[1]);
     await page.mouse.move(text.xy[0], text.xy[1]);
     assert.match(await page.evaluate(() => t.el.gpuscope.readout.textContent), /^x 80, y 80, slice 2: /);
+    // Page Down on the image: the viewer's key, saved in the model, not
+    // passed on to the notebook's shortcuts.
+    await page.evaluate(() => {
+      t.keys = 0;
+      document.addEventListener('keydown', () => t.keys++);
+      t.el.gpuscope.viewer.canvas.focus();
+    });
+    await page.keyboard.press('PageDown');
+    const after = await page.evaluate(async () => {
+      await t.tick();
+      return { slice: t.el.gpuscope.viewer.slice, model: t.model.get('slice'), saved: Object.fromEntries(t.model.saved.at(-1)).slice, keys: t.keys };
+    });
+    assert.deepEqual(after, { slice: 1, model: 1, saved: 1, keys: 0 });
+    assert.equal(await page.evaluate(() => document.querySelector('#cell input[type=range]').value), '1');
     await screenshot(page.locator('#cell'), 'widget-stack.png');
     assert.deepEqual(errors, []);
   });

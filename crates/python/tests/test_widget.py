@@ -285,3 +285,13 @@ def test_shows_in_a_notebook_kernel():
     views = [m["content"]["data"]["application/vnd.jupyter.widget-view+json"] for m in msgs
              if m["msg_type"] == "execute_result"]
     assert [v["model_id"] for v in views] == [opens[0]["content"]["comm_id"]]
+
+
+def test_without_anywidget_says_how_to_install(monkeypatch):
+    monkeypatch.setattr(widget, "_WIDGET", None)
+    monkeypatch.setitem(sys.modules, "anywidget", None)
+    with pytest.raises(ImportError, match=r"pip install 'gpuscope\[widget\]'"):
+        gpuscope.show(np.zeros((2, 2)))
+    # The arguments are checked first all the same.
+    with pytest.raises(ValueError):
+        gpuscope.show(np.zeros(2))

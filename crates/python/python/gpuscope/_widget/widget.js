@@ -68,14 +68,14 @@ const fmt = (v) => (typeof v !== 'number' ? String(v) : Number.isInteger(v) ? St
 
 const CSS = `
 .gpuscope-widget [hidden] { display: none !important; }
-.gpuscope-widget { font: 13px system-ui, sans-serif; color: #1f2328; max-width: 900px; }
+.gpuscope-widget { font: 13px system-ui, sans-serif; color: var(--jp-ui-font-color1, #1f2328); max-width: 900px; }
 .gpuscope-widget canvas.view { width: 100%; height: 460px; display: block; background: #111; cursor: crosshair; outline: none; }
 .gpuscope-widget .bar { display: flex; flex-wrap: wrap; gap: 4px 12px; align-items: center; margin: 6px 0; }
 .gpuscope-widget .bar label { display: inline-flex; gap: 4px; align-items: center; }
 .gpuscope-widget canvas.hist { width: 100%; height: 56px; display: block; }
 .gpuscope-widget .readout { font-family: ui-monospace, monospace; min-height: 1.4em; margin-top: 4px; }
 .gpuscope-widget .note { color: #9a6700; margin: 4px 0; }
-.gpuscope-widget .caption { color: #57606a; font-size: 12px; }
+.gpuscope-widget .caption { color: var(--jp-ui-font-color2, #57606a); font-size: 12px; }
 `;
 
 function el(tag, props = {}, children = []) {
@@ -89,6 +89,10 @@ async function render({ model, el: root }) {
   const { Viewer, layout, summarize, drawHistogram } = await loadModules(model.get('_modules'));
   const { COLORMAPS, STRETCHES } = await loadModules(model.get('_modules'), 'colormaps.js');
   const view = el('canvas', { className: 'view', tabIndex: 0 });
+  // The viewer's keys (arrows, + - 0, Page Up/Down) are not notebook
+  // shortcuts while the image has the focus (Lumino honours this attribute).
+  view.dataset.lmSuppressShortcuts = 'true';
+  view.addEventListener('keydown', (e) => e.stopPropagation());
   const cmap = el('select', {}, COLORMAPS.map((c) => new Option(c, c)));
   const scale = el('select', {}, STRETCHES.map((s) => new Option(s, s)));
   const slice = el('input', { type: 'range', min: '0', step: '1' });
