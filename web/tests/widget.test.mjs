@@ -1,17 +1,18 @@
 // Browser test of gpuscope.show's front end (the Jupyter widget,
 // crates/python/python/gpuscope/_widget/widget.js): its ESM module is loaded
-// as anywidget loads it, with a minimal fake anywidget model (get, set, on,
-// off, save_changes) carrying what the Python side sends (raw bytes with
-// shape and dtype, the shipped viewer modules), and its canvas, readout,
-// overlays, markers and controls are checked against the data.
-// Run: GPUSCOPE_URL=http://127.0.0.1:PORT/ node --test web/tests/widget.test.mjs
-// with a static server at the repository root.
+// as anywidget loads it (from a blob: URL of its text), with a minimal fake
+// anywidget model (get, set, on, off, save_changes) carrying what the Python
+// side sends (raw bytes with shape and dtype, the shipped viewer modules),
+// and its canvas, readout, overlays, markers and controls are checked
+// against the data (coins.png). Everything comes from the disk, not from the
+// server, which serves only the blank page: the test runs against the
+// repository root or dist/ alike.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { OFFLINE, URL, launch, screenshot } from './browser.mjs';
+import { OFFLINE, SAMPLES, URL, launch, screenshot } from './browser.mjs';
 
 const ROOT = path.join(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 const PACKAGE = 'crates/python/python/gpuscope/_widget';
@@ -43,13 +44,15 @@ before(async () => {
   page.on('console', (m) => {
     if (m.type() === 'error') errors.push(`console: ${m.text()}`);
   });
-  // Any page of the server: the widget module and the sample come from it.
-  await page.goto(`${URL}${PACKAGE}/`);
+  // A blank page of the server's origin, as a notebook's output cell.
+  const blank = `${URL}gpuscope-widget-test.html`;
+  await page.route(blank, (r) => r.fulfill({ contentType: 'text/html', body: '<!doctype html><meta charset="utf-8"><body></body>' }));
+  await page.goto(blank);
   await page.evaluate(
-    async ({ sources, pkg }) => {
+    async ({ sources, widgetJs, png }) => {
       document.body.innerHTML = '<div id="cell" style="width: 800px"></div>';
       // coins.png's grey values (uint8, 303 × 384), as np.asarray(imread(...)).
-      const bitmap = await createImageBitmap(await (await fetch('/web/samples/coins.png')).blob());
+      const bitmap = await createImageBitmap(new Blob([Uint8Array.from(atob(png), (c) => c.charCodeAt(0))]));
       const c = new OffscreenCanvas(bitmap.width, bitmap.height);
       const ctx = c.getContext('2d');
       ctx.drawImage(bitmap, 0, 0);
@@ -89,7 +92,8 @@ before(async () => {
           this.saved.push(Object.keys(state).filter((k) => !k.startsWith('_')).map((k) => [k, state[k]]));
         },
       };
-      const widget = (await import(`/${pkg}/widget.js`)).default;
+      const mod = await import(URL.createObjectURL(new Blob([widgetJs], { type: 'text/javascript' })));
+      const widget = mod.default;
       const el = document.getElementById('cell');
       await widget.render({ model, el });
       window.t = {
@@ -98,8 +102,10 @@ before(async () => {
         coins,
         w: c.width,
         h: c.height,
-        cm: await import('/web/colormaps.js'),
-        vw: await import('/web/viewer.js'),
+        // The shipped modules the widget draws with (a Python test checks
+        // that they are web/'s).
+        cm: await mod.loadModules(sources, 'colormaps.js'),
+        vw: await mod.loadModules(sources, 'viewer.js'),
         // The canvas pixel (RGBA) that shows data pixel (x, y), and its
         // position in page coordinates.
         at(x, y) {
@@ -117,7 +123,11 @@ before(async () => {
         tick: () => new Promise((res) => requestAnimationFrame(() => res())),
       };
     },
-    { sources: modules(), pkg: PACKAGE },
+    {
+      sources: modules(),
+      widgetJs: fs.readFileSync(path.join(ROOT, PACKAGE, 'widget.js'), 'utf8'),
+      png: fs.readFileSync(path.join(SAMPLES, 'coins.png')).toString('base64'),
+    },
   );
 });
 
