@@ -13,7 +13,7 @@ cd "$(dirname "$0")/.."
 venv=target/py-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
-  "maturin>=1.16,<2" pytest numpy scipy scikit-image astropy "dask[array]" distributed
+  "maturin>=1.16,<2" pytest numpy scipy scikit-image astropy "dask[array]" distributed anywidget ipykernel jupyter_client
 # No build isolation: maturin is already in the environment (and CI is
 # spared a second download of it).
 PATH="$PWD/$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \

@@ -4,7 +4,8 @@ reference libraries' names and answers.
 Modules: ``gpuscope.ndimage`` (scipy.ndimage), ``gpuscope.measure`` and
 ``gpuscope.segmentation`` (scikit-image), ``gpuscope.stats``
 (astropy.stats), ``gpuscope.tomo`` (Mantid Imaging / tomopy),
-``gpuscope.spots`` (DIALS' spot finding), ``gpuscope.io`` (file readers).
+``gpuscope.spots`` (DIALS' spot finding), ``gpuscope.io`` (file readers);
+``gpuscope.show`` shows arrays in Jupyter with the web page's viewer.
 
 One GPU context per process is opened on the first call and reused; when
 the machine has no GPU adapter the CPU reference runs instead, with one
@@ -15,6 +16,7 @@ from ._gpuscope import device, devices, set_device
 from ._catalogue import OPERATIONS as catalogue
 from . import io, measure, ndimage, segmentation, spots, stats, tomo
 from .pipeline import Pipeline, bus_bytes
+from .widget import show
 
 __all__ = [
     "Pipeline",
@@ -27,6 +29,7 @@ __all__ = [
     "ndimage",
     "segmentation",
     "set_device",
+    "show",
     "spots",
     "stats",
     "tomo",
