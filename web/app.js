@@ -11,7 +11,7 @@ import { cancel, runChain } from './run.js';
 import { compare, tableAgreement } from './workshop.js';
 import { createViewer, download, downloadView, refreshView, setSlice, viewer, wireHistogram } from './display.js';
 import { applyLink, hashOf, writeHash } from './link.js';
-import { loadFile, loadSample, prefetchSamples, selectSampleOptions } from './load.js';
+import { loadFile, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions } from './load.js';
 
 function wire() {
   selectSampleOptions();
@@ -44,10 +44,10 @@ function wire() {
   });
 
   $('sample').addEventListener('change', async (e) => {
-    if (e.target.value && (await loadSample(e.target.value))) runChain();
+    if (e.target.value && (await loadSample(e.target.value))) runAfterLoad();
   });
   $('file').addEventListener('change', async (e) => {
-    if (await loadFile(e.target.files[0])) runChain();
+    if (await loadFile(e.target.files[0])) runAfterLoad();
     e.target.value = '';
   });
   const drop = $('drop');
@@ -74,7 +74,7 @@ function wire() {
       showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits).');
       return;
     }
-    if (await loadFile(file)) runChain();
+    if (await loadFile(file)) runAfterLoad();
   });
 
   const redisplay = () => {
@@ -99,6 +99,7 @@ function wire() {
   $('slice').addEventListener('input', (e) => setSlice(Number(e.target.value)));
   $('view').addEventListener('slicechange', () => setSlice(viewer.slice));
 
+  $('message-close').addEventListener('click', () => showMessage(''));
   $('dl-npy').addEventListener('click', () => download('npy'));
   $('dl-tif').addEventListener('click', () => download('tiff'));
   $('dl-png').addEventListener('click', downloadView);
@@ -178,6 +179,8 @@ window.gpuscope = {
     overlay: viewer.overlay?.kind ?? null,
   },
   probe: (x, y) => viewer.probe(x, y),
+  /** The markers of the layer shown ({y, x, z?, r, label}). */
+  markers: () => viewer.markers.map((m) => ({ ...m })),
   /** Draws an overlay ({kind: 'mask'|'labels'|'boundaries', data}) and
    * markers ([{y, x, r?}]) over the current view, as a result of that kind
    * would be: lets the viewer's overlays be checked before the operations

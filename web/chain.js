@@ -1,10 +1,29 @@
 // The chain form: one fieldset per step from the registry (ops.js), its
 // Python twin, and the parsing of every step before a run.
-import { OPS, defaults, parseStep } from './ops.js';
+import { OPS, defaultOf, defaults, isColour, parseStep } from './ops.js';
 import { $, state } from './state.js';
 import { writeHash } from './link.js';
+import { paramOf } from './errors.js';
 
 export const form = $('params');
+
+/** A new step of operation `op` with the defaults for the current image;
+ * `auto` names the parameters still at their default, which follow the
+ * image (a colour image's channel axis is left alone). */
+export function newStep(op, raw = null) {
+  const names = OPS[op].params.map((s) => s.name);
+  const d = defaults(op, state.image?.shape);
+  return { op, raw: { ...d, ...(raw ?? {}) }, auto: new Set(names.filter((n) => !raw || !(n in raw))) };
+}
+
+/** After a new image: parameters still at their default get the image's default. */
+export function applyImageDefaults() {
+  for (const step of state.steps) {
+    for (const spec of OPS[step.op].params) {
+      if (step.auto?.has(spec.name)) step.raw[spec.name] = defaultOf(spec, state.image?.shape);
+    }
+  }
+}
 
 export function renderChain() {
   const list = $('chain');
@@ -58,6 +77,15 @@ export function renderChain() {
       label.append(input);
       fs.append(label);
     }
+    for (const spec of op.params) {
+      if (spec.channel === undefined || !step.auto?.has(spec.name) || !isColour(state.image?.shape)) continue;
+      const note = document.createElement('p');
+      note.className = 'info small channel-note';
+      note.textContent =
+        `${spec.name} ${step.raw[spec.name]}: on this colour image the default works on rows and columns only; ` +
+        `give one value (${spec.default}) to include the channel axis, as scipy does.`;
+      fs.append(note);
+    }
     const help = document.createElement('p');
     help.className = 'info small';
     help.textContent = `${op.reference}. ${op.help}`;
@@ -76,31 +104,51 @@ export function renderChain() {
   updatePython();
 }
 
-/** The chain as the reference calls in Python, for checking a result in Jupyter. */
+/** Python that reads file `name` into `image`: [imports, line]. */
+function pythonReader(name) {
+  const n = name.toLowerCase();
+  const q = `'${name.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+  if (n.endsWith('.npy')) return [[], `image = np.load(${q})`];
+  if (/\.tiff?$/.test(n)) return [['import tifffile'], `image = tifffile.imread(${q})`];
+  if (/\.(fits|fit|fts)$/.test(n)) return [['from astropy.io import fits'], `image = fits.getdata(${q})`];
+  if (/\.cbf(\.gz)?$/.test(n)) return [['import fabio'], `image = fabio.open(${q}).data`];
+  return [['import imageio.v3 as iio'], `image = iio.imread(${q})`];
+}
+
+/** The chain as the reference calls in Python, for checking a result in
+ * Jupyter: a script that runs as it is (given the file and the packages it
+ * imports). Table steps print their result and leave `x` alone. */
 export function pythonOf() {
   if (!state.image) return '';
-  const input = { shape: state.image.shape };
-  const lines = [
-    'import numpy as np',
-    'from scipy import ndimage',
-    'import skimage.segmentation',
-    '',
-    `# image: ${state.image.name} as a numpy array (${state.image.shape.join(' × ')} ${state.image.dtype});`,
-    '# the page computes on its values as floats (float32 on the GPU, float64 on the CPU).',
+  const { name, shape, dtype } = state.image;
+  const input = { shape };
+  const imports = new Set(['import numpy as np', 'from scipy import ndimage']);
+  const [readImports, read] = pythonReader(name);
+  for (const i of readImports) imports.add(i);
+  const body = [
+    `# ${name}: the file opened in the page (the built-in samples are in web/samples/), ${shape.join(' × ')} ${dtype}.`,
+    read,
+    '# The page computes on its values as floats (float32 on the GPU, float64 on the CPU).',
     'x = np.asarray(image, dtype=np.float64)',
   ];
   state.steps.forEach((s, k) => {
     const op = OPS[s.op];
     const r = parseStep(s.op, s.raw, input);
     if (r.error) {
-      lines.push(`# step ${k + 1}: ${r.error}`);
+      body.push(`# step ${k + 1}: ${r.error}`);
       return;
     }
+    for (const i of op.imports ?? []) imports.add(i);
+    if (op.pythonTable) {
+      body.push(`# step ${k + 1}: ${s.op}`, ...op.pythonTable(r.params, input, name));
+      return;
+    }
+    if (s.op === 'slic') imports.add('import skimage.segmentation');
     let expr = op.python ? op.python(r.params, input) : `None  # ${op.reference}: no Python form recorded`;
     if (op.result === 'mask' && k < state.steps.length - 1) expr = `(${expr}).astype(np.float64)`;
-    lines.push(`x = ${expr}  # step ${k + 1}`);
+    body.push(`x = ${expr}  # step ${k + 1}`);
   });
-  return lines.join('\n');
+  return [...imports, '', ...body].join('\n');
 }
 
 export function updatePython() {
@@ -117,11 +165,12 @@ export function onFormInput(e) {
   const k = Number(t.dataset.step);
   const step = state.steps[k];
   if (t.name === 'op') {
-    state.steps[k] = { op: t.value, raw: defaults(t.value) };
+    state.steps[k] = newStep(t.value);
     renderChain();
     form.querySelector(`select[name=op][data-step="${k}"]`)?.focus();
   } else {
     step.raw[t.name] = t.type === 'checkbox' ? String(t.checked) : t.value;
+    step.auto?.delete(t.name);
     updatePython();
   }
   writeHash();
@@ -130,7 +179,7 @@ export function onFormInput(e) {
 export function addStep() {
   const last = state.steps[state.steps.length - 1]?.op;
   const op = last === 'threshold' ? 'gaussian_filter' : 'threshold';
-  state.steps.push({ op, raw: defaults(op) });
+  state.steps.push(newStep(op));
   renderChain();
   form.querySelector(`select[name=op][data-step="${state.steps.length - 1}"]`)?.focus();
   writeHash();
@@ -142,16 +191,6 @@ export function removeStep(k) {
   writeHash();
 }
 
-/** Marks the input a validation error names and puts the focus there. */
-export function markInvalid(e) {
-  if (e.step === undefined || !e.param) return;
-  const el = form.querySelector(`[data-step="${e.step}"][name="${e.param}"]`);
-  if (!el) return;
-  el.setAttribute('aria-invalid', 'true');
-  el.setAttribute('aria-errormessage', 'message');
-  el.focus();
-}
-
 /** Every step's parameters parsed and checked before anything runs. */
 export function parseChain() {
   const input = { shape: state.image.shape };
@@ -160,7 +199,7 @@ export function parseChain() {
     if (r.error) {
       const e = new Error(state.steps.length > 1 ? `step ${k + 1} (${s.op}): ${r.error}` : r.error);
       e.step = k;
-      e.param = /^invalid (\w+):/.exec(r.error)?.[1];
+      e.param = paramOf(r.error);
       throw e;
     }
     return { op: s.op, params: r.params };

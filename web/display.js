@@ -119,7 +119,9 @@ export function refreshView(newImage) {
   const shown = drawHistogram($('histogram'), summary, lo, hi, { cmap: rgb ? 'gray' : $('cmap').value, stretch: $('stretch').value });
   histogramRange = shown;
   $('hist-caption').textContent =
-    `histogram of ${state.layer < 0 ? 'the input' : `step ${state.layer + 1}'s ${overlay ? 'input' : 'output'}`}` +
+    // Only image steps show their output; masks, labels and tables are
+    // drawn over the image the step ran on.
+    `histogram of ${state.layer < 0 ? 'the input' : `step ${state.layer + 1}'s ${result?.kind === 'image' ? 'output' : 'input'}`}` +
     ` from ${fmt(shown.from)} to ${fmt(shown.to)} (values ${fmt(summary.min)} … ${fmt(summary.max)}, log counts` +
     `${summary.exact ? '' : ', sampled'}${summary.masked ? ', masked negative pixels left out' : ''}); the shaded band is the display range ${fmt(lo)} … ${fmt(hi)}`;
   $('dl-npy').disabled = $('dl-tif').disabled = false;
@@ -135,7 +137,11 @@ export function showResults(result) {
   }
   panel.hidden = false;
   if (result.kind === 'table' && result.table) {
-    $('results-summary').textContent = `${result.table.rows.length} rows from ${result.op}.`;
+    const n = result.table.rows.length;
+    $('results-summary').textContent =
+      n === 0 && result.op === 'sources'
+        ? `No sources: no pixel is above the detection level ${fmt(result.threshold)} (median + nsigma·std of the clipped background${result.params?.workshop ? '; workshop: nsigma·std' : ''}). Lower nsigma to find fainter ones.`
+        : `${n} rows from ${result.op}${result.shape?.length === 3 && result.op === 'sources' ? ` (a volume: centroids are z, y, x; markers on each centroid's slice)` : ''}.`;
     renderTable($('results-table'), { ...result.table, name: `${stem()}-${result.op}` });
     return;
   }

@@ -1,11 +1,11 @@
 // The URL hash: the sample, the chain, the device, the display settings,
 // the slice and the step shown, so that a link reproduces a view.
-import { OPS, defaults } from './ops.js';
+import { OPS } from './ops.js';
 import { SAMPLES } from './samples.js';
 import { COLORMAPS, STRETCHES } from './colormaps.js';
 import { $, gs, state } from './state.js';
 import { showMessage } from './errors.js';
-import { renderChain } from './chain.js';
+import { newStep, renderChain } from './chain.js';
 import { loadSample } from './load.js';
 import { runChain } from './run.js';
 import { refreshView, setSlice, viewer } from './display.js';
@@ -13,6 +13,9 @@ import { refreshView, setSlice, viewer } from './display.js';
 export function hashOf() {
   const q = new URLSearchParams();
   if (state.sample) q.set('sample', state.sample);
+  // A local file cannot travel in a link: its name says which to load again.
+  else if (state.image) q.set('file', state.image.name);
+  else if (state.pendingLink) q.set('file', state.pendingLink.file);
   q.set('on', $('where').value);
   state.steps.forEach((s, k) => {
     q.set(`${k + 1}.op`, s.op);
@@ -49,9 +52,9 @@ export function applyHash(hash) {
       errors.push(`the link names an unknown operation '${op}'`);
       continue;
     }
-    const raw = defaults(op);
+    const raw = {};
     for (const spec of OPS[op].params) if (q.has(`${k}.${spec.name}`)) raw[spec.name] = q.get(`${k}.${spec.name}`);
-    steps.push({ op, raw });
+    steps.push(newStep(op, raw));
   }
   if (steps.length) state.steps = steps;
   const pick = (id, key, allowed) => {
@@ -72,13 +75,40 @@ export function applyHash(hash) {
     errors.push(`the link names an unknown sample '${sample}'`);
     sample = null;
   }
+  const file = sample ? null : q.get('file');
   renderChain();
-  return { sample, show: q.has('show') ? Number(q.get('show')) - 1 : null, z: q.has('z') ? Number(q.get('z')) : null, errors };
+  return { sample, file, show: q.has('show') ? Number(q.get('show')) - 1 : null, z: q.has('z') ? Number(q.get('z')) : null, errors };
+}
+
+/** After a file was loaded and its chain run: the view a pending link
+ * from that file asked for. */
+export function applyPendingLink(name) {
+  const link = state.pendingLink;
+  if (!link) return;
+  state.pendingLink = null;
+  if (link.file !== name) return;
+  if (link.show !== null && link.show >= -1 && link.show < state.outputs.length) state.layer = link.show;
+  refreshView(false);
+  if (link.z !== null) setSlice(link.z);
+  writeHash();
 }
 
 export async function applyLink(hash, first) {
   const link = applyHash(hash);
   if (!gs.hasGpu()) $('where').value = 'cpu';
+  if (link.file && !(state.image && !state.sample && state.image.name === link.file)) {
+    // Made from a local file: the page cannot open it by itself. The chain
+    // and the display are set; the view comes back when the file is loaded.
+    state.pendingLink = { file: link.file, show: link.show, z: link.z };
+    showMessage(
+      `This link was made from a local file, ${link.file}: open it again (drop it on the page or choose it) to see this view. ` +
+        'The chain and the display settings of the link are set.' +
+        (link.errors.length ? ` Also: ${link.errors.join('; ')}.` : ''),
+      'info',
+    );
+    writeHash();
+    return;
+  }
   if (link.sample && link.sample !== state.sample) await loadSample(link.sample);
   else if (first || !state.image) await loadSample(link.sample ?? SAMPLES[0].file);
   const ok = await runChain();

@@ -1,11 +1,32 @@
 // Loading an image: a built-in sample, a picked or a dropped file.
 import { SAMPLES } from './samples.js';
 import { $, fmt, gs, state } from './state.js';
-import { showMessage } from './errors.js';
-import { renderChain } from './chain.js';
-import { cancel } from './run.js';
+import { showError, showMessage } from './errors.js';
+import { applyImageDefaults, renderChain } from './chain.js';
+import { cancel, runChain } from './run.js';
 import { refreshView } from './display.js';
-import { writeHash } from './link.js';
+import { applyPendingLink, writeHash } from './link.js';
+import { layout } from './viewer.js';
+
+// A new image larger than this (pixels, channels not counted) is shown
+// without re-running the chain on it: a long chain (spot finding on a 6
+// megapixel frame) would otherwise start on every change of sample.
+export const AUTO_RUN_MAX = 2 ** 21;
+
+/** A load error: in the message area, the focus on the drop zone (Enter
+ * there picks another file). */
+function loadError(text) {
+  showError(text);
+  $('drop').focus({ preventScroll: true });
+}
+
+/** The decoder's message without the file name it may start with (the
+ * page's message names the file already). */
+function decodeMessage(name, e) {
+  let text = gs.message(e);
+  while (text.startsWith(`${name}: `)) text = text.slice(name.length + 2);
+  return text;
+}
 
 export function selectSampleOptions() {
   const sel = $('sample');
@@ -15,6 +36,10 @@ export function selectSampleOptions() {
 }
 
 export async function loadBytes(name, bytes, sample = null) {
+  if (bytes.length === 0) {
+    loadError(`Cannot open ${name}: the file is empty (0 bytes).`);
+    return false;
+  }
   showMessage(`Decoding ${name}…`, 'info');
   // Let the message paint before a long decode (a hidden tab paints no
   // frames: the timeout goes on without one).
@@ -26,7 +51,7 @@ export async function loadBytes(name, bytes, sample = null) {
   try {
     image = await gs.decode(name, bytes);
   } catch (e) {
-    showMessage(`Cannot open ${name}: ${gs.message(e)}`);
+    loadError(`Cannot open ${name}: ${decodeMessage(name, e)}`);
     return false;
   }
   // A run on the previous image is of no use any more.
@@ -53,6 +78,7 @@ export async function loadBytes(name, bytes, sample = null) {
     el.append(d);
   }
   showMessage('');
+  applyImageDefaults(); // a colour image's channel axis is left alone
   renderChain(); // per-axis hints depend on the shape
   refreshView(true);
   writeHash();
@@ -85,7 +111,7 @@ export async function loadSample(file) {
   try {
     bytes = await fetchSample(file);
   } catch (e) {
-    showMessage(`Cannot load the sample ${file}: ${gs.message(e)}`);
+    loadError(`Cannot load the sample ${file}: ${gs.message(e)}`);
     return false;
   }
   return loadBytes(file, bytes, file);
@@ -94,4 +120,25 @@ export async function loadSample(file) {
 export async function loadFile(file) {
   if (!file) return false;
   return loadBytes(file.name, new Uint8Array(await file.arrayBuffer()));
+}
+
+/** After a new image was loaded by the user: runs the chain on it, unless
+ * it is large (then it is shown as it is, and Run runs the chain). A link
+ * waiting for this file is run and applied whatever the size. */
+export async function runAfterLoad() {
+  if (!state.image) return false;
+  const { name, shape } = state.image;
+  const { h, w, slices } = layout(shape);
+  const pending = state.pendingLink?.file === name && !state.sample;
+  if (h * w * slices > AUTO_RUN_MAX && !pending) {
+    $('run-info').textContent = '';
+    showMessage(
+      `${name} has ${((h * w * slices) / 1e6).toFixed(1)} million pixels: it is shown as it is, without running the chain on it. Press Run to run the chain.`,
+      'info',
+    );
+    return false;
+  }
+  const ok = await runChain();
+  if (ok && pending) applyPendingLink(name);
+  return ok;
 }

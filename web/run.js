@@ -1,8 +1,8 @@
 // Running the chain on WebGPU or on the CPU, with progress and cancel.
 import { OPS } from './ops.js';
 import { $, gs, ms, state } from './state.js';
-import { showMessage } from './errors.js';
-import { markInvalid, parseChain } from './chain.js';
+import { showError, showMessage } from './errors.js';
+import { parseChain } from './chain.js';
 import { refreshView } from './display.js';
 import { writeHash } from './link.js';
 
@@ -52,24 +52,32 @@ export async function runChain(where = $('where').value) {
   try {
     steps = parseChain();
   } catch (e) {
-    showMessage(gs.message(e));
-    markInvalid(e);
+    showError(gs.message(e), e);
     return false;
   }
   const token = newToken();
   setBusy(true, token);
   showMessage('');
-  const started = performance.now();
+  let k = -1; // the step running, for an error to point at
+  let started = performance.now();
   const label = where === 'gpu' ? 'WebGPU' : 'the CPU';
   let current = '';
   const tick = setInterval(() => {
     $('progress-text').textContent = `${current} ${((performance.now() - started) / 1000).toFixed(1)} s`;
   }, 100);
   try {
+    if (where === 'gpu' && gs.gpuBusy()) {
+      // The previous, cancelled run's GPU work is still queued: this run
+      // waits for it, and its timings start afterwards.
+      current = 'waiting for the cancelled run’s WebGPU work to finish…';
+      progress(0, steps.length, current);
+      await token.until(gs.gpuIdle());
+      started = performance.now();
+    }
     const outputs = [];
     let input = { data: state.image.data, shape: state.image.shape };
     let image = input;
-    for (let k = 0; k < steps.length; k++) {
+    for (k = 0; k < steps.length; k++) {
       const { op, params } = steps[k];
       current = `step ${k + 1} of ${steps.length}: ${op} on ${label}…`;
       progress(k, steps.length, current);
@@ -90,12 +98,21 @@ export async function runChain(where = $('where').value) {
       '.';
     refreshView(false);
     writeHash();
+    const none = outputs.findIndex((o) => o.op === 'sources' && o.table?.rows.length === 0);
+    if (none >= 0) {
+      showMessage(
+        `step ${none + 1} (sources) found no sources: no pixel is above its detection level ${+outputs[none].threshold.toPrecision(4)}. Lower nsigma to find fainter ones.`,
+        'info',
+      );
+    }
     return true;
   } catch (e) {
     if (e instanceof gs.CancelledError || token.cancelled) {
       showMessage('Cancelled: the previous results are kept.', 'info');
     } else {
-      showMessage(gs.message(e));
+      const text = gs.message(e);
+      const step = k >= 0 && k < steps.length ? k : undefined;
+      showError(step !== undefined && steps.length > 1 ? `step ${step + 1} (${steps[step].op}): ${text}` : text, { step });
     }
     return false;
   } finally {

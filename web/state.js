@@ -18,7 +18,8 @@ export const state = {
   gpuError: null,
   image: null, // from gs.decode
   sample: null, // the sample's file name when the image is one
-  steps: [{ op: 'gaussian_filter', raw: defaults('gaussian_filter') }],
+  // A step: {op, raw: form text per parameter, auto: parameters still at the default}.
+  steps: [{ op: 'gaussian_filter', raw: defaults('gaussian_filter'), auto: new Set(Object.keys(defaults('gaussian_filter'))) }],
   outputs: [], // one per step of the last run: {kind, op, data, shape, where, ms, wallMs, kernelMs}
   layer: -1, // what the viewer shows: -1 the input, k the output of step k
   busy: 0,
@@ -26,6 +27,7 @@ export const state = {
   lastRun: null,
   compare: null, // rows of the last workshop comparison
   prefetched: false, // every sample is in memory
+  pendingLink: null, // {file, show, z} of a link made from a local file, until it is loaded again
 };
 
 // Display statistics per array. Negative values of detector frames (CBF)
