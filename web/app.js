@@ -8,7 +8,8 @@ import { $, gs, setWasm, state } from './state.js';
 import { showMessage } from './errors.js';
 import { addStep, form, onFormInput, pythonOf, removeStep } from './chain.js';
 import { cancel, runChain } from './run.js';
-import { compare, tableAgreement } from './workshop.js';
+import { compare, speedupText, tableAgreement, verdict } from './workshop.js';
+import { sweep } from './sweep.js';
 import { createViewer, download, downloadView, refreshView, setSlice, viewer, wireHistogram } from './display.js';
 import { applyLink, hashOf, writeHash } from './link.js';
 import { loadFile, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions } from './load.js';
@@ -36,6 +37,7 @@ function wire() {
   $('add-step').addEventListener('click', addStep);
   $('cancel').addEventListener('click', cancel);
   $('compare').addEventListener('click', compare);
+  $('sweep').addEventListener('click', sweep);
   document.addEventListener('keydown', (e) => {
     if (e.key === 'Escape' && state.run) {
       e.preventDefault();
@@ -192,6 +194,8 @@ window.gpuscope = {
     viewer.paint();
   },
   hash: () => hashOf(),
+  /** The workshop's wording, for checks: speed-up text and verdict. */
+  workshop: { speedupText, verdict: (rows, device = state.device) => verdict(rows, device) },
   python: () => pythonOf(),
 };
 
@@ -214,9 +218,11 @@ async function main() {
       $('where').value = 'cpu';
       $('where').querySelector('option[value=gpu]').disabled = true;
       $('compare').title = 'needs WebGPU';
+      $('sweep').title = 'needs WebGPU';
     }
     $('run').disabled = false;
     $('compare').disabled = !device;
+    $('sweep').disabled = !device;
     await gs.warmCpu().catch(() => {});
     await applyLink(location.hash, true);
     state.status = 'ready';

@@ -100,6 +100,7 @@ export async function applyLink(hash, first) {
     // Made from a local file: the page cannot open it by itself. The chain
     // and the display are set; the view comes back when the file is loaded.
     state.pendingLink = { file: link.file, show: link.show, z: link.z };
+    $('sample').value = ''; // '— a file of yours —'
     showMessage(
       `This link was made from a local file, ${link.file}: open it again (drop it on the page or choose it) to see this view. ` +
         'The chain and the display settings of the link are set.' +

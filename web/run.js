@@ -35,6 +35,7 @@ export function setBusy(on, token) {
   state.run = on ? token : null;
   $('run').disabled = on;
   $('compare').disabled = on || !gs?.hasGpu();
+  $('sweep').disabled = on || !gs?.hasGpu();
   $('cancel').disabled = !on;
   $('progress-box').hidden = !on;
 }
@@ -44,6 +45,9 @@ export function progress(done, total, text) {
   $('progress').value = done;
   $('progress-text').textContent = text;
 }
+
+// Operations that ran on WebGPU in this page: their pipelines are compiled.
+export const gpuWarm = new Set();
 
 /** Runs the chain on `where`; resolves to true when it completed. */
 export async function runChain(where = $('where').value) {
@@ -92,10 +96,15 @@ export async function runChain(where = $('where').value) {
     state.layer = outputs.length - 1;
     const total = performance.now() - started;
     state.lastRun = { where, ms: total, steps: outputs.map((o) => ({ op: o.op, ms: o.ms, wallMs: o.wallMs, kernelMs: o.kernelMs })) };
+    const cold = where === 'gpu' ? [...new Set(outputs.map((o) => o.op))].filter((op) => !gpuWarm.has(op)) : [];
+    for (const op of cold) gpuWarm.add(op);
     $('run-info').textContent =
       `Ran ${outputs.map((o) => o.op).join(' → ')} on ${label} in ${ms(total)}` +
       (outputs.some((o) => o.kernelMs) ? ` (GPU kernels ${ms(outputs.reduce((a, o) => a + (o.kernelMs ?? 0), 0))})` : '') +
-      '.';
+      '.' +
+      (cold.length
+        ? ` This was the first WebGPU run of ${cold.join(', ')} in this page: it includes compiling the shader pipelines (run again, or see the workshop panel, for the steady time).`
+        : '');
     refreshView(false);
     writeHash();
     const none = outputs.findIndex((o) => o.op === 'sources' && o.table?.rows.length === 0);

@@ -13,6 +13,7 @@ let browser;
 let page;
 const errors = [];
 const state = (fn, arg) => page.evaluate(fn, arg);
+const w2 = state;
 
 before(async () => {
   browser = await launch(WEBGPU, { width: 1400, height: 900 });
@@ -44,7 +45,12 @@ async function openLink(hash) {
   await state((h) => {
     location.hash = h;
   }, hash);
-  await page.waitForFunction((b) => JSON.stringify(window.gpuscope.state.lastRun) !== b && window.gpuscope.state.busy === 0, before, { timeout: 180_000 });
+  try {
+    await page.waitForFunction((b) => JSON.stringify(window.gpuscope.state.lastRun) !== b && window.gpuscope.state.busy === 0, before, { timeout: 180_000 });
+  } catch (e) {
+    const s = await state(() => ({ busy: window.gpuscope.state.busy, hash: location.hash, message: window.gpuscope.message, progress: document.querySelector('#progress-text').textContent }));
+    throw new Error(`the link ${hash} did not run: ${JSON.stringify(s)} (${e.message})`);
+  }
 }
 
 /** Undefined names and tuple assignments to x in a Python script, by
@@ -84,8 +90,8 @@ print(json.dumps({"undefined": sorted(set(undefined)), "tuples": tuples}))
 
 describe('the page as a new user meets it', { timeout: 900_000 }, () => {
   it('shows load and validation errors at the top of the viewer, in view, and focuses the field', async () => {
-    // Scroll the left column to its end first, as a user editing a long chain.
-    await state(() => document.querySelector('.sidebar').scrollTo(0, 1e6));
+    // The left column as it opens: scrolled to its top, near the file picker.
+    await state(() => document.querySelector('.sidebar').scrollTo(0, 0));
     const cbf = fs.readFileSync(path.join(SAMPLES, 'DLS_I03_smargon_0001.cbf.gz'));
     await page.setInputFiles('#file', { name: 'cut.cbf.gz', mimeType: 'application/octet-stream', buffer: cbf.subarray(0, 100_000) });
     await page.waitForFunction(() => /Cannot open cut\.cbf\.gz/.test(window.gpuscope.message));
@@ -96,8 +102,7 @@ describe('the page as a new user meets it', { timeout: 900_000 }, () => {
 
     await state(() => document.querySelector('.sidebar').scrollTo(0, 0));
     await page.fill('input[name=sigma][data-step="0"]', '-1');
-    await state(() => document.querySelector('.sidebar').scrollTo(0, 1e6));
-    await page.click('#run');
+    await page.keyboard.press('Enter');
     await page.waitForFunction(() => /invalid sigma/.test(window.gpuscope.message));
     const v = await inView('#message');
     assert.ok(v.ok, `the validation message is not in view: ${JSON.stringify(v)}`);
@@ -204,6 +209,7 @@ describe('the page as a new user meets it', { timeout: 900_000 }, () => {
     const s = await other.evaluate(() => ({ image: window.gpuscope.image(), outputs: window.gpuscope.state.outputs.length, busy: window.gpuscope.state.busy, sigma: window.gpuscope.state.steps[0].raw.sigma }));
     assert.deepEqual(s, { image: null, outputs: 0, busy: 0, sigma: '3' });
     assert.match(await other.textContent('#message'), /made from a local file, my-camera\.png: open it again/);
+    assert.equal(await other.inputValue('#sample'), '', 'a sample is shown as chosen');
     await screenshot(other, 'page-local-link.png');
     await other.setInputFiles('#file', { name: 'my-camera.png', mimeType: 'image/png', buffer: camera });
     await other.waitForFunction(() => window.gpuscope.state.busy === 0 && window.gpuscope.state.outputs.length === 1, null, { timeout: 60_000 });
@@ -316,6 +322,81 @@ describe('the page as a new user meets it', { timeout: 900_000 }, () => {
     // A small one runs at once, as before.
     await page.selectOption('#sample', 'camera.png');
     await page.waitForFunction(() => window.gpuscope.image()?.name === 'camera.png' && window.gpuscope.state.busy === 0 && window.gpuscope.state.outputs.length === 1, null, { timeout: 60_000 });
+  });
+
+  it('workshop: honest speed-ups, the verdict names the kernels when they take the time', async () => {
+    const w = (fn, arg) => page.evaluate(fn, arg);
+    assert.equal(await w(() => window.gpuscope.workshop.speedupText(3.4 / 106)), '31× slower');
+    assert.equal(await w(() => window.gpuscope.workshop.speedupText(106 / 3.4)), '31× faster');
+    assert.equal(await w(() => window.gpuscope.workshop.speedupText(2.5)), '2.5× faster');
+    assert.equal(await w(() => window.gpuscope.workshop.speedupText(0.4)), '2.5× slower');
+    assert.equal(await w(() => window.gpuscope.workshop.speedupText(0.5)), '2.0× slower');
+    assert.equal(await w(() => window.gpuscope.workshop.speedupText(1.01)), 'about as fast');
+    // The issue's numbers: 106 ms on the CPU, 4,099 ms on the GPU of which
+    // 3,991 ms are kernels: the kernels are slow, not the transfers.
+    const kernels = await w(() =>
+      window.gpuscope.workshop.verdict([{ cpu_ms: 106, gpu_ms: 4099, gpu_kernel_ms: 3991, agree: 'yes' }], { name: 'google swiftshader' }),
+    );
+    assert.match(kernels, /speed-up 0\.026×: the GPU is 39× slower here: the kernels themselves take 3991\.0 ms of the GPU's 4099\.0 ms/);
+    // The old verdict: "(small images pay for the transfers)".
+    assert.doesNotMatch(kernels.split('slower')[1], /transfer|copies and dispatch/);
+    const copies = await w(() =>
+      window.gpuscope.workshop.verdict([{ cpu_ms: 3.4, gpu_ms: 106, gpu_kernel_ms: 2, agree: 'yes' }], { name: 'nvidia' }),
+    );
+    assert.match(copies, /the GPU is 31× slower here: the kernels take 2\.0 ms of 106\.0 ms; the rest is copies and dispatch overheads/);
+    assert.doesNotMatch(copies, /0\.0×/);
+
+    // Through the panel: the first GPU run has its own column, speed-ups read as words.
+    await openLink('#sample=camera.png&on=gpu&1.op=gaussian_filter&2.op=threshold&2.value=100');
+    await page.fill('#repeats', '2');
+    await page.click('#compare');
+    await page.waitForFunction(() => window.gpuscope.state.compare?.length === 2 && window.gpuscope.state.busy === 0, null, { timeout: 180_000 });
+    const rows = await w(() => window.gpuscope.state.compare);
+    for (const r of rows) assert.ok(r.gpu_first_ms > 0, JSON.stringify(r));
+    const cells = await page.$$eval('#workshop-table tbody tr', (trs) => trs.map((tr) => [...tr.cells].map((c) => c.textContent)));
+    const headers = await page.$$eval('#workshop-table thead th', (ths) => ths.map((th) => th.textContent));
+    const col = headers.findIndex((h) => /GPU against CPU/.test(h));
+    assert.ok(col >= 0 && headers.some((h) => /first GPU run ms \(compiles the pipelines\)/.test(h)), headers.join(' | '));
+    for (const c of cells) assert.match(c[col], /^(\d+(\.\d)?× (faster|slower)|about as fast)$/);
+    assert.match(await page.textContent('#workshop-table caption'), /first run of an operation in this page also compiles its shader pipelines/);
+  });
+
+  it('workshop size sweep: CPU and GPU time against image size, plotted', async () => {
+    await openLink('#sample=coins.png&on=gpu&1.op=gaussian_filter');
+    await page.fill('#sweep-sizes', '64, 0');
+    await page.click('#sweep');
+    await page.waitForFunction(() => /invalid sizes/.test(window.gpuscope.message));
+    assert.equal(await w2(() => document.activeElement.id), 'sweep-sizes');
+    // Small sides: SwiftShader is slow (512² … 4096² is the page's default).
+    await page.fill('#sweep-sizes', '128, 32, 64');
+    await page.fill('#repeats', '1');
+    await page.click('#sweep');
+    await page.waitForFunction(() => window.gpuscope.state.sweep?.rows.length === 3 && window.gpuscope.state.busy === 0, null, { timeout: 300_000 });
+    const s = await w2(() => window.gpuscope.state.sweep);
+    assert.deepEqual(s.rows.map((r) => r.size), ['32²', '64²', '128²']);
+    for (const r of s.rows) {
+      assert.ok(r.cpu_ms > 0 && r.gpu_ms > 0 && r.gpu_first_ms > 0, JSON.stringify(r));
+      assert.equal(r.agree, 'yes');
+      assert.ok(Math.abs(r.speedup - r.cpu_ms / r.gpu_ms) < 1e-9);
+    }
+    assert.equal(s.first.side, 32);
+    assert.match(await page.textContent('#sweep-summary'), /^First GPU run [\d.]+ ms at 32² \((it compiled the shader pipelines of gaussian_filter|the shader pipelines were compiled by an earlier run in this page); a first run also allocates the buffers\), [\d.]+ ms once warm: left out of the timings\. The GPU (is faster from \d+² on \([\d.]+× there\)|catches up with the CPU at 128² \(about as fast\)|is slower at every size tried \([\d.]+× slower at 128²\))\. The results agree at every size\.$/);
+    // The plot has lines in both colours.
+    const colours = await w2(() => {
+      const c = document.querySelector('#sweep-plot');
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      let cpu = 0;
+      let gpu = 0;
+      for (let i = 0; i < d.length; i += 4) {
+        if (d[i] === 0xd9 && d[i + 1] === 0x48 && d[i + 2] === 0x0f) cpu++;
+        if (d[i] === 0x1f && d[i + 1] === 0x6f && d[i + 2] === 0xeb) gpu++;
+      }
+      return { cpu, gpu, visible: c.getBoundingClientRect().height > 100 };
+    });
+    assert.ok(colours.cpu > 50 && colours.gpu > 50 && colours.visible, JSON.stringify(colours));
+    await page.locator('#sweep-results').scrollIntoViewIfNeeded();
+    await screenshot(page.locator('#sweep-results'), 'page-size-sweep.png');
+    await screenshot(page, 'page-workshop.png');
   });
 
   it('logged no page errors', () => {
