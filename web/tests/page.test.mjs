@@ -89,6 +89,25 @@ print(json.dumps({"undefined": sorted(set(undefined)), "tuples": tuples}))
 }
 
 describe('the page as a new user meets it', { timeout: 900_000 }, () => {
+  // `cargo xtask test-web` serves dist/ (GPUSCOPE_SERVED=dist) with a plain
+  // static server; every test here then runs on the static build.
+  it('dist/ is the whole app and only the app', { skip: process.env.GPUSCOPE_SERVED !== 'dist' && 'not served from dist/ (run `cargo xtask test-web`)' }, async () => {
+    const status = await state(async () => {
+      const get = async (p) => (await fetch(p)).status;
+      return {
+        wasm: await get('web/pkg/gpuscope_web_bg.wasm'),
+        glue: await get('web/pkg/gpuscope_web.js'),
+        provenance: await get('web/samples/PROVENANCE.md'),
+        sample: await get('web/samples/DLS_I03_smargon_0001.cbf.gz'),
+        tests: await get('web/tests/browser.mjs'),
+        declarations: await get('web/pkg/gpuscope_web.d.ts'),
+        cargo: await get('Cargo.toml'),
+      };
+    });
+    assert.deepEqual(status, { wasm: 200, glue: 200, provenance: 200, sample: 200, tests: 404, declarations: 404, cargo: 404 });
+    assert.equal(await state(() => window.gpuscope.status), 'ready');
+  });
+
   it('shows load and validation errors at the top of the viewer, in view, and focuses the field', async () => {
     // The left column as it opens: scrolled to its top, near the file picker.
     await state(() => document.querySelector('.sidebar').scrollTo(0, 0));

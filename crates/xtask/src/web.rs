@@ -169,6 +169,7 @@ pub fn test(profile: &str) -> Result<ExitCode, String> {
             .current_dir(&root)
             .args(["--test", "--test-reporter=spec", "web/tests/"])
             .env("GPUSCOPE_URL", &url)
+            .env("GPUSCOPE_SERVED", "dist")
             .env("GPUSCOPE_CHROMIUM", &chromium),
         "node",
     )?;
