@@ -126,8 +126,11 @@ function wire() {
       showMessage(`Link to this view: ${url}`, 'info');
     }
   });
-  window.addEventListener('hashchange', () => {
-    if (location.hash !== hashOf()) applyLink(location.hash, false);
+  window.addEventListener('hashchange', (e) => {
+    // The hash the user gave (e.newURL): the page's own debounced
+    // replaceState may have rewritten location.hash since.
+    const hash = new URL(e.newURL).hash;
+    if (hash !== hashOf()) applyLink(hash, false);
   });
 
   createViewer();

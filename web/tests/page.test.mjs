@@ -365,6 +365,13 @@ describe('the page as a new user meets it', { timeout: 900_000 }, () => {
     assert.match(copies, /the GPU is 31× slower here: the kernels take 2\.0 ms of 106\.0 ms; the rest is copies and dispatch overheads/);
     assert.doesNotMatch(copies, /0\.0×/);
 
+    // Run says when its time includes compiling the pipelines (Run and
+    // Compare then differ), and only the first time.
+    await openLink('#sample=coins.png&on=gpu&1.op=remove_outliers');
+    assert.match(await page.textContent('#run-info'), /first WebGPU run of remove_outliers in this page: it includes compiling the shader pipelines/);
+    await page.click('#run');
+    await page.waitForFunction(() => window.gpuscope.state.busy === 0 && !/first WebGPU run/.test(document.querySelector('#run-info').textContent), null, { timeout: 60_000 });
+
     // Through the panel: the first GPU run has its own column, speed-ups read as words.
     await openLink('#sample=camera.png&on=gpu&1.op=gaussian_filter&2.op=threshold&2.value=100');
     await page.fill('#repeats', '2');
