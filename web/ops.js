@@ -19,7 +19,9 @@
 //              catalogue's entry: `example` (the form's starting value of a
 //              required parameter), `help`, `maxSize`, or a page-only form
 //              (SLIC's 'auto' choices, turned into the catalogue's values by
-//              `options`)
+//              `options`); `channel`: on a colour image (h, w, 3|4) the
+//              default of a per-axis parameter gets this value on the channel
+//              axis (sigma 2 → 2, 2, 0), so it works on the spatial axes only
 //   omit       catalogue parameters the page does not offer (their defaults apply)
 //   params     built from the catalogue: [{name, type, default, ...}] in the
 //              reference's order, with its names and defaults. Types and their checks:
@@ -58,7 +60,10 @@
 //                        the input passes through to the next step unchanged
 //   python(p, input)  the reference call as Python on the array `x` (shown in
 //              the page so a result can be checked in Jupyter), e.g.
-//              "ndimage.gaussian_filter(x, sigma=2, mode='reflect', cval=0, truncate=4)"
+//              "ndimage.gaussian_filter(x, sigma=2, mode='reflect', cval=0, truncate=4)";
+//              table operations give `pythonTable(p, input, fileName)` instead:
+//              statements that leave `x` alone (the input passes through)
+//   imports    optional: the Python imports the code above needs
 //   exact      true when GPU and CPU must agree exactly (integer outputs);
 //              otherwise within RTOL of the largest magnitude (f32 vs f64 sums);
 //              for tables, integer columns always exactly and float columns
@@ -161,12 +166,52 @@ function slicAxis(p, input) {
   return p.channel_axis === 'none' ? undefined : Number(p.channel_axis);
 }
 
+// The core's median selects from at most 2^16 elements per window
+// (crates/core/src/filters/median: FOOTPRINT_MAX); the catalogue gives the
+// per-axis limit only, so the product is checked here, before a run.
+const WINDOW_MAX = 65536;
+function windowCheck(extents, raw) {
+  const n = extents.reduce((a, b) => a * b, 1);
+  return n > WINDOW_MAX
+    ? `invalid size: ${raw.join(', ')} (a ${extents.join('×')} window has ${n} elements; the median selects from at most ${WINDOW_MAX}: use a smaller size)`
+    : null;
+}
+
+/** Python lines of the clipped statistics of `v` (astropy, or the GPU
+ * workshop's loop), defining mean, median, std. */
+function clipLines(v, p) {
+  if (!p.workshop) {
+    return [
+      `mean, median, std = stats.sigma_clipped_stats(${v}, sigma=${py(p.sigma)}${p.sigma_lower === undefined ? '' : `, sigma_lower=${py(p.sigma_lower)}, sigma_upper=${py(p.sigma_upper)}`}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}, stdfunc='std')`,
+    ];
+  }
+  // The workshop's variant: strict comparisons until nothing changes.
+  return [
+    `d = ${v}[np.isfinite(${v})]`,
+    'while True:',
+    '    m, s = np.median(d), np.std(d)',
+    `    kept = d[(d > m - ${py(p.sigma)} * s) & (d < m + ${py(p.sigma)} * s)]`,
+    '    if len(kept) == len(d):',
+    '        break',
+    '    d = kept',
+    'mean, median, std = np.mean(d), np.median(d), np.std(d)',
+  ];
+}
+
+/** The luminance line of a colour image, as the page measures it. */
+function grayLines(input) {
+  const s = input.shape;
+  return s.length === 3 && (s[2] === 3 || s[2] === 4)
+    ? ['g = x[..., :3] @ np.array([0.2125, 0.7154, 0.0721])  # luminance, skimage’s rgb2gray weights']
+    : ['g = x'];
+}
+
 export const OPS = {
   gaussian_filter: {
     title: 'gaussian_filter',
     reference: 'scipy.ndimage.gaussian_filter',
-    help: 'Gaussian smoothing, one pass per axis, radius int(truncate·sigma + 0.5). For an RGB image give 0 on the channel axis (2, 2, 0) as in scipy.',
-    ui: { sigma: { example: '2' } },
+    help: 'Gaussian smoothing, one pass per axis, radius int(truncate·sigma + 0.5). On a colour image the default leaves the channel axis alone (sigma 2, 2, 0); a single 2 blurs across the channels too, as scipy does.',
+    ui: { sigma: { example: '2', channel: 0 } },
     python: (p) => `ndimage.gaussian_filter(x, sigma=${py(p.sigma)}, mode=${py(p.mode)}, cval=${py(p.cval)}, truncate=${py(p.truncate)})`,
     gpu: 'gaussian_filter',
     cpu: 'gaussian_filter',
@@ -190,8 +235,9 @@ export const OPS = {
     title: 'median_filter',
     reference: 'scipy.ndimage.median_filter',
     help: 'Element n//2 of the sorted window (exact: the output is one of the inputs). Stacks: size 1,k,k filters slice by slice. NaN neighbours count as -inf (Mantid Imaging).',
-    ui: { size: { example: '3', help: 'window extent: one value, or one per axis (slowest first)' } },
+    ui: { size: { example: '3', channel: 1, help: 'window extent: one value, or one per axis (slowest first); on a colour image the default is 1 on the channel axis' } },
     omit: ['footprint'],
+    check: (p, input) => windowCheck(p.size.length === 1 ? Array(input.shape.length).fill(p.size[0]) : p.size, p.size),
     python: (p) => `ndimage.median_filter(x, size=${py(p.size)}, mode=${py(p.mode)}, cval=${py(p.cval)})`,
     gpu: 'median_filter',
     cpu: 'median_filter',
@@ -203,6 +249,7 @@ export const OPS = {
     reference: 'Mantid Imaging remove outliers',
     help: 'Replaces an element by the median of its size×size slice window (mode reflect) where it is brighter (bright), darker (dark) or either (both) by more than diff; tomopy: bright with >=.',
     ui: { diff: { example: '20' }, mode: { help: undefined } },
+    check: (p, input) => windowCheck(input.shape.length === 1 ? [p.size] : [p.size, p.size], [p.size]),
     python: (p) => {
       const size = `(1, ${p.size}, ${p.size}) if x.ndim == 3 else ${p.size}`;
       const med = `ndimage.median_filter(x, size=${size}, mode='reflect')`;
@@ -226,10 +273,8 @@ export const OPS = {
       workshop: { help: 'the workshop’s variant: strict comparisons, until convergence' },
     },
     oneChannel: true,
-    python: (p) =>
-      p.workshop
-        ? 'the workshop loop: while True: m, s = np.median(d), np.std(d); k = d[(d > m - sigma*s) & (d < m + sigma*s)]; stop when len(k) == len(d)'
-        : `stats.sigma_clipped_stats(x, sigma=${py(p.sigma)}, sigma_lower=${py(p.sigma_lower)}, sigma_upper=${py(p.sigma_upper)}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}, stdfunc='std')`,
+    imports: ['from astropy import stats'],
+    pythonTable: (p, input) => [...grayLines(input), ...clipLines('g', p), 'print(mean, median, std)'],
     gpu: 'sigma_clipped_stats',
     cpu: 'sigma_clipped_stats',
     output: (r) => ({
@@ -279,43 +324,54 @@ export const OPS = {
     },
     omit: ['sigma_lower', 'sigma_upper'],
     oneChannel: true,
-    python: (p) =>
-      `m, med, s = stats.sigma_clipped_stats(x, sigma=${py(p.sigma)}, maxiters=${py(p.maxiters)}, cenfunc=${py(p.cenfunc)}); ` +
-      `lab, n = ndimage.label(x > ${p.workshop ? '' : 'med + '}${py(p.nsigma)} * s${p.connectivity === 2 ? ', structure=np.ones((3, 3))' : ''}); ` +
-      'measure.regionprops(lab, intensity_image=x)',
+    imports: ['from astropy import stats', 'from skimage import measure'],
+    pythonTable: (p, input) => [
+      ...grayLines(input),
+      ...clipLines('g', { ...p, sigma_lower: undefined }),
+      `lab, n = ndimage.label(g > ${p.workshop ? '' : 'median + '}${py(p.nsigma)} * std, structure=ndimage.generate_binary_structure(g.ndim, ${p.connectivity}))`,
+      'regions = measure.regionprops(lab, intensity_image=g)',
+      "print(n, 'sources')",
+    ],
     gpu: 'sources',
     cpu: 'sources',
-    output: (r) => ({
-      ...r,
-      table: {
-        columns: [
-          { key: 'label', label: 'label', integer: true },
-          { key: 'area', label: 'area', integer: true },
-          { key: 'centroid_y', label: 'centroid y' },
-          { key: 'centroid_x', label: 'centroid x' },
-          { key: 'weighted_y', label: 'weighted centroid y' },
-          { key: 'weighted_x', label: 'weighted centroid x' },
-          { key: 'bbox', label: 'bbox (y0, x0, y1, x1)', text: true },
-          { key: 'sum', label: 'intensity sum' },
-          { key: 'mean', label: 'intensity mean' },
-          { key: 'max', label: 'intensity max' },
-        ],
-        rows: r.regions.map((g) => ({
-          label: g.label,
-          area: g.area,
-          centroid_y: g.centroid[0],
-          centroid_x: g.centroid[1],
-          weighted_y: g.centroidWeighted[0],
-          weighted_x: g.centroidWeighted[1],
-          bbox: g.bbox.join(', '),
-          sum: g.intensitySum,
-          mean: g.intensityMean,
-          max: g.intensityMax,
-        })),
-      },
-    }),
-    // Pixel (i, j) is drawn over [i, i + 1) x [j, j + 1): its centre is i + 0.5.
-    markers: (r) => r.table.rows.map((g) => ({ y: g.centroid_y + 0.5, x: g.centroid_x + 0.5, r: Math.max(3, Math.sqrt(g.area / Math.PI) + 2), label: String(g.label) })),
+    // A volume's regions have (z, y, x) centroids and 6-number boxes.
+    output: (r) => {
+      const volume = r.shape?.length === 3;
+      const axes = volume ? ['z', 'y', 'x'] : ['y', 'x'];
+      const pick = (v, name) => v[axes.indexOf(name)];
+      return {
+        ...r,
+        table: {
+          columns: [
+            { key: 'label', label: 'label', integer: true },
+            { key: 'area', label: volume ? 'volume (voxels)' : 'area', integer: true },
+            ...axes.map((a) => ({ key: `centroid_${a}`, label: `centroid ${a}` })),
+            ...axes.map((a) => ({ key: `weighted_${a}`, label: `weighted centroid ${a}` })),
+            { key: 'bbox', label: `bbox (${[...axes.map((a) => `${a}0`), ...axes.map((a) => `${a}1`)].join(', ')})`, text: true },
+            { key: 'sum', label: 'intensity sum' },
+            { key: 'mean', label: 'intensity mean' },
+            { key: 'max', label: 'intensity max' },
+          ],
+          rows: r.regions.map((g) => {
+            const row = { label: g.label, area: g.area };
+            for (const a of axes) row[`centroid_${a}`] = pick(g.centroid, a);
+            for (const a of axes) row[`weighted_${a}`] = pick(g.centroidWeighted, a);
+            Object.assign(row, { bbox: g.bbox.join(', '), sum: g.intensitySum, mean: g.intensityMean, max: g.intensityMax });
+            return row;
+          }),
+        },
+      };
+    },
+    // Pixel (i, j) is drawn over [i, i + 1) x [j, j + 1): its centre is i +
+    // 0.5. A volume's markers are drawn on the slice of their centroid.
+    markers: (r) =>
+      r.table.rows.map((g) => ({
+        y: g.centroid_y + 0.5,
+        x: g.centroid_x + 0.5,
+        ...(g.centroid_z === undefined ? {} : { z: g.centroid_z + 0.5 }),
+        r: Math.max(3, Math.sqrt(g.area / Math.PI) + 2),
+        label: String(g.label),
+      })),
     overlay: 'labels', // the labels under the markers (grey images)
     result: 'table',
     exact: false,
@@ -380,11 +436,16 @@ export const OPS = {
       if (p.min_spot_size > p.max_spot_size) return `invalid min_spot_size: ${p.min_spot_size} (above max_spot_size ${p.max_spot_size})`;
       return null;
     },
-    python: (p) =>
-      `# dials.find_spots imported.expt spotfinder.threshold.algorithm=${p.algorithm} ` +
-      `kernel_size=${p.kernel_size.join(',')} sigma_background=${p.sigma_background} sigma_strong=${p.sigma_strong} ` +
-      `min_local=${p.min_local} global_threshold=${p.global_threshold}${p.gain === null ? '' : ` gain=${p.gain}`} ` +
-      `min_spot_size=${p.min_spot_size} max_spot_size=${p.max_spot_size}`,
+    // DIALS is a command line, not a Python call on an array: the reference
+    // is given as the commands to run on the file.
+    pythonTable: (p, input, name) => [
+      '# find_spots is DIALS’ spot finder; its reference is the DIALS command line on the file:',
+      `#   dials.import ${name ?? 'IMAGE.cbf'}`,
+      `#   dials.find_spots imported.expt spotfinder.threshold.algorithm=${p.algorithm} ` +
+        `kernel_size=${p.kernel_size.join(',')} sigma_background=${p.sigma_background} sigma_strong=${p.sigma_strong} ` +
+        `min_local=${p.min_local} global_threshold=${p.global_threshold}${p.gain === null ? '' : ` gain=${p.gain}`} ` +
+        `min_spot_size=${p.min_spot_size} max_spot_size=${p.max_spot_size}`,
+    ],
     gpu: 'find_spots',
     cpu: 'find_spots',
     // One half-width stands for both axes.
@@ -448,10 +509,23 @@ export function oneChannel(input) {
   return { data: out, shape: [h, w] };
 }
 
-/** The default parameters of an operation as form text. */
-export function defaults(id) {
+/** Whether a shape is a colour image (h, w, 3|4). */
+export const isColour = (shape) => shape?.length === 3 && (shape[2] === 3 || shape[2] === 4);
+
+/** The default of parameter `spec` as form text, for an input of `shape`
+ * (when known): per-axis parameters with a `channel` value leave a colour
+ * image's channel axis alone. */
+export function defaultOf(spec, shape) {
+  const d = String(spec.default ?? '');
+  if (spec.channel === undefined || !spec.perAxis || !isColour(shape) || d.includes(',') || d.trim() === '') return d;
+  return `${d}, ${d}, ${spec.channel}`;
+}
+
+/** The default parameters of an operation as form text (for an input of
+ * `shape`, when known). */
+export function defaults(id, shape) {
   const out = {};
-  for (const s of OPS[id].params) out[s.name] = String(s.default ?? '');
+  for (const s of OPS[id].params) out[s.name] = defaultOf(s, shape);
   return out;
 }
 

@@ -369,9 +369,11 @@ export class Viewer {
     this.onChange();
   }
 
-  /** Markers ({y, x, r?, z?}, pixel centres at integer + 0.5) on the current slice. */
+  /** Markers ({y, x, r?, z?}, pixel centres at integer + 0.5) on the current
+   * slice, at the overlay's opacity (0 hides them with the overlay). */
   paintMarkers(ctx, at, scale) {
-    if (!this.markers.length) return;
+    if (!this.markers.length || this.opacity <= 0) return;
+    ctx.globalAlpha = Math.min(1, this.opacity);
     ctx.lineWidth = 1.5;
     ctx.strokeStyle = '#00e5ff';
     for (const m of this.markers) {
@@ -382,6 +384,7 @@ export class Viewer {
       ctx.arc(sx, sy, r, 0, 2 * Math.PI);
       ctx.stroke();
     }
+    ctx.globalAlpha = 1;
   }
 
   /** The current view at the data's own resolution, colormap and overlay

@@ -126,6 +126,18 @@ export class CancelledError extends Error {
   }
 }
 
+// GPU calls in flight, the abandoned ones of a cancelled run included (a
+// submission cannot be recalled).
+const gpuCalls = new Set();
+
+/** Whether a GPU call (e.g. of a cancelled run) is still in flight. */
+export const gpuBusy = () => gpuCalls.size > 0;
+
+/** Resolves once every GPU call in flight has finished (or failed). */
+export async function gpuIdle() {
+  while (gpuCalls.size) await Promise.allSettled([...gpuCalls]);
+}
+
 const callCpu = (fn, data, shape, args) => cpu.call(fn, data, shape, args);
 
 /** Runs registry operation `id` with parsed `params` on `input`
@@ -144,11 +156,20 @@ export async function run(where, id, input, params, context = {}) {
   const data = input.data instanceof Float32Array ? input.data : Float32Array.from(input.data);
   const shape = Uint32Array.from(input.shape);
   const options = optionsOf(id, params, input, context);
+  if (where === 'gpu') {
+    // A cancelled run's submission is still on the GPU's queue: wait for it
+    // here, before the clock starts, so its time is not counted as ours.
+    await gpuIdle();
+  }
   const t0 = performance.now();
   let r;
   if (where === 'gpu') {
     if (!engine) throw new Error('WebGPU is not available: use the CPU path');
-    r = await engine[op.gpu](data, shape, options);
+    const call = engine[op.gpu](data, shape, options);
+    gpuCalls.add(call);
+    const done = () => gpuCalls.delete(call);
+    call.then(done, done);
+    r = await call;
   } else {
     r = await callCpu(op.cpu, data, shape, [options]);
   }

@@ -707,7 +707,7 @@ describe('gpuscope web app', { timeout: 600_000 }, () => {
     const [download] = await Promise.all([page.waitForEvent('download'), page.click('#workshop-table button.csv')]);
     assert.equal(download.suggestedFilename(), 'cpu-vs-gpu.csv');
     const csv = fs.readFileSync(await download.path(), 'utf8').trim().split(/\r\n/);
-    assert.equal(csv[0], 'step,operation,gpu_ms,gpu_kernel_ms,cpu_ms,speedup,max_abs_diff,agree');
+    assert.equal(csv[0], 'step,operation,gpu_ms,gpu_kernel_ms,gpu_first_ms,cpu_ms,speedup,max_abs_diff,agree');
     assert.equal(csv.length, 3);
     assert.match(csv[1], /^1,gaussian_filter,[\d.e-]+,/);
   });

@@ -13,17 +13,20 @@ const USAGE: &str = "\
 usage: cargo xtask <command> [options]
 
 commands:
-  build-web [--dev]               build crates/web for wasm32 and generate web/pkg/
+  build-web [--release | --dev]   build crates/web for wasm32, generate web/pkg/ and
+                                  write dist/: the whole app for any static server
   serve [--port N] [--dev] [--no-build]
                                   build, then serve the repository root on 127.0.0.1
                                   (default port 8000; a busy port falls back to a free one)
   test-web [--dev]                build, then run the browser tests (web/tests/) in
-                                  headless Chromium with WebGPU
+                                  headless Chromium with WebGPU against dist/ served
+                                  by `python3 -m http.server`
   wgsl [DIR]                      write every shader generated on the host (median
                                   networks, unrolled correlations) to DIR
                                   (default target/wgsl), one file each
 
---dev builds with the `web-dev` profile (no LTO: fast relinks) instead of `release-web`.
+--release (the default) builds with the `release-web` profile; --dev with `web-dev`
+(no LTO: fast relinks).
 CARGO_TARGET_DIR is honoured.";
 
 fn main() -> ExitCode {
@@ -48,18 +51,25 @@ fn run(args: &[String]) -> Result<ExitCode, String> {
     let opts = Options::parse(rest)?;
     match command.as_str() {
         "build-web" => {
-            opts.only(&["--dev"])?;
+            opts.only(&["--dev", "--release"])?;
             web::build(opts.profile())?;
+            web::write_dist(&web::root())?;
             Ok(ExitCode::SUCCESS)
         }
         "serve" => {
             opts.only(&["--dev", "--port", "--no-build"])?;
-            if !opts.no_build {
+            if opts.no_build {
+                eprintln!("xtask: --no-build: serving web/pkg/ as it is");
+            } else {
                 web::build(opts.profile())?;
             }
             let root = web::root();
             let server = serve::Server::bind(&root, opts.port.unwrap_or(8000))?;
             println!("gpuscope web app: {}", server.url());
+            println!(
+                "serving {} on 127.0.0.1 only; open the address above in a browser with WebGPU. Ctrl-C stops.",
+                root.display()
+            );
             server.run();
             Ok(ExitCode::SUCCESS)
         }
@@ -90,8 +100,17 @@ impl Options {
         while let Some(arg) = it.next() {
             match arg.as_str() {
                 "--dev" => {
+                    if opts.given.contains(&"--release") {
+                        return Err("--release and --dev exclude each other".into());
+                    }
                     opts.dev = true;
                     opts.given.push("--dev");
+                }
+                "--release" => {
+                    if opts.dev {
+                        return Err("--release and --dev exclude each other".into());
+                    }
+                    opts.given.push("--release");
                 }
                 "--no-build" => {
                     opts.no_build = true;

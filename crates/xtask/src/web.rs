@@ -1,10 +1,9 @@
 //! `build-web` and `test-web`.
 
+use std::net::{Ipv4Addr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode};
-use std::time::Instant;
-
-use crate::serve::Server;
+use std::process::{Child, Command, ExitCode, Stdio};
+use std::time::{Duration, Instant};
 
 const TARGET: &str = "wasm32-unknown-unknown";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -72,6 +71,10 @@ fn ensure_wasm_target() -> Result<(), String> {
 pub fn build(profile: &str) -> Result<(), String> {
     let root = root();
     ensure_wasm_target()?;
+    eprintln!(
+        "xtask: building the wasm module (cargo build -p gpuscope-web --target {TARGET} --profile {profile}; \
+         the first build compiles every dependency and takes minutes)..."
+    );
     let started = Instant::now();
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let ok = status_of(
@@ -123,8 +126,10 @@ pub fn build(profile: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Builds, installs the pinned npm packages when absent, serves the
-/// repository on a free port and runs `node --test web/tests/` against it.
+/// Builds `web/pkg/` and `dist/`, installs the pinned npm packages when
+/// absent, serves `dist/` with a plain static server (`python3 -m
+/// http.server`, as any web host would) and runs `node --test web/tests/`
+/// against it.
 pub fn test(profile: &str) -> Result<ExitCode, String> {
     let root = root();
     let chromium = std::env::var("GPUSCOPE_CHROMIUM").unwrap_or_else(|_| CHROMIUM.into());
@@ -134,7 +139,15 @@ pub fn test(profile: &str) -> Result<ExitCode, String> {
     if Command::new("node").arg("--version").output().is_err() {
         return Err("node is missing: install Node.js 20 or newer".into());
     }
+    if Command::new("python3").arg("--version").output().is_err() {
+        return Err(
+            "python3 is missing: the browser tests serve dist/ with `python3 -m http.server`, \
+                    a plain static server; install Python 3"
+                .into(),
+        );
+    }
     build(profile)?;
+    let dist = write_dist(&root)?;
     if !root.join("node_modules/playwright-core").is_dir() {
         eprintln!("xtask: npm ci (playwright-core, pinned in package-lock.json)");
         let ok = status_of(
@@ -148,21 +161,163 @@ pub fn test(profile: &str) -> Result<ExitCode, String> {
             return Err("npm ci failed (see npm's messages above)".into());
         }
     }
-    let server = Server::bind(&root, 0)?;
-    let url = server.url();
-    std::thread::spawn(move || server.run());
-    eprintln!("xtask: testing {url} with {chromium}");
+    let server = StaticServer::start(&dist)?;
+    let url = format!("http://127.0.0.1:{}/", server.port);
+    eprintln!("xtask: testing {url} (dist/ served by python3 -m http.server) with {chromium}");
     let status = status_of(
         Command::new("node")
             .current_dir(&root)
             .args(["--test", "--test-reporter=spec", "web/tests/"])
             .env("GPUSCOPE_URL", &url)
+            .env("GPUSCOPE_SERVED", "dist")
             .env("GPUSCOPE_CHROMIUM", &chromium),
         "node",
     )?;
+    drop(server);
     Ok(match status.code() {
         Some(0) => ExitCode::SUCCESS,
         Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
         None => ExitCode::FAILURE,
     })
+}
+
+/// `python3 -m http.server` on a free port of 127.0.0.1, stopped on drop.
+struct StaticServer {
+    child: Child,
+    port: u16,
+}
+
+impl StaticServer {
+    fn start(dir: &Path) -> Result<StaticServer, String> {
+        // A free port: bound here, released, then taken by the server.
+        let port = TcpListener::bind((Ipv4Addr::LOCALHOST, 0))
+            .and_then(|l| l.local_addr())
+            .map_err(|e| format!("cannot find a free port on 127.0.0.1: {e}"))?
+            .port();
+        let child = Command::new("python3")
+            .args([
+                "-m",
+                "http.server",
+                "--bind",
+                "127.0.0.1",
+                &port.to_string(),
+            ])
+            .current_dir(dir)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot start python3 -m http.server: {e}"))?;
+        let mut server = StaticServer { child, port };
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while TcpStream::connect((Ipv4Addr::LOCALHOST, port)).is_err() {
+            if let Ok(Some(status)) = server.child.try_wait() {
+                return Err(format!(
+                    "python3 -m http.server on port {port} stopped at once ({status})"
+                ));
+            }
+            if Instant::now() > deadline {
+                return Err(format!(
+                    "python3 -m http.server did not listen on port {port} within 20 s"
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Ok(server)
+    }
+}
+
+impl Drop for StaticServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What `dist/` holds: the page and every file under `web/` except the
+/// browser tests and the TypeScript declarations of the glue.
+fn in_dist(rel: &Path) -> bool {
+    let s = rel.to_string_lossy().replace('\\', "/");
+    if s == "index.html" {
+        return true;
+    }
+    s.starts_with("web/")
+        && !s.starts_with("web/tests/")
+        && !s.ends_with(".d.ts")
+        && !rel
+            .components()
+            .any(|c| c.as_os_str().to_string_lossy().starts_with('.'))
+}
+
+/// Writes `dist/`: the whole app for any static server (index.html, the
+/// page's modules, `web/pkg/` with the wasm module and its glue, the samples
+/// and their provenance). Returns its path.
+pub fn write_dist(root: &Path) -> Result<PathBuf, String> {
+    let dist = root.join("dist");
+    if !root.join("web/pkg/gpuscope_web_bg.wasm").is_file() {
+        return Err("web/pkg/ is missing: the wasm build did not run".into());
+    }
+    if dist.exists() {
+        std::fs::remove_dir_all(&dist)
+            .map_err(|e| format!("cannot remove the old {}: {e}", dist.display()))?;
+    }
+    let mut files = vec![root.join("index.html")];
+    collect(&root.join("web"), &mut files)
+        .map_err(|e| format!("cannot list {}: {e}", root.join("web").display()))?;
+    let mut bytes = 0;
+    let mut count = 0;
+    for file in files {
+        let Ok(rel) = file.strip_prefix(root) else {
+            continue;
+        };
+        if !in_dist(rel) {
+            continue;
+        }
+        let to = dist.join(rel);
+        if let Some(dir) = to.parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        bytes += std::fs::copy(&file, &to)
+            .map_err(|e| format!("cannot copy {} to {}: {e}", file.display(), to.display()))?;
+        count += 1;
+    }
+    // GitHub Pages: serve the files as they are (no Jekyll).
+    std::fs::write(dist.join(".nojekyll"), b"")
+        .map_err(|e| format!("cannot write {}: {e}", dist.join(".nojekyll").display()))?;
+    eprintln!(
+        "xtask: dist/ ready: {count} files, {} KiB, for any static server (e.g. `python3 -m http.server -d dist`)",
+        bytes / 1024
+    );
+    Ok(dist)
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    for entry in std::fs::read_dir(dir)? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dist_takes_the_app_and_leaves_the_tests() {
+        assert!(in_dist(Path::new("index.html")));
+        assert!(in_dist(Path::new("web/app.js")));
+        assert!(in_dist(Path::new("web/pkg/gpuscope_web_bg.wasm")));
+        assert!(in_dist(Path::new("web/samples/PROVENANCE.md")));
+        assert!(!in_dist(Path::new("web/pkg/gpuscope_web.d.ts")));
+        assert!(!in_dist(Path::new("web/tests/app.test.mjs")));
+        assert!(!in_dist(Path::new("web/tests/screenshots/a.png")));
+        assert!(!in_dist(Path::new("web/.DS_Store")));
+        assert!(!in_dist(Path::new("Cargo.toml")));
+        assert!(!in_dist(Path::new("README.md")));
+    }
 }
