@@ -7,6 +7,7 @@ import { SAMPLES } from './samples.js';
 import { COLORMAPS, STRETCHES } from './colormaps.js';
 import { Viewer, drawHistogram, layout, summarize } from './viewer.js';
 import { renderTable, saveBlob } from './table.js';
+import { createViews } from './view/index.js';
 
 // The wasm boundary, imported in main() so that a missing build is reported
 // on the page instead of failing silently.
@@ -80,6 +81,12 @@ async function loadBytes(name, bytes, sample = null) {
     showMessage(`Cannot open ${name}: ${gs.message(e)}`);
     return false;
   }
+  return useImage(image, sample);
+}
+
+/** Shows a decoded image (a file, a sample or a series of frames). */
+function useImage(image, sample = null) {
+  const name = image.name;
   // A run on the previous image is of no use any more.
   if (state.run) cancel();
   state.image = image;
@@ -104,6 +111,7 @@ async function loadBytes(name, bytes, sample = null) {
     el.append(d);
   }
   showMessage('');
+  views.onImage(image);
   renderChain(); // per-axis hints depend on the shape
   refreshView(true);
   writeHash();
@@ -570,6 +578,7 @@ async function compare() {
 // ---------------------------------------------------------------- the view
 
 let viewer;
+let views; // the view modules' hooks (web/view/index.js)
 let histogramRange = { from: 0, to: 1 };
 
 /** Dragging across the histogram sets the display limits (manual). */
@@ -636,7 +645,7 @@ function refreshView(newImage) {
   if (!state.image) return;
   if (state.layer >= state.outputs.length) state.layer = state.outputs.length - 1;
   fillLayerSelect();
-  const { base, overlay, markers, result } = layerOf(state.layer);
+  const { base, overlay, markers, result } = views.adjustLayer(state.layer, layerOf(state.layer));
   const summary = summaryOf(base.data);
   const mode = $('limits').value;
   let lo;
@@ -648,6 +657,8 @@ function refreshView(newImage) {
       lo = summary.min;
       hi = summary.max;
     }
+  } else if (views.limits(mode, base, summary)) {
+    [lo, hi] = views.limits(mode, base, summary);
   } else if (mode === 'minmax') {
     lo = summary.min;
     hi = summary.max;
@@ -659,7 +670,7 @@ function refreshView(newImage) {
     $('vmin').value = +lo.toPrecision(6);
     $('vmax').value = +hi.toPrecision(6);
   }
-  viewer.display = { cmap: $('cmap').value, stretch: $('stretch').value, lo, hi };
+  viewer.display = { cmap: $('cmap').value, stretch: $('stretch').value, lo, hi, special: views.special(base), poolMax: views.poolMax(base) };
   viewer.opacity = Number($('opacity').value);
   viewer.overlay = overlay;
   viewer.markers = markers;
@@ -682,6 +693,7 @@ function refreshView(newImage) {
   $('dl-npy').disabled = $('dl-tif').disabled = false;
   $('dl-png').disabled = false;
   showResults(result);
+  views.afterRefresh();
 }
 
 function showResults(result) {
@@ -693,7 +705,11 @@ function showResults(result) {
   panel.hidden = false;
   if (result.kind === 'table' && result.table) {
     $('results-summary').textContent = `${result.table.rows.length} rows from ${result.op}.`;
-    renderTable($('results-table'), { ...result.table, name: `${stem()}-${result.op}` });
+    renderTable($('results-table'), {
+      ...result.table,
+      name: `${stem()}-${result.op}`,
+      onRow: OPS[result.op].markers ? (row) => views.focusRow(result, row) : null,
+    });
     return;
   }
   // Masks and labels: counts per slice.
@@ -737,8 +753,10 @@ function hover(p) {
     return;
   }
   const v = Array.isArray(p.value) ? `(${p.value.map(fmt).join(', ')})` : fmt(p.value);
-  let text = `x ${p.x}, y ${p.y}${p.z !== undefined ? `, slice ${p.z}` : ''}: ${v}`;
+  const more = views.readout(p);
+  let text = `${more.coords ?? `x ${p.x}, y ${p.y}`}${p.z !== undefined ? `, slice ${p.z}` : ''}: ${v}`;
   if (p.overlay !== undefined) text += p.kind === 'mask' ? `, mask ${p.overlay ? 1 : 0}` : `, label ${p.overlay}`;
+  if (more.extra) text += ` — ${more.extra}`;
   el.textContent = text;
 }
 
@@ -784,6 +802,7 @@ function hashOf() {
   if (viewer?.info?.slices > 1) q.set('z', String(viewer.slice));
   q.set('opacity', $('opacity').value);
   if (state.layer >= 0) q.set('show', String(state.layer + 1));
+  views?.hashWrite(q);
   return `#${q.toString()}`;
 }
 
@@ -825,6 +844,7 @@ function applyHash(hash) {
   if (q.has('p')) [$('plo').value, $('phi').value] = q.get('p').split(',');
   if (q.has('v')) [$('vmin').value, $('vmax').value] = q.get('v').split(',');
   if (q.has('opacity')) $('opacity').value = q.get('opacity');
+  errors.push(...views.hashRead(q));
   let sample = q.get('sample');
   if (sample && !SAMPLES.some((s) => s.file === sample)) {
     errors.push(`the link names an unknown sample '${sample}'`);
@@ -853,6 +873,7 @@ function setSlice(z) {
   viewer.setSlice(z);
   $('slice').value = String(viewer.slice);
   $('slice-out').textContent = `${viewer.slice} of ${viewer.info.slices}`;
+  views.sliceChanged();
   writeHash();
 }
 
@@ -890,7 +911,11 @@ function wire() {
     if (e.target.value && (await loadSample(e.target.value))) runChain();
   });
   $('file').addEventListener('change', async (e) => {
-    if (await loadFile(e.target.files[0])) runChain();
+    const files = [...e.target.files];
+    // Several frames picked together: a series (no chain run: spot
+    // finding over it is a button of its own).
+    if (files.length > 1) await views.loadSeries(files);
+    else if (await loadFile(files[0])) runChain();
     e.target.value = '';
   });
   const drop = $('drop');
@@ -971,6 +996,23 @@ function wire() {
   });
 
   viewer = new Viewer($('view'), { onHover: hover });
+  views = createViews({
+    viewer,
+    state,
+    OPS,
+    defaults,
+    parseStep,
+    refresh: () => refreshView(false),
+    writeHash,
+    hashOf,
+    applyHash: (hash) => applyLink(hash, false),
+    showMessage,
+    run: (where, id, input, params) => gs.run(where, id, input, params),
+    where: () => $('where').value,
+    decode: (name, bytes) => gs.decode(name, bytes),
+    useImage,
+    setSlice,
+  });
   wireHistogram();
 }
 
@@ -1032,6 +1074,8 @@ window.gpuscope = {
     viewer.paint();
   },
   hash: () => hashOf(),
+  views: () => views,
+  viewer: () => viewer,
   python: () => pythonOf(),
 };
 

@@ -178,6 +178,7 @@ export class Viewer {
     if (!this.layer) return;
     const { h, w, channels } = this.info;
     const data = this.sliceData();
+    this.renderPooled(data);
     this.image.width = w;
     this.image.height = h;
     const ctx = this.image.getContext('2d');
@@ -217,6 +218,45 @@ export class Viewer {
       }
     }
     ctx.putImageData(img, 0, 0);
+  }
+
+  /** `display.poolMax` (detector frames, as DIALS' viewer bins them):
+   * zoomed out, each screen pixel shows the largest value of its
+   * pool×pool block, so single-pixel spots stay visible. Kept in
+   * `this.pooled` ({canvas, pool}) for paint(). */
+  renderPooled(data = this.sliceData()) {
+    this.pooled = null;
+    const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
+    if (!this.display.poolMax || pool === 1 || this.info.channels !== 1) return;
+    const { h, w } = this.info;
+    const ow = Math.ceil(w / pool);
+    const oh = Math.ceil(h / pool);
+    const canvas = document.createElement('canvas');
+    canvas.width = ow;
+    canvas.height = oh;
+    const ctx = canvas.getContext('2d');
+    const img = ctx.createImageData(ow, oh);
+    const px = img.data;
+    const s = scaler(this.display.lo, this.display.hi, this.display.stretch);
+    const table = lut(this.display.cmap);
+    const special = this.display.special;
+    for (let oy = 0; oy < oh; oy++) {
+      for (let ox = 0; ox < ow; ox++) {
+        let m = -Infinity;
+        for (let y = oy * pool; y < Math.min(h, (oy + 1) * pool); y++) {
+          for (let x = ox * pool; x < Math.min(w, (ox + 1) * pool); x++) if (data[y * w + x] > m) m = data[y * w + x];
+        }
+        const o = 4 * (oy * ow + ox);
+        const c = special?.(m);
+        const k = 3 * s(m);
+        px[o] = c ? c[0] : table[k];
+        px[o + 1] = c ? c[1] : table[k + 1];
+        px[o + 2] = c ? c[2] : table[k + 2];
+        px[o + 3] = 255;
+      }
+    }
+    ctx.putImageData(img, 0, 0);
+    this.pooled = { canvas, pool };
   }
 
   /** Renders the overlay of the current slice. `pool` > 1 (a zoomed-out
@@ -374,7 +414,13 @@ export class Viewer {
     ctx.imageSmoothingEnabled = this.zoom < 1;
     if (this.flipY) ctx.setTransform(this.zoom, 0, 0, -this.zoom, this.ox, this.oy + h * this.zoom);
     else ctx.setTransform(this.zoom, 0, 0, this.zoom, this.ox, this.oy);
-    ctx.drawImage(this.image, 0, 0);
+    const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
+    if (this.display.poolMax && (this.pooled?.pool ?? 1) !== pool) this.renderPooled();
+    if (this.pooled) {
+      const { canvas: pc, pool: f } = this.pooled;
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(pc, 0, 0, pc.width * f, pc.height * f);
+    } else ctx.drawImage(this.image, 0, 0);
     if (this.overlay) {
       const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
       if (pool !== this.pool) {
