@@ -840,7 +840,7 @@ function applyHash(hash) {
   pick('where', 'on', ['gpu', 'cpu']);
   pick('cmap', 'cmap', COLORMAPS);
   pick('stretch', 'scale', STRETCHES);
-  pick('limits', 'limits', ['auto', 'minmax', 'manual']);
+  pick('limits', 'limits', [...$('limits').options].map((o) => o.value));
   if (q.has('p')) [$('plo').value, $('phi').value] = q.get('p').split(',');
   if (q.has('v')) [$('vmin').value, $('vmax').value] = q.get('v').split(',');
   if (q.has('opacity')) $('opacity').value = q.get('opacity');

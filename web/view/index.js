@@ -30,7 +30,7 @@ export function createViews(ctx) {
   const ortho = new Ortho(viewer, $('ortho-xz'), $('ortho-yz'), (p) => {
     $('ortho-caption-xz').textContent = `XZ at y ${p.y}`;
     $('ortho-caption-yz').textContent = `YZ at x ${p.x}`;
-    ctx.sliceChanged?.(p.z);
+    ctx.setSlice(p.z);
   });
   viewer.decorations.push(diffraction.decoration(), measure.decoration(), ortho.decoration());
   let pendingView = null; // a `view=` entry to apply once the image is shown
@@ -84,8 +84,7 @@ export function createViews(ctx) {
   });
   $('ortho-on').addEventListener('change', (e) => {
     ortho.on = e.target.checked;
-    $('ortho').hidden = !ortho.on;
-    ortho.render();
+    showOrtho();
     viewer.paint();
     ctx.writeHash();
   });
@@ -337,9 +336,7 @@ export function createViews(ctx) {
 
     afterRefresh() {
       $('ortho-box').hidden = !Ortho.fits(viewer.info);
-      if (!Ortho.fits(viewer.info)) $('ortho').hidden = true;
-      else $('ortho').hidden = !ortho.on;
-      ortho.render();
+      showOrtho();
       measure.update();
       if (pendingView && viewer.layer) {
         viewer.centreOn(pendingView.x, pendingView.y, pendingView.zoom);
@@ -402,6 +399,20 @@ export function createViews(ctx) {
       if (m) focusOn(m);
     },
   };
+
+  /** Shows or hides the side views; the main view gets shorter beside
+   * them, so all three fit the window. */
+  function showOrtho() {
+    const on = ortho.on && Ortho.fits(viewer.info);
+    $('ortho').hidden = !on;
+    const panel = viewer.canvas.closest('.viewer-panel');
+    if (panel && panel.classList.contains('ortho-on') !== on) {
+      panel.classList.toggle('ortho-on', on);
+      viewer.fitted = false;
+    }
+    ortho.render();
+    viewer.paint();
+  }
 
   function frameText() {
     const f = state.image?.frames;
