@@ -1,0 +1,105 @@
+// Loading an image: a built-in sample, a picked or a dropped file.
+import { SAMPLES } from './samples.js';
+import { $, fmt, gs, state } from './state.js';
+import { showMessage } from './errors.js';
+import { renderChain } from './chain.js';
+import { cancel } from './run.js';
+import { refreshView } from './display.js';
+import { writeHash } from './link.js';
+import { views } from './view/hooks.js';
+
+export function selectSampleOptions() {
+  const sel = $('sample');
+  const none = new Option('— a file of yours —', '');
+  none.disabled = true;
+  sel.append(none, ...SAMPLES.map((s) => new Option(s.label, s.file)));
+}
+
+export async function loadBytes(name, bytes, sample = null) {
+  showMessage(`Decoding ${name}…`, 'info');
+  // Let the message paint before a long decode (a hidden tab paints no
+  // frames: the timeout goes on without one).
+  await new Promise((r) => {
+    requestAnimationFrame(() => setTimeout(r, 0));
+    setTimeout(r, 100);
+  });
+  let image;
+  try {
+    image = await gs.decode(name, bytes);
+  } catch (e) {
+    showMessage(`Cannot open ${name}: ${gs.message(e)}`);
+    return false;
+  }
+  return useImage(image, sample);
+}
+
+/** Shows a decoded image (a file, a sample or a series of frames). */
+export function useImage(image, sample = null) {
+  const name = image.name;
+  // A run on the previous image is of no use any more.
+  if (state.run) cancel();
+  state.image = image;
+  state.sample = sample;
+  state.outputs = [];
+  state.layer = -1;
+  $('sample').value = sample ?? '';
+  const info = SAMPLES.find((s) => s.file === sample);
+  $('provenance').textContent = info ? `Source: ${info.provenance}` : '';
+  const { min, max, mean } = image.stats;
+  const el = $('image-info');
+  el.replaceChildren(
+    `${name}: ${image.shape.join(' × ')} ${image.dtype} (${image.format}), min ${fmt(min)} max ${fmt(max)} mean ${fmt(mean)}`,
+  );
+  if (image.header.length) {
+    const d = document.createElement('details');
+    const s = document.createElement('summary');
+    s.textContent = `header (${image.header.length} fields)`;
+    const pre = document.createElement('pre');
+    pre.textContent = image.header.map(([k, v]) => `${k} = ${v}`).join('\n');
+    d.append(s, pre);
+    el.append(d);
+  }
+  showMessage('');
+  views.onImage(image);
+  renderChain(); // per-axis hints depend on the shape
+  refreshView(true);
+  writeHash();
+  return true;
+}
+
+// Samples are fetched once (all of them in the background after start-up),
+// so nothing needs the network once the page has loaded.
+const sampleCache = new Map();
+export function fetchSample(file) {
+  if (!sampleCache.has(file)) {
+    const p = fetch(`web/samples/${file}`).then(async (response) => {
+      if (!response.ok) throw new Error(`HTTP ${response.status}`);
+      return new Uint8Array(await response.arrayBuffer());
+    });
+    // A failed fetch is not kept: the next try fetches again.
+    p.catch(() => sampleCache.delete(file));
+    sampleCache.set(file, p);
+  }
+  return sampleCache.get(file);
+}
+
+export async function prefetchSamples() {
+  for (const s of SAMPLES) await fetchSample(s.file).catch(() => {});
+  state.prefetched = true;
+}
+
+export async function loadSample(file) {
+  let bytes;
+  try {
+    bytes = await fetchSample(file);
+  } catch (e) {
+    showMessage(`Cannot load the sample ${file}: ${gs.message(e)}`);
+    return false;
+  }
+  return loadBytes(file, bytes, file);
+}
+
+export async function loadFile(file) {
+  if (!file) return false;
+  return loadBytes(file.name, new Uint8Array(await file.arrayBuffer()));
+}
