@@ -76,6 +76,10 @@ function wire() {
     e.preventDefault();
     drop.classList.remove('over');
     const file = e.dataTransfer?.files?.[0];
+    if (e.dataTransfer?.files?.length > 1) {
+      await views.loadSeries([...e.dataTransfer.files]);
+      return;
+    }
     if (!file) {
       showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits).');
       return;

@@ -441,7 +441,7 @@ export class Viewer {
   paintMarkers(ctx, at, scale) {
     if (!this.markers.length || !this.markerStyle.show) return;
     ctx.lineWidth = 1.5;
-    ctx.strokeStyle = '#00e5ff';
+    ctx.strokeStyle = this.markerStyle.colour ?? '#00e5ff';
     for (const m of this.markers) {
       if (m.z !== undefined && Math.round(m.z - 0.5) !== this.slice) continue;
       const [sx, sy] = at(m.x, m.y);

@@ -124,6 +124,22 @@ describe('view modules', () => {
     });
     assert.deepEqual(gap, [150, 165, 190]);
     await screenshot(page.locator('.viewer-panel'), 'views-diffraction.png');
+    await page.evaluate(([x, y]) => window.gpuscope.viewer().centreOn(x, y - 250, 1), h.beam);
+    await screenshot(page.locator('#view'), 'views-diffraction-zoom.png');
+
+    // Two frames picked together: a series with a frame slider, the rings kept.
+    const gz = fs.readFileSync(path.join(SAMPLES, I03));
+    await page.setInputFiles('#file', [
+      { name: 'i03_0002.cbf.gz', mimeType: 'application/octet-stream', buffer: gz },
+      { name: 'i03_0001.cbf.gz', mimeType: 'application/octet-stream', buffer: gz },
+    ]);
+    await page.waitForFunction(() => window.gpuscope.image()?.shape.join() === '2,2527,2463', null, { timeout: 120_000 });
+    await page.locator('#slice').fill('1');
+    assert.equal(await page.locator('#slice-out').textContent(), 'frame 2 of 2: i03_0002.cbf.gz');
+    assert.equal(await page.locator('#rings-box').isVisible(), true);
+    assert.match(await hoverPixel(page, Math.floor(h.beam[0]), Math.floor(h.beam[1] - 300)), /slice 1: -?\d+ — d = [\d.]+ Å/);
+    assert.equal(await page.evaluate(() => window.gpuscope.view().cmap), 'gray_r');
+    await screenshot(page.locator('.viewer-panel'), 'views-diffraction-series.png');
     assert.deepEqual(errors, []);
     await page.close();
   });

@@ -214,6 +214,8 @@ export function createViews(ctx) {
     viewer.centreOn(m.x, m.y, Math.max(viewer.zoom, 4));
     focused = { x: m.x, y: m.y, until: performance.now() + 1500 };
     viewer.paint();
+    // One more paint when the highlight ends, to clear it.
+    setTimeout(() => viewer.paint(), 1520);
   }
   let focused = null;
   viewer.decorations.push((c, v) => {
@@ -226,7 +228,6 @@ export function createViews(ctx) {
     c.arc(x, y, 12 * (window.devicePixelRatio || 1), 0, 2 * Math.PI);
     c.stroke();
     c.restore();
-    setTimeout(() => v.paint(), focused.until - performance.now() + 10);
   });
 
   // ---- the view state file
@@ -270,6 +271,8 @@ export function createViews(ctx) {
       diffraction.setImage(image);
       astro.setImage(image);
       viewer.flipY = astro.fits;
+      // Cyan vanishes on DIALS' white background: magenta markers on frames.
+      viewer.markerStyle.colour = image.format === 'cbf' ? '#e6007e' : null;
       seriesSpots = null;
       $('rings-box').hidden = !diffraction.geometry;
       $('rings-on').disabled = !diffraction.ok;
@@ -335,7 +338,9 @@ export function createViews(ctx) {
     },
 
     afterRefresh() {
-      $('ortho-box').hidden = !Ortho.fits(viewer.info);
+      // A series of frames is not a volume: no side views.
+      $('ortho-box').hidden = !Ortho.fits(viewer.info) || !!state.image?.frames;
+      if (state.image?.frames) ortho.on = false;
       showOrtho();
       measure.update();
       if (pendingView && viewer.layer) {
