@@ -211,7 +211,7 @@ export function createViews(ctx) {
   /** Centres and zooms on a table row's position ({x, y, z?}, continuous). */
   function focusOn(m) {
     if (m.z !== undefined && viewer.info.slices > 1) ctx.setSlice(Math.floor(m.z));
-    viewer.centreOn(m.x, m.y, Math.max(viewer.zoom, 4));
+    viewer.centreOn(m.x, m.y, Math.max(viewer.zoom, 8));
     focused = { x: m.x, y: m.y, until: performance.now() + 1500 };
     viewer.paint();
     // One more paint when the highlight ends, to clear it.
