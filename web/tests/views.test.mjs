@@ -187,6 +187,8 @@ describe('view modules', () => {
         for (let i = 0; i < px.length; i += 4) if (px[i] < 40 && px[i + 1] > 200 && px[i + 2] > 230) n++;
         return n;
       });
+    // Markers at full opacity (the overlay's opacity may apply to them).
+    await page.locator('#opacity').fill('1');
     // The image has some pixels of the markers' colour of its own.
     const own = await cyan();
     await page.evaluate(() => window.gpuscope.preview(null, [{ x: 300, y: 300, r: 10 }, { x: 600, y: 500, r: 10 }]));
