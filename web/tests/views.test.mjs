@@ -9,7 +9,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import zlib from 'node:zlib';
 import { fileURLToPath } from 'node:url';
-import { SAMPLES, WEBGPU, launch, npy, openApp, screenshot, waitIdle } from './browser.mjs';
+import { SAMPLES, WEBGPU, fits, launch, npy, openApp, screenshot, waitIdle } from './browser.mjs';
 
 const HERE = path.dirname(fileURLToPath(import.meta.url));
 const FIXTURES = path.join(HERE, 'fixtures');
@@ -275,6 +275,16 @@ describe('view modules', () => {
     await check(50, 12, 5);
     await page.waitForFunction(() => /ortho=50%2C12/.test(location.hash));
     await screenshot(page.locator('.viewer-panel'), 'views-ortho.png');
+
+    // A FITS cube: row 0 at the bottom in XY and in YZ alike.
+    const cube = Array.from({ length: 4 * 8 * 6 }, (_, i) => i);
+    await page.setInputFiles('#file', { name: 'cube.fits', mimeType: 'application/fits', buffer: fits([4, 8, 6], cube) });
+    await page.waitForFunction(() => window.gpuscope.image()?.name === 'cube.fits');
+    await waitIdle(page);
+    await click('#ortho-yz', 0.5 / 4, 0.5 / 8);
+    assert.equal(await page.evaluate(() => window.gpuscope.views().ortho.point.y), 7);
+    await click('#ortho-yz', 0.5 / 4, 7.5 / 8);
+    assert.equal(await page.evaluate(() => window.gpuscope.views().ortho.point.y), 0);
     assert.deepEqual(errors, []);
     await page.close();
   });

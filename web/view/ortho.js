@@ -19,6 +19,12 @@ export function planeYZ(data, [d, h, w], x) {
   return out;
 }
 
+function flipRows(plane, w, h) {
+  const out = new Float32Array(plane.length);
+  for (let y = 0; y < h; y++) out.set(plane.subarray(y * w, (y + 1) * w), (h - 1 - y) * w);
+  return out;
+}
+
 const CROSS = 'rgba(255, 200, 0, 0.9)';
 
 export class Ortho {
@@ -43,7 +49,8 @@ export class Ortho {
     yz.addEventListener('click', (e) => {
       const [u, v] = at(yz, e);
       const { h, slices } = this.viewer.info;
-      this.moveTo({ ...this.point, z: Math.floor(u * slices), y: Math.floor(v * h) });
+      const row = Math.floor(v * h);
+      this.moveTo({ ...this.point, z: Math.floor(u * slices), y: this.viewer.flipY ? h - 1 - row : row });
     });
     // A click (no drag) on the main view moves x and y.
     let down = null;
@@ -86,7 +93,9 @@ export class Ortho {
     const shape = [slices, h, w];
     this.planes = { xz: planeXZ(v.layer.data, shape, this.point.y), yz: planeYZ(v.layer.data, shape, this.point.x), shape };
     this.draw(this.xz, this.planes.xz, w, slices, [this.point.x, this.point.z]);
-    this.draw(this.yz, this.planes.yz, slices, h, [this.point.z, this.point.y]);
+    // YZ's rows run as XY's do (bottom to top for FITS).
+    const yz = this.viewer.flipY ? flipRows(this.planes.yz, slices, h) : this.planes.yz;
+    this.draw(this.yz, yz, slices, h, [this.point.z, this.viewer.flipY ? h - 1 - this.point.y : this.point.y]);
   }
 
   draw(canvas, plane, pw, ph, [cx, cy]) {
