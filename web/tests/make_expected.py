@@ -90,7 +90,9 @@ def main():
     }
     # A projection the page does not support: it must say so.
     sin = fits.PrimaryHDU(np.zeros((8, 8), dtype=np.float32))
-    for k, v in {"CTYPE1": "RA---SIN", "CTYPE2": "DEC--SIN", "CRPIX1": 4, "CRPIX2": 4, "CRVAL1": 0, "CRVAL2": 0, "CDELT1": -1e-3, "CDELT2": 1e-3}.items():
+    cards = {"CTYPE1": "RA---SIN", "CTYPE2": "DEC--SIN", "CRPIX1": 4, "CRPIX2": 4}
+    cards |= {"CRVAL1": 0, "CRVAL2": 0, "CDELT1": -1e-3, "CDELT2": 1e-3}
+    for k, v in cards.items():
         sin.header[k] = v
     sin.writeto(OUT / "wcs_sin.fits", overwrite=True)
     (OUT / "expected_views.json").write_text(json.dumps(expected, indent=1) + "\n")
