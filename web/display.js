@@ -83,6 +83,7 @@ export function refreshView(newImage) {
   const { base, overlay, markers, result } = views.adjustLayer(state.layer, layerOf(state.layer));
   const summary = summaryOf(base.data);
   const mode = $('limits').value;
+  const own = views.limits(mode, base, summary); // zscale, DIALS brightness
   let lo;
   let hi;
   if (mode === 'manual') {
@@ -92,8 +93,8 @@ export function refreshView(newImage) {
       lo = summary.min;
       hi = summary.max;
     }
-  } else if (views.limits(mode, base, summary)) {
-    [lo, hi] = views.limits(mode, base, summary);
+  } else if (own) {
+    [lo, hi] = own;
   } else if (mode === 'minmax') {
     lo = summary.min;
     hi = summary.max;
