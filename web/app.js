@@ -2,7 +2,7 @@
 // operations from the registry (ops.js), run it on WebGPU or on the CPU with
 // progress and cancel, look at every step in the viewer, compare CPU and
 // GPU, download results. The state that makes a view lives in the URL hash.
-import { OPS, parseStep } from './ops.js';
+import { OPS, defaults, parseStep } from './ops.js';
 import { COLORMAPS, STRETCHES } from './colormaps.js';
 import { $, gs, setWasm, state } from './state.js';
 import { showMessage } from './errors.js';
@@ -12,7 +12,9 @@ import { compare, speedupText, tableAgreement, verdict } from './workshop.js';
 import { sweep } from './sweep.js';
 import { createViewer, download, downloadView, refreshView, setSlice, viewer, wireHistogram } from './display.js';
 import { applyLink, hashOf, writeHash } from './link.js';
-import { loadFile, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions } from './load.js';
+import { loadFile, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions, useImage } from './load.js';
+import { createViews } from './view/index.js';
+import { setViews, views } from './view/hooks.js';
 
 function wire() {
   selectSampleOptions();
@@ -49,7 +51,11 @@ function wire() {
     if (e.target.value && (await loadSample(e.target.value))) runAfterLoad();
   });
   $('file').addEventListener('change', async (e) => {
-    if (await loadFile(e.target.files[0])) runAfterLoad();
+    const files = [...e.target.files];
+    // Several frames picked together: a series (no chain run: spot
+    // finding over it is a button of its own).
+    if (files.length > 1) await views.loadSeries(files);
+    else if (await loadFile(files[0])) runAfterLoad();
     e.target.value = '';
   });
   const drop = $('drop');
@@ -72,6 +78,10 @@ function wire() {
     e.preventDefault();
     drop.classList.remove('over');
     const file = e.dataTransfer?.files?.[0];
+    if (e.dataTransfer?.files?.length > 1) {
+      await views.loadSeries([...e.dataTransfer.files]);
+      return;
+    }
     if (!file) {
       showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits).');
       return;
@@ -134,6 +144,25 @@ function wire() {
   });
 
   createViewer();
+  setViews(
+    createViews({
+      viewer,
+      state,
+      OPS,
+      defaults,
+      parseStep,
+      refresh: () => refreshView(false),
+      writeHash,
+      hashOf,
+      applyHash: (hash) => applyLink(hash, false),
+      showMessage,
+      run: (where, id, input, params) => gs.run(where, id, input, params),
+      where: () => $('where').value,
+      decode: (name, bytes) => gs.decode(name, bytes),
+      useImage,
+      setSlice,
+    }),
+  );
   wireHistogram();
 }
 
@@ -199,6 +228,8 @@ window.gpuscope = {
   hash: () => hashOf(),
   /** The workshop's wording, for checks: speed-up text and verdict. */
   workshop: { speedupText, verdict: (rows, device = state.device) => verdict(rows, device) },
+  views: () => views,
+  viewer: () => viewer,
   python: () => pythonOf(),
 };
 

@@ -34,7 +34,8 @@ const POLY = {
   ],
 };
 
-export const COLORMAPS = ['gray', 'viridis', 'magma', 'inferno'];
+// gray_r: dark on white, as DIALS' image viewer shows diffraction frames.
+export const COLORMAPS = ['gray', 'gray_r', 'viridis', 'magma', 'inferno'];
 export const STRETCHES = ['linear', 'log', 'sqrt', 'asinh'];
 
 const luts = new Map();
@@ -43,6 +44,12 @@ const luts = new Map();
 export function lut(name) {
   if (luts.has(name)) return luts.get(name);
   const t = new Uint8Array(768);
+  if (name.endsWith('_r')) {
+    const base = lut(name.slice(0, -2));
+    for (let i = 0; i < 256; i++) t.set(base.subarray(3 * (255 - i), 3 * (255 - i) + 3), 3 * i);
+    luts.set(name, t);
+    return t;
+  }
   const c = POLY[name];
   for (let i = 0; i < 256; i++) {
     const x = i / 255;

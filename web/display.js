@@ -7,6 +7,7 @@ import { renderTable, saveBlob } from './table.js';
 import { $, fmt, gs, state, stem, summaryOf } from './state.js';
 import { showMessage } from './errors.js';
 import { writeHash } from './link.js';
+import { views } from './view/hooks.js';
 
 export let viewer;
 export function createViewer() {
@@ -79,9 +80,10 @@ export function refreshView(newImage) {
   if (!state.image) return;
   if (state.layer >= state.outputs.length) state.layer = state.outputs.length - 1;
   fillLayerSelect();
-  const { base, overlay, markers, result } = layerOf(state.layer);
+  const { base, overlay, markers, result } = views.adjustLayer(state.layer, layerOf(state.layer));
   const summary = summaryOf(base.data);
   const mode = $('limits').value;
+  const own = views.limits(mode, base, summary); // zscale, DIALS brightness
   let lo;
   let hi;
   if (mode === 'manual') {
@@ -91,6 +93,8 @@ export function refreshView(newImage) {
       lo = summary.min;
       hi = summary.max;
     }
+  } else if (own) {
+    [lo, hi] = own;
   } else if (mode === 'minmax') {
     lo = summary.min;
     hi = summary.max;
@@ -102,7 +106,7 @@ export function refreshView(newImage) {
     $('vmin').value = +lo.toPrecision(6);
     $('vmax').value = +hi.toPrecision(6);
   }
-  viewer.display = { cmap: $('cmap').value, stretch: $('stretch').value, lo, hi };
+  viewer.display = { cmap: $('cmap').value, stretch: $('stretch').value, lo, hi, special: views.special(base), poolMax: views.poolMax(base) };
   viewer.opacity = Number($('opacity').value);
   viewer.overlay = overlay;
   viewer.markers = markers;
@@ -127,6 +131,7 @@ export function refreshView(newImage) {
   $('dl-npy').disabled = $('dl-tif').disabled = false;
   $('dl-png').disabled = false;
   showResults(result);
+  views.afterRefresh();
 }
 
 export function showResults(result) {
@@ -142,7 +147,11 @@ export function showResults(result) {
       n === 0 && result.op === 'sources'
         ? `No sources: no pixel is above the detection level ${fmt(result.threshold)} (median + nsigma·std of the clipped background${result.params?.workshop ? '; workshop: nsigma·std' : ''}). Lower nsigma to find fainter ones.`
         : `${n} rows from ${result.op}${result.shape?.length === 3 && result.op === 'sources' ? ` (a volume: centroids are z, y, x; markers on each centroid's slice)` : ''}.`;
-    renderTable($('results-table'), { ...result.table, name: `${stem()}-${result.op}` });
+    renderTable($('results-table'), {
+      ...result.table,
+      name: `${stem()}-${result.op}`,
+      onRow: OPS[result.op].markers ? (row) => views.focusRow(result, row) : null,
+    });
     return;
   }
   // Masks and labels: counts per slice.
@@ -184,8 +193,10 @@ export function hover(p) {
     return;
   }
   const v = Array.isArray(p.value) ? `(${p.value.map(fmt).join(', ')})` : fmt(p.value);
-  let text = `x ${p.x}, y ${p.y}${p.z !== undefined ? `, slice ${p.z}` : ''}: ${v}`;
+  const more = views.readout(p);
+  let text = `${more.coords ?? `x ${p.x}, y ${p.y}`}${p.z !== undefined ? `, slice ${p.z}` : ''}: ${v}`;
   if (p.overlay !== undefined) text += p.kind === 'mask' ? `, mask ${p.overlay ? 1 : 0}` : `, label ${p.overlay}`;
+  if (more.extra) text += ` — ${more.extra}`;
   el.textContent = text;
 }
 
@@ -217,5 +228,6 @@ export function setSlice(z) {
   viewer.setSlice(z);
   $('slice').value = String(viewer.slice);
   $('slice-out').textContent = `${viewer.slice} of ${viewer.info.slices}`;
+  views.sliceChanged();
   writeHash();
 }

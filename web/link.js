@@ -9,6 +9,7 @@ import { newStep, renderChain } from './chain.js';
 import { loadSample } from './load.js';
 import { runChain } from './run.js';
 import { refreshView, setSlice, viewer } from './display.js';
+import { views } from './view/hooks.js';
 
 export function hashOf() {
   const q = new URLSearchParams();
@@ -29,6 +30,7 @@ export function hashOf() {
   if (viewer?.info?.slices > 1) q.set('z', String(viewer.slice));
   q.set('opacity', $('opacity').value);
   if (state.layer >= 0) q.set('show', String(state.layer + 1));
+  views?.hashWrite(q);
   return `#${q.toString()}`;
 }
 
@@ -66,10 +68,11 @@ export function applyHash(hash) {
   pick('where', 'on', ['gpu', 'cpu']);
   pick('cmap', 'cmap', COLORMAPS);
   pick('stretch', 'scale', STRETCHES);
-  pick('limits', 'limits', ['auto', 'minmax', 'manual']);
+  pick('limits', 'limits', [...$('limits').options].map((o) => o.value));
   if (q.has('p')) [$('plo').value, $('phi').value] = q.get('p').split(',');
   if (q.has('v')) [$('vmin').value, $('vmax').value] = q.get('v').split(',');
   if (q.has('opacity')) $('opacity').value = q.get('opacity');
+  errors.push(...views.hashRead(q));
   let sample = q.get('sample');
   if (sample && !SAMPLES.some((s) => s.file === sample)) {
     errors.push(`the link names an unknown sample '${sample}'`);

@@ -27,6 +27,7 @@ function decodeMessage(name, e) {
   while (text.startsWith(`${name}: `)) text = text.slice(name.length + 2);
   return text;
 }
+import { views } from './view/hooks.js';
 
 export function selectSampleOptions() {
   const sel = $('sample');
@@ -54,6 +55,12 @@ export async function loadBytes(name, bytes, sample = null) {
     loadError(`Cannot open ${name}: ${decodeMessage(name, e)}`);
     return false;
   }
+  return useImage(image, sample);
+}
+
+/** Shows a decoded image (a file, a sample or a series of frames). */
+export function useImage(image, sample = null) {
+  const name = image.name;
   // A run on the previous image is of no use any more.
   if (state.run) cancel();
   state.image = image;
@@ -79,6 +86,7 @@ export async function loadBytes(name, bytes, sample = null) {
   }
   showMessage('');
   applyImageDefaults(); // a colour image's channel axis is left alone
+  views.onImage(image);
   renderChain(); // per-axis hints depend on the shape
   refreshView(true);
   writeHash();

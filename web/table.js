@@ -3,8 +3,9 @@
 // workshop's timings.
 
 /** Renders `{columns: [{key, label, format?}], rows: [{...}]}` into
- * `container` with a caption and a CSV button; `name` names the CSV file. */
-export function renderTable(container, { columns, rows, caption = '', name = 'results' }) {
+ * `container` with a caption and a CSV button; `name` names the CSV file.
+ * `onRow(row)`, when given, is called when a row is clicked (or Enter on it). */
+export function renderTable(container, { columns, rows, caption = '', name = 'results', onRow = null }) {
   container.replaceChildren();
   const state = { key: null, dir: 1 };
   const wrap = document.createElement('div');
@@ -32,6 +33,15 @@ export function renderTable(container, { columns, rows, caption = '', name = 're
     body.replaceChildren();
     for (const r of sorted) {
       const tr = body.insertRow();
+      if (onRow) {
+        tr.tabIndex = 0;
+        tr.className = 'pick';
+        tr.title = 'centre the view on this row';
+        tr.addEventListener('click', () => onRow(r));
+        tr.addEventListener('keydown', (e) => {
+          if (e.key === 'Enter') onRow(r);
+        });
+      }
       for (const col of columns) {
         const td = tr.insertCell();
         td.textContent = fmt(col, r[col.key]);

@@ -110,6 +110,15 @@ export class Viewer {
     this.ox = 0;
     this.oy = 0;
     this.fitted = false;
+    // Hooks of the view modules (web/view/): `flipY` shows row 0 at the
+    // bottom (FITS, as DS9); `decorations` draw in canvas pixels after the
+    // markers ((ctx, viewer) => void); `tool` ({down, move, up} taking data
+    // coordinates) takes pointer drags instead of panning; `markerStyle`
+    // shows or hides markers and scales their radius.
+    this.flipY = false;
+    this.decorations = [];
+    this.tool = null;
+    this.markerStyle = { show: true, scale: 1 };
     this.wire();
     new ResizeObserver(() => this.paint()).observe(canvas);
   }
@@ -169,6 +178,7 @@ export class Viewer {
     if (!this.layer) return;
     const { h, w, channels } = this.info;
     const data = this.sliceData();
+    this.renderPooled(data);
     this.image.width = w;
     this.image.height = h;
     const ctx = this.image.getContext('2d');
@@ -177,9 +187,20 @@ export class Viewer {
     const s = scaler(this.display.lo, this.display.hi, this.display.stretch);
     if (channels === 1) {
       const table = lut(this.display.cmap);
+      // `display.special(v)`: an own colour [r, g, b] for some values
+      // (masked and saturated detector pixels), or null.
+      const special = this.display.special;
       for (let i = 0; i < w * h; i++) {
-        const k = 3 * s(data[i]);
         const o = 4 * i;
+        const c = special?.(data[i]);
+        if (c) {
+          px[o] = c[0];
+          px[o + 1] = c[1];
+          px[o + 2] = c[2];
+          px[o + 3] = 255;
+          continue;
+        }
+        const k = 3 * s(data[i]);
         px[o] = table[k];
         px[o + 1] = table[k + 1];
         px[o + 2] = table[k + 2];
@@ -197,6 +218,45 @@ export class Viewer {
       }
     }
     ctx.putImageData(img, 0, 0);
+  }
+
+  /** `display.poolMax` (detector frames, as DIALS' viewer bins them):
+   * zoomed out, each screen pixel shows the largest value of its
+   * pool×pool block, so single-pixel spots stay visible. Kept in
+   * `this.pooled` ({canvas, pool}) for paint(). */
+  renderPooled(data = this.sliceData()) {
+    this.pooled = null;
+    const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
+    if (!this.display.poolMax || pool === 1 || this.info.channels !== 1) return;
+    const { h, w } = this.info;
+    const ow = Math.ceil(w / pool);
+    const oh = Math.ceil(h / pool);
+    const canvas = document.createElement('canvas');
+    canvas.width = ow;
+    canvas.height = oh;
+    const ctx = canvas.getContext('2d');
+    const img = ctx.createImageData(ow, oh);
+    const px = img.data;
+    const s = scaler(this.display.lo, this.display.hi, this.display.stretch);
+    const table = lut(this.display.cmap);
+    const special = this.display.special;
+    for (let oy = 0; oy < oh; oy++) {
+      for (let ox = 0; ox < ow; ox++) {
+        let m = -Infinity;
+        for (let y = oy * pool; y < Math.min(h, (oy + 1) * pool); y++) {
+          for (let x = ox * pool; x < Math.min(w, (ox + 1) * pool); x++) if (data[y * w + x] > m) m = data[y * w + x];
+        }
+        const o = 4 * (oy * ow + ox);
+        const c = special?.(m);
+        const k = 3 * s(m);
+        px[o] = c ? c[0] : table[k];
+        px[o + 1] = c ? c[1] : table[k + 1];
+        px[o + 2] = c ? c[2] : table[k + 2];
+        px[o + 3] = 255;
+      }
+    }
+    ctx.putImageData(img, 0, 0);
+    this.pooled = { canvas, pool };
   }
 
   /** Renders the overlay of the current slice. `pool` > 1 (a zoomed-out
@@ -352,8 +412,15 @@ export class Viewer {
     if (!this.fitted) this.fit();
     const { w, h } = this.info;
     ctx.imageSmoothingEnabled = this.zoom < 1;
-    ctx.setTransform(this.zoom, 0, 0, this.zoom, this.ox, this.oy);
-    ctx.drawImage(this.image, 0, 0);
+    if (this.flipY) ctx.setTransform(this.zoom, 0, 0, -this.zoom, this.ox, this.oy + h * this.zoom);
+    else ctx.setTransform(this.zoom, 0, 0, this.zoom, this.ox, this.oy);
+    const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
+    if (this.display.poolMax && (this.pooled?.pool ?? 1) !== pool) this.renderPooled();
+    if (this.pooled) {
+      const { canvas: pc, pool: f } = this.pooled;
+      ctx.imageSmoothingEnabled = false;
+      ctx.drawImage(pc, 0, 0, pc.width * f, pc.height * f);
+    } else ctx.drawImage(this.image, 0, 0);
     if (this.overlay) {
       const pool = this.zoom < 1 ? Math.ceil(1 / this.zoom) : 1;
       if (pool !== this.pool) {
@@ -363,25 +430,29 @@ export class Viewer {
       this.drawOverlay(ctx);
     }
     ctx.setTransform(1, 0, 0, 1, 0, 0);
-    this.paintMarkers(ctx, (x, y) => [this.ox + x * this.zoom, this.oy + y * this.zoom], this.zoom);
+    this.paintMarkers(ctx, (x, y) => this.toCanvas(x, y), this.zoom);
     ctx.strokeStyle = '#555';
     ctx.strokeRect(this.ox - 0.5, this.oy - 0.5, w * this.zoom + 1, h * this.zoom + 1);
+    for (const d of this.decorations) d(ctx, this);
     this.onChange();
   }
 
-  /** Markers ({y, x, r?, z?}, pixel centres at integer + 0.5) on the current slice. */
+  /** Markers ({y, x, r?, z?}, pixel centres at integer + 0.5) on the current
+   * slice, at the overlay's opacity (0 hides them with the overlay). */
   paintMarkers(ctx, at, scale) {
-    if (!this.markers.length) return;
+    if (!this.markers.length || this.opacity <= 0 || !this.markerStyle.show) return;
+    ctx.globalAlpha = Math.min(1, this.opacity);
     ctx.lineWidth = 1.5;
-    ctx.strokeStyle = '#00e5ff';
+    ctx.strokeStyle = this.markerStyle.colour ?? '#00e5ff';
     for (const m of this.markers) {
       if (m.z !== undefined && Math.round(m.z - 0.5) !== this.slice) continue;
       const [sx, sy] = at(m.x, m.y);
-      const r = Math.max(4, (m.r ?? 3) * scale);
+      const r = Math.max(4, (m.r ?? 3) * scale) * this.markerStyle.scale;
       ctx.beginPath();
       ctx.arc(sx, sy, r, 0, 2 * Math.PI);
       ctx.stroke();
     }
+    ctx.globalAlpha = 1;
   }
 
   /** The current view at the data's own resolution, colormap and overlay
@@ -392,6 +463,7 @@ export class Viewer {
     out.width = w;
     out.height = h;
     const ctx = out.getContext('2d');
+    if (this.flipY) ctx.setTransform(1, 0, 0, -1, 0, h);
     ctx.drawImage(this.image, 0, 0);
     if (this.overlay) {
       // At the data's own resolution: no pooling.
@@ -399,16 +471,44 @@ export class Viewer {
       this.drawOverlay(ctx);
       this.renderOverlay(this.pool);
     }
-    this.paintMarkers(ctx, (x, y) => [x, y], 1);
+    ctx.setTransform(1, 0, 0, 1, 0, 0);
+    this.paintMarkers(ctx, (x, y) => [x, this.flipY ? h - y : y], 1);
     return new Promise((resolve) => out.toBlob(resolve, 'image/png'));
+  }
+
+  /** Canvas pixel of continuous data coordinates (x, y): pixel (i, j)
+   * spans [i, i+1) × [j, j+1). */
+  toCanvas(x, y) {
+    const h = this.info?.h ?? 0;
+    return [this.ox + x * this.zoom, this.oy + (this.flipY ? h - y : y) * this.zoom];
+  }
+
+  /** Continuous data coordinates of canvas pixel (cx, cy). */
+  toData(cx, cy) {
+    const h = this.info?.h ?? 0;
+    const y = (cy - this.oy) / this.zoom;
+    return [(cx - this.ox) / this.zoom, this.flipY ? h - y : y];
+  }
+
+  /** Zoom `zoom` with data point (x, y) at the canvas centre. */
+  centreOn(x, y, zoom = this.zoom) {
+    this.zoom = Math.max(0.01, Math.min(64, zoom));
+    // Marks the view as placed: paint() fits only a view never placed.
+    this.fitted = true;
+    const [cx, cy] = [this.canvas.width / 2, this.canvas.height / 2];
+    const h = this.info?.h ?? 0;
+    this.ox = cx - x * this.zoom;
+    this.oy = cy - (this.flipY ? h - y : y) * this.zoom;
+    this.paint();
   }
 
   /** What is under canvas point (cx, cy): `{x, y, z, value, overlay}` or null. */
   probe(cx, cy) {
     if (!this.layer) return null;
     const { w, h, channels, slices } = this.info;
-    const x = Math.floor((cx - this.ox) / this.zoom);
-    const y = Math.floor((cy - this.oy) / this.zoom);
+    const [fx, fy] = this.toData(cx, cy);
+    const x = Math.floor(fx);
+    const y = Math.floor(fy);
     if (x < 0 || y < 0 || x >= w || y >= h) return null;
     const i = (this.slice * h * w + y * w + x) * channels;
     const value = channels === 1 ? this.layer.data[i] : Array.from(this.layer.data.subarray(i, i + channels));
@@ -424,13 +524,25 @@ export class Viewer {
       return [(e.clientX - r.left) * ratio, (e.clientY - r.top) * ratio];
     };
     let drag = null;
+    let toolDrag = false;
     c.addEventListener('pointerdown', (e) => {
-      drag = point(e);
       c.setPointerCapture(e.pointerId);
+      // Shift-drag pans while a tool is active.
+      if (this.tool && this.layer && !e.shiftKey) {
+        toolDrag = true;
+        this.tool.down(this.toData(...point(e)), e);
+        return;
+      }
+      drag = point(e);
     });
-    c.addEventListener('pointerup', () => (drag = null));
+    c.addEventListener('pointerup', (e) => {
+      drag = null;
+      if (toolDrag) this.tool?.up(this.toData(...point(e)), e);
+      toolDrag = false;
+    });
     c.addEventListener('pointermove', (e) => {
       const [x, y] = point(e);
+      if (toolDrag) this.tool?.move(this.toData(x, y), e);
       if (drag) {
         this.pan(x - drag[0], y - drag[1]);
         drag = [x, y];
