@@ -18,6 +18,7 @@ mod error;
 pub mod fits;
 #[cfg(not(target_arch = "wasm32"))]
 mod fortran;
+pub mod h5bytes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod hdf5;
 pub mod npy;
