@@ -7,6 +7,7 @@ import { SAMPLES } from './samples.js';
 import { COLORMAPS, STRETCHES } from './colormaps.js';
 import { Viewer, drawHistogram, layout, summarize } from './viewer.js';
 import { renderTable, saveBlob } from './table.js';
+import * as hdf5 from './hdf5.js';
 
 // The wasm boundary, imported in main() so that a missing build is reported
 // on the page instead of failing silently.
@@ -38,7 +39,8 @@ const summaries = new WeakMap();
 function summaryOf(data) {
   let s = summaries.get(data);
   if (!s) {
-    const masked = state.image?.format === 'cbf';
+    // HDF5 frames with a detector mask applied are marked the CBF way.
+    const masked = state.image?.format === 'cbf' || state.image?.masked === true;
     summaries.set(data, (s = summarize(data, masked ? { lowest: 0 } : {})));
     s.masked = masked;
   }
@@ -80,6 +82,13 @@ async function loadBytes(name, bytes, sample = null) {
     showMessage(`Cannot open ${name}: ${gs.message(e)}`);
     return false;
   }
+  hdf5.close();
+  return adopt(name, image, sample);
+}
+
+/** Makes a decoded `image` the page's input (hdf5.js shows frames so). */
+function adopt(name, image, sample = null) {
+  image.name = name;
   // A run on the previous image is of no use any more.
   if (state.run) cancel();
   state.image = image;
@@ -145,6 +154,13 @@ async function loadSample(file) {
 async function loadFile(file) {
   if (!file) return false;
   return loadBytes(file.name, new Uint8Array(await file.arrayBuffer()));
+}
+
+/** Picked or dropped files: HDF5 ones (an Eiger master with its data
+ * files) go to hdf5.js, read by ranges; otherwise the first file. */
+function loadFiles(files) {
+  if ([...files].some((f) => hdf5.isHdf5(f.name))) return hdf5.open(files);
+  return loadFile(files[0]);
 }
 
 // ---------------------------------------------------------------- the chain form
@@ -890,7 +906,7 @@ function wire() {
     if (e.target.value && (await loadSample(e.target.value))) runChain();
   });
   $('file').addEventListener('change', async (e) => {
-    if (await loadFile(e.target.files[0])) runChain();
+    if (e.target.files.length && (await loadFiles(e.target.files))) runChain();
     e.target.value = '';
   });
   const drop = $('drop');
@@ -912,12 +928,12 @@ function wire() {
   document.addEventListener('drop', async (e) => {
     e.preventDefault();
     drop.classList.remove('over');
-    const file = e.dataTransfer?.files?.[0];
-    if (!file) {
-      showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits).');
+    const files = e.dataTransfer?.files;
+    if (!files?.length) {
+      showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits, h5, nxs).');
       return;
     }
-    if (await loadFile(file)) runChain();
+    if (await loadFiles(files)) runChain();
   });
 
   const redisplay = () => {
@@ -984,6 +1000,7 @@ window.gpuscope = {
     return $('message').textContent;
   },
   ops: Object.keys(OPS),
+  hdf5: () => hdf5.status(),
   image: () => state.image && { name: state.image.name, shape: state.image.shape, dtype: state.image.dtype },
   /** Runs operation `id` on the current image on both paths (GPU null without WebGPU). */
   runBoth: async (id, params, image = state.image) => {
@@ -1039,6 +1056,7 @@ async function main() {
   wire();
   try {
     gs = await import('./wasm.js');
+    hdf5.setup(gs, { show: async (name, image) => adopt(name, image), message: showMessage, run: () => runChain() });
     const { device, gpuError } = await gs.start();
     state.device = device;
     state.gpuError = gpuError;

@@ -20,7 +20,7 @@ pub fn decode(cd: &[u32], data: &[u8], elem: usize, limit: usize) -> Result<Vec<
     match cd.get(4).copied().unwrap_or(0) {
         COMPRESS_LZ4 => decode_lz4(data, elem, limit),
         0 => {
-            if data.len() % elem != 0 {
+            if !data.len().is_multiple_of(elem) {
                 return Err("bitshuffle: the chunk is not a whole number of elements".into());
             }
             let mut out = vec![0u8; data.len()];
@@ -51,7 +51,7 @@ fn decode_lz4(data: &[u8], elem: usize, limit: usize) -> Result<Vec<u8>, String>
         .ok_or_else(|| {
             format!("bitshuffle-LZ4: a chunk declares {total} bytes, more than the file can hold")
         })?;
-    if total % elem != 0 {
+    if !total.is_multiple_of(elem) {
         return Err("bitshuffle-LZ4: the declared size is not a whole number of elements".into());
     }
     let block_bytes = be32(data, 8).ok_or_else(short)? as usize;
@@ -61,7 +61,7 @@ fn decode_lz4(data: &[u8], elem: usize, limit: usize) -> Result<Vec<u8>, String>
     } else {
         block_bytes / elem
     };
-    if block == 0 || block % 8 != 0 {
+    if block == 0 || !block.is_multiple_of(8) {
         // The library's default: 8192 bytes' worth, a multiple of 8 elements.
         block = (8192 / elem).max(8) / 8 * 8;
     }
@@ -98,7 +98,7 @@ fn decode_lz4(data: &[u8], elem: usize, limit: usize) -> Result<Vec<u8>, String>
 /// default), the last `len % 8` elements raw.
 fn unshuffle_blocks(data: &[u8], out: &mut [u8], elem: usize, block: usize) {
     let n = data.len() / elem;
-    let block = if block == 0 || block % 8 != 0 {
+    let block = if block == 0 || !block.is_multiple_of(8) {
         (8192 / elem).max(8) / 8 * 8
     } else {
         block

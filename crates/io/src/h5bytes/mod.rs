@@ -382,6 +382,55 @@ impl H5Bytes {
         Ok((!names.is_empty()).then(|| names.iter().map(|n| join(at, n)).collect()))
     }
 
+    /// What spot finding leaves out, as DIALS does for Eiger files: the
+    /// detector's pixel mask (non-zero: bad; `None` when absent or not of
+    /// `frame`'s shape) and the count cutoff (`saturation_value`, else
+    /// `countrate_correction_count_cutoff`).
+    pub fn detector_mask(&self, frame: &[usize]) -> Result<(Option<Vec<u32>>, Option<f64>)> {
+        let mask_path = "/entry/instrument/detector/detectorSpecific/pixel_mask";
+        let mut mask = None;
+        if self.is_dataset(mask_path)? {
+            let ds = guard(mask_path, || self.file.dataset(mask_path))?;
+            let shape: Vec<usize> = ds.shape().iter().map(|&s| s as usize).collect();
+            if shape == frame && bytes_of(&shape, 8).is_some_and(|b| b <= self.limit) {
+                let t = dtype_of(mask_path, ds.dtype())?;
+                let a = Array::new(
+                    shape.clone(),
+                    read(&ds, mask_path, t, &SliceInfo::all(shape.len()))?,
+                )?;
+                mask = Some(
+                    a.to_f64_vec()
+                        .into_iter()
+                        .map(|v| {
+                            if v == 0.0 {
+                                0
+                            } else {
+                                v.min(u32::MAX as f64) as u32
+                            }
+                        })
+                        .collect(),
+                );
+            }
+        }
+        let mut cutoff = None;
+        for p in [
+            "/entry/instrument/detector/saturation_value",
+            "/entry/instrument/detector/detectorSpecific/countrate_correction_count_cutoff",
+        ] {
+            if cutoff.is_none() && self.is_dataset(p)? {
+                let ds = guard(p, || self.file.dataset(p))?;
+                if guard(p, || ds.num_elements())? == 1 {
+                    let t = dtype_of(p, ds.dtype())?;
+                    let v = read(&ds, p, t, &SliceInfo::all(ds.ndim()))?;
+                    cutoff = Array::new(vec![1], v)
+                        .ok()
+                        .and_then(|a| a.to_f64_vec().first().copied());
+                }
+            }
+        }
+        Ok((mask, cutoff.filter(|c| c.is_finite() && *c >= 0.0)))
+    }
+
     /// Opens the datasets `path` means (see [`H5Bytes::resolve`]) as one
     /// series along the first axis.
     pub fn series(&self, path: Option<&str>) -> Result<H5Series> {
