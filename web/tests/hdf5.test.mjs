@@ -115,7 +115,9 @@ describe('HDF5/NeXus files in the page', { timeout: 600_000 }, () => {
 
     // A dataset picked from the tree: one data file's link alone.
     await page.selectOption('#h5-dataset', '/entry/data/data_000002');
-    await page.waitForFunction(() => window.gpuscope.hdf5()?.frames === 3);
+    // (The name changes once the new dataset's frame 1 is shown.)
+    await page.waitForFunction(() => window.gpuscope.image()?.name === 'eiger_master.h5::/entry/data/data_000002 frame 1');
+    assert.equal(await page.evaluate(() => window.gpuscope.hdf5().frames), 3);
     await waitIdle(page);
     img = await pageImage(page);
     assert.deepEqual(img.data, want(3));
@@ -173,7 +175,7 @@ describe('HDF5/NeXus files in the page', { timeout: 600_000 }, () => {
       console.log(`  ${text}`);
       // The previous image stays loaded.
       assert.equal(await page.evaluate(() => window.gpuscope.image().name), before);
-      if (files.length === 2) await screenshot(page, 'hdf5-missing-data-file.png');
+      if (files.length === 2) await screenshot(page.locator('#message'), 'hdf5-missing-data-file.png');
       await page.evaluate(() => {
         document.getElementById('message').textContent = '';
       });
