@@ -134,3 +134,55 @@ fn damaged_files_give_errors_not_panics() {
         assert!(r.is_err(), "{name} read without error");
     }
 }
+
+/// A frame of a large chunked file is read without reading the file: the
+/// page's promise for files larger than the tab's memory.
+#[test]
+fn one_frame_reads_a_small_part_of_a_large_file() {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let dir = std::env::temp_dir().join(format!("gpuscope-h5bytes-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("big.h5");
+    let (frames, h, w) = (64usize, 256usize, 256usize);
+    let data: Vec<u32> = (0..frames * h * w)
+        .map(|i| (i as u32).wrapping_mul(2654435761) >> 8)
+        .collect();
+    {
+        let f = rust_hdf5::H5File::create(&path).unwrap();
+        let ds = f
+            .new_dataset::<u32>()
+            .shape([frames, h, w])
+            .chunk(&[1, h, w])
+            .create("stack")
+            .unwrap();
+        ds.write_raw(&data).unwrap();
+        f.close().unwrap();
+    }
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let len = bytes.len() as u64;
+    let read = Arc::new(AtomicU64::new(0));
+    let counted = read.clone();
+    let whole = Source::from_bytes("big.h5", bytes);
+    let src = Source {
+        name: "big.h5".into(),
+        len,
+        read: Arc::new(move |offset, n| {
+            counted.fetch_add(n as u64, Ordering::Relaxed);
+            (whole.read)(offset, n)
+        }),
+    };
+    let h5 = H5Bytes::open(&[src]).unwrap();
+    let s = h5.series(Some("/stack")).unwrap();
+    assert_eq!(s.shape(), [frames, h, w]);
+    let z = 37;
+    let got = s.frame(z).unwrap();
+    assert_eq!(
+        got.data,
+        ArrayData::U32(data[z * h * w..(z + 1) * h * w].to_vec())
+    );
+    let used = read.load(Ordering::Relaxed);
+    eprintln!("one frame: {used} of {len} bytes read");
+    // One frame is 1/64 of the file; allow the metadata and a few cache blocks.
+    assert!(used < len / 8, "read {used} bytes of {len} for one frame");
+}
