@@ -95,6 +95,9 @@ export async function open(fileList) {
   if (!ok && readable.length) {
     sel.value = readable[0].path;
     ok = await choose(readable[0].path);
+  } else if (!ok) {
+    const why = tree.find((n) => n.note)?.note;
+    hooks.message(`Cannot open ${name}: it holds no dataset of numbers the page reads${why ? ` (${why})` : ''}.`);
   }
   return ok;
 }

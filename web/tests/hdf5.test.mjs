@@ -164,6 +164,7 @@ describe('HDF5/NeXus files in the page', { timeout: 600_000 }, () => {
       [[{ name: 'eiger_master.h5', mimeType: 'application/x-hdf5', buffer: master.subarray(0, 4000) }], /Cannot open eiger_master\.h5: .*(truncated|ends early|damaged)/],
       [[{ name: 'lz4.h5', mimeType: 'application/x-hdf5', buffer: lz4.subarray(0, 100) }], /Cannot open lz4\.h5/],
       [[{ name: 'notes.h5', mimeType: 'application/x-hdf5', buffer: Buffer.from('not an HDF5 file at all') }], /Cannot open notes\.h5/],
+      [[fixture('vds.h5'), fixture('vds_source.h5')], /Cannot open vds\.h5: .*virtual dataset, which the page does not read/],
       [[fixture('eiger_master.h5'), fixture('eiger_data_000001.h5')], /Cannot open eiger_master\.h5: .*eiger_data_000002\.h5.*pick the Eiger data files together with their master/],
     ];
     for (const [files, re] of cases) {

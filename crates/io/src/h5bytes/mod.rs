@@ -126,6 +126,10 @@ fn convert(what: &str, e: H5Error) -> IoError {
             format!("{what}: no dataset or group {}", inner(root)),
             "pick a dataset from the file's tree",
         ),
+        H5Error::UnsupportedLayoutClass(3) => IoError::unsupported(
+            format!("{what}: a virtual dataset, which the page does not read"),
+            "read it with the gpuscope command line, or pick one of its source datasets",
+        ),
         H5Error::UnsupportedFilter(f) => IoError::unsupported(
             format!("{what}: compressed with {f}, which the page does not decode"),
             "re-save it with bitshuffle-LZ4, LZ4 or deflate (h5repack -f, or hdf5plugin in h5py)",
@@ -271,7 +275,21 @@ impl H5Bytes {
                 return Ok(());
             }
             let path = join(at, &d);
-            let ds = guard(&path, || self.file.dataset(&path))?;
+            // A dataset the page cannot read (a virtual one) is listed with
+            // the reason; a link into a file not given stays an error.
+            let ds = match guard(&path, || self.file.dataset(&path)) {
+                Ok(ds) => ds,
+                Err(e) if e.kind == crate::ErrorKind::Unsupported => {
+                    out.push(Node {
+                        path,
+                        shape: None,
+                        dtype: None,
+                        note: e.message,
+                    });
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
             let shape: Vec<usize> = ds.shape().iter().map(|&s| s as usize).collect();
             let (dtype, note) = match dtype_of(&path, ds.dtype()) {
                 Ok(t) => (Some(t.name().to_string()), String::new()),

@@ -186,3 +186,21 @@ fn one_frame_reads_a_small_part_of_a_large_file() {
     // One frame is 1/64 of the file; allow the metadata and a few cache blocks.
     assert!(used < len / 8, "read {used} bytes of {len} for one frame");
 }
+
+#[test]
+fn a_virtual_dataset_is_refused_by_name() {
+    let h = H5Bytes::open(&sources(&["vds.h5", "vds_source.h5"])).unwrap();
+    let e = h
+        .series(Some("/stack"))
+        .and_then(|s| s.frame(0))
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("virtual"), "{e}");
+    // The tree lists it, with the reason.
+    let tree = h.tree().unwrap();
+    let stack = tree.iter().find(|n| n.path == "/stack").unwrap();
+    assert!(
+        stack.dtype.is_none() && stack.note.contains("virtual"),
+        "{stack:?}"
+    );
+}
