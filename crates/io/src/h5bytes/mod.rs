@@ -257,7 +257,7 @@ impl H5Bytes {
     }
 
     /// Every group and dataset, depth first in name order (cut at
-    /// [`MAX_NODES`]). A link into a file not given makes it an error.
+    /// 2000 entries). A link into a file not given makes it an error.
     pub fn tree(&self) -> Result<Vec<Node>> {
         let mut out = Vec::new();
         self.walk("/", &mut out)
