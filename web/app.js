@@ -12,7 +12,8 @@ import { compare, speedupText, tableAgreement, verdict } from './workshop.js';
 import { sweep } from './sweep.js';
 import { createViewer, download, downloadView, refreshView, setSlice, viewer, wireHistogram } from './display.js';
 import { applyLink, hashOf, writeHash } from './link.js';
-import { loadFile, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions, useImage } from './load.js';
+import { loadFiles, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions, useImage } from './load.js';
+import * as hdf5 from './hdf5.js';
 import { createViews } from './view/index.js';
 import { setViews, views } from './view/hooks.js';
 
@@ -52,10 +53,7 @@ function wire() {
   });
   $('file').addEventListener('change', async (e) => {
     const files = [...e.target.files];
-    // Several frames picked together: a series (no chain run: spot
-    // finding over it is a button of its own).
-    if (files.length > 1) await views.loadSeries(files);
-    else if (await loadFile(files[0])) runAfterLoad();
+    if (files.length && (await loadFiles(files))) runAfterLoad();
     e.target.value = '';
   });
   const drop = $('drop');
@@ -77,16 +75,12 @@ function wire() {
   document.addEventListener('drop', async (e) => {
     e.preventDefault();
     drop.classList.remove('over');
-    const file = e.dataTransfer?.files?.[0];
-    if (e.dataTransfer?.files?.length > 1) {
-      await views.loadSeries([...e.dataTransfer.files]);
+    const files = [...(e.dataTransfer?.files ?? [])];
+    if (!files.length) {
+      showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits, h5, nxs).');
       return;
     }
-    if (!file) {
-      showMessage('Nothing to open: drop a file (npy, tif, png, jpg, cbf, fits).');
-      return;
-    }
-    if (await loadFile(file)) runAfterLoad();
+    if (await loadFiles(files)) runAfterLoad();
   });
 
   const redisplay = () => {
@@ -226,6 +220,7 @@ window.gpuscope = {
     viewer.paint();
   },
   hash: () => hashOf(),
+  hdf5: () => hdf5.status(),
   /** The workshop's wording, for checks: speed-up text and verdict. */
   workshop: { speedupText, verdict: (rows, device = state.device) => verdict(rows, device) },
   views: () => views,
@@ -237,6 +232,14 @@ async function main() {
   wire();
   try {
     setWasm(await import('./wasm.js'));
+    hdf5.setup(gs, {
+      show: async (name, image) => {
+        image.name = name;
+        return useImage(image);
+      },
+      message: showMessage,
+      run: () => runAfterLoad(),
+    });
     const { device, gpuError } = await gs.start();
     state.device = device;
     state.gpuError = gpuError;

@@ -4,6 +4,44 @@
 // decoding files (`fn` 'decode').
 import init, * as wasm from './pkg/gpuscope_web.js';
 
+// The HDF5 files open in this (decoding) worker: read by byte ranges with
+// FileReaderSync, so a file larger than the tab's memory is never read whole.
+let h5 = null;
+let h5files = [];
+const readRange = (i, offset, len) => new Uint8Array(new FileReaderSync().readAsArrayBuffer(h5files[i].slice(offset, offset + len)));
+
+/** A wasm Volume as a plain object (the Volume is freed). */
+function plain(volume, name) {
+  try {
+    return {
+      name,
+      shape: Array.from(volume.shape()),
+      dtype: volume.dtype(),
+      format: volume.format(),
+      data: volume.data(),
+      stats: volume.stats(),
+      header: volume.header(),
+    };
+  } finally {
+    volume.free();
+  }
+}
+
+/** The HDF5 calls: 'h5open' (data: the picked Files, the first the one to
+ * open), 'h5select' (args: [path or null]), 'h5frame' (args: [z]). */
+function hdf5Call(fn, data, args) {
+  if (fn === 'h5open') {
+    h5?.free();
+    h5 = null;
+    h5files = data;
+    h5 = wasm.h5_open(data.map((f) => f.name), Float64Array.from(data.map((f) => f.size)), readRange);
+    return { tree: h5.tree() };
+  }
+  if (!h5) throw new Error('no HDF5 file is open: pick it again');
+  if (fn === 'h5select') return h5.select(args[0] ?? undefined);
+  return plain(h5.frame(args[0]), h5files[0].name);
+}
+
 const ready = init({ module_or_path: new URL('./pkg/gpuscope_web_bg.wasm', import.meta.url) });
 
 self.onmessage = async (e) => {
@@ -16,22 +54,13 @@ self.onmessage = async (e) => {
       return;
     }
     if (fn === 'decode') {
-      const volume = wasm.decode(args[0], data);
-      let r;
-      try {
-        r = {
-          name: args[0],
-          shape: Array.from(volume.shape()),
-          dtype: volume.dtype(),
-          format: volume.format(),
-          data: volume.data(),
-          stats: volume.stats(),
-          header: volume.header(),
-        };
-      } finally {
-        volume.free();
-      }
+      const r = plain(wasm.decode(args[0], data), args[0]);
       self.postMessage({ id, ok: true, result: r }, [r.data.buffer]);
+      return;
+    }
+    if (fn.startsWith('h5')) {
+      const r = hdf5Call(fn, data, args);
+      self.postMessage({ id, ok: true, result: r }, r.data?.buffer ? [r.data.buffer] : []);
       return;
     }
     if (typeof wasm[fn] !== 'function') throw new Error(`the wasm module has no CPU function '${fn}'`);

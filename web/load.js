@@ -28,6 +28,7 @@ function decodeMessage(name, e) {
   return text;
 }
 import { views } from './view/hooks.js';
+import * as hdf5 from './hdf5.js';
 
 export function selectSampleOptions() {
   const sel = $('sample');
@@ -55,6 +56,7 @@ export async function loadBytes(name, bytes, sample = null) {
     loadError(`Cannot open ${name}: ${decodeMessage(name, e)}`);
     return false;
   }
+  hdf5.close();
   return useImage(image, sample);
 }
 
@@ -128,6 +130,19 @@ export async function loadSample(file) {
 export async function loadFile(file) {
   if (!file) return false;
   return loadBytes(file.name, new Uint8Array(await file.arrayBuffer()));
+}
+
+/** Picked or dropped files: HDF5 ones (an Eiger master with its data
+ * files) go to hdf5.js, read by ranges; several other frames become a
+ * series (no chain run: spot finding over it is a button of its own);
+ * else the one file. True when the chain should run on the new image. */
+export async function loadFiles(files) {
+  if (files.some((f) => hdf5.isHdf5(f.name))) return hdf5.open(files);
+  if (files.length > 1) {
+    await views.loadSeries(files);
+    return false;
+  }
+  return loadFile(files[0]);
 }
 
 /** After a new image was loaded by the user: runs the chain on it, unless

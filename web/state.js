@@ -37,7 +37,8 @@ const summaries = new WeakMap();
 export function summaryOf(data) {
   let s = summaries.get(data);
   if (!s) {
-    const masked = state.image?.format === 'cbf';
+    // HDF5 frames with a detector mask applied are marked the CBF way.
+    const masked = state.image?.format === 'cbf' || state.image?.masked === true;
     summaries.set(data, (s = summarize(data, masked ? { lowest: 0 } : {})));
     s.masked = masked;
   }

@@ -106,6 +106,15 @@ export function decode(name, bytes) {
   return io.call('decode', bytes, null, [name]);
 }
 
+/** HDF5 in the decoding worker, read by byte ranges of the Files (never
+ * whole): `h5Open(files)` opens files[0] (the others are what its external
+ * links reach) and resolves to `{tree}`; `h5Select(path)` (null: the NeXus
+ * default or the Eiger series) to `{paths, shape, dtype, frames}`;
+ * `h5Frame(z)` to a frame as `decode` gives images. */
+export const h5Open = (files) => io.call('h5open', files, null, []);
+export const h5Select = (path) => io.call('h5select', null, null, [path]);
+export const h5Frame = (z) => io.call('h5frame', null, null, [z]);
+
 /** Stops whatever the CPU worker is doing and starts a fresh one. */
 export function cancelCpu() {
   if (!cpu.worker) return;

@@ -8,6 +8,8 @@
 //! out-of-memory abort. [`decode`] and [`encode`] work on byte slices and are
 //! what the wasm build uses; [`read`] and [`write`] and the streaming
 //! readers/writers are native only.
+//! HDF5 is read natively by [`hdf5`] and, from bytes or byte ranges (the
+//! page), by [`h5bytes`].
 
 mod array;
 #[cfg(not(target_arch = "wasm32"))]
@@ -18,6 +20,7 @@ mod error;
 pub mod fits;
 #[cfg(not(target_arch = "wasm32"))]
 mod fortran;
+pub mod h5bytes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod hdf5;
 pub mod npy;

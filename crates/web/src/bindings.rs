@@ -73,7 +73,7 @@ pub fn catalogue() -> Result<JsValue, JsError> {
         .map_err(js_err)
 }
 
-fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
+pub(crate) fn set(obj: &Object, key: &str, value: impl Into<JsValue>) {
     // Setting a property on a fresh plain object cannot fail.
     let _ = Reflect::set(obj, &JsValue::from_str(key), &value.into());
 }
@@ -347,6 +347,12 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Volume, JsError> {
     ops::decode(name, bytes)
         .map(|inner| Volume { inner })
         .map_err(js_err)
+}
+
+impl Volume {
+    pub(crate) fn of(inner: ops::Decoded) -> Volume {
+        Volume { inner }
+    }
 }
 
 #[wasm_bindgen]

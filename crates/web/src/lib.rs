@@ -13,4 +13,6 @@ pub mod spots;
 #[cfg(target_arch = "wasm32")]
 mod bindings;
 #[cfg(target_arch = "wasm32")]
+mod h5_bindings;
+#[cfg(target_arch = "wasm32")]
 mod spots_bindings;

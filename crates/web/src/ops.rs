@@ -206,6 +206,66 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Decoded, IoError> {
     })
 }
 
+/// An array read some other way (an HDF5 frame) as a decoded image.
+pub fn decoded(
+    array: gpuscope_io::Array,
+    format: &'static str,
+    header: Vec<(String, String)>,
+) -> Decoded {
+    let stats = array.stats();
+    Decoded {
+        dtype: array.dtype().name(),
+        format,
+        data: array.to_f32_vec(),
+        shape: array.shape,
+        min: stats.min,
+        max: stats.max,
+        mean: stats.mean,
+        header,
+    }
+}
+
+/// An Eiger frame with the detector's mask applied as CBF marks pixels:
+/// masked pixels (mask bit 0, a module gap) become -1, other masked pixels
+/// and counts above `cutoff` -2, so that spot finding and the display leave
+/// them out. Statistics are over the other pixels; the dtype stays the
+/// file's.
+pub fn decoded_masked(
+    array: gpuscope_io::Array,
+    mask: Option<&[u32]>,
+    cutoff: Option<f64>,
+    header: Vec<(String, String)>,
+) -> Decoded {
+    let dtype = array.dtype().name();
+    let mut data = array.to_f64_vec();
+    for (i, v) in data.iter_mut().enumerate() {
+        let m = mask.and_then(|m| m.get(i).copied()).unwrap_or(0);
+        if m & 1 != 0 {
+            *v = -1.0;
+        } else if m != 0 || cutoff.is_some_and(|c| *v > c) {
+            *v = -2.0;
+        }
+    }
+    let valid: Vec<f64> = data.iter().copied().filter(|&v| v >= 0.0).collect();
+    let (min, max, mean) = if valid.is_empty() {
+        (f64::NAN, f64::NAN, f64::NAN)
+    } else {
+        let min = valid.iter().copied().fold(f64::INFINITY, f64::min);
+        let max = valid.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        (min, max, valid.iter().sum::<f64>() / valid.len() as f64)
+    };
+    Decoded {
+        dtype,
+        format: "hdf5",
+        data: data.iter().map(|&v| v as f32).collect(),
+        shape: array.shape,
+        min,
+        max,
+        mean,
+        header,
+    }
+}
+
 /// The file format of a download: `npy`, `tiff` (or `tif`) or `png`.
 fn format_of(format: &str) -> Result<Format, String> {
     match format {
