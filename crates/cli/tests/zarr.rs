@@ -76,6 +76,7 @@ fn filters_stream_zarr_in_and_out_like_npy() {
         "v2_zstd_f64",
         "ome_v3",
         "v2_gzip_be_u16",
+        "blosc_v2_lz4_u16",
     ];
     let commands: [&[&str]; 3] = [
         &["median", "--size", "1,3,3"],
@@ -205,7 +206,14 @@ fn info_reports_the_layout() {
     assert!(text.contains("zstd"), "{text}");
     let o = ok(&["info", &fixture("ome_v2.zarr")]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("array:    s0"));
-    fails(&["info", &fixture("blosc_v3.zarr")], "blosc");
+    // A codec gpuscope does not decode is named.
+    let dir = scratch("zarr_info");
+    let p = dir.join("bz2.zarr");
+    std::fs::create_dir_all(&p).unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(&fixture("v3_gzip_u16.zarr")).join("zarr.json")).unwrap();
+    std::fs::write(p.join("zarr.json"), doc.replace("\"gzip\"", "\"bz2\"")).unwrap();
+    fails(&["info", &s(&p)], "bz2");
 }
 
 #[test]
@@ -307,4 +315,46 @@ fn an_interrupted_write_leaves_nothing() {
     assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert_eq!(names(&dir), before, "left behind");
     assert!(!out.exists());
+}
+
+/// `label` (boolean stack in, int32 labels out) and `threshold` stream
+/// Zarr like .npy.
+#[test]
+fn label_and_threshold_stream_zarr_like_npy() {
+    let dir = scratch("zarr_label");
+    let frames = read(&fixture("v3_sharded_u32.npy"));
+    let mask: Vec<bool> = frames
+        .to_f64_vec()
+        .iter()
+        .map(|&v| v > 2.0 && v < 1e9)
+        .collect();
+    let m = Array::new(frames.shape.clone(), ArrayData::Bool(mask)).unwrap();
+    let (zin, nin) = (dir.join("m.zarr"), dir.join("m.npy"));
+    gpuscope_io::write(&zin, &m).unwrap();
+    gpuscope_io::write(&nin, &m).unwrap();
+    let src = (
+        fixture("v3_sharded_u32.zarr"),
+        fixture("v3_sharded_u32.npy"),
+    );
+    let mine = (s(&zin), s(&nin));
+    for (cmd, (zi, ni), extra) in [
+        ("label", &mine, vec![]),
+        ("threshold", &src, vec!["--above", "5"]),
+    ] {
+        let (zo, no) = (
+            dir.join(format!("{cmd}.zarr")),
+            dir.join(format!("{cmd}.npy")),
+        );
+        let (zo, no) = (s(&zo), s(&no));
+        let mut a = vec![cmd, zi.as_str(), zo.as_str()];
+        a.extend(&extra);
+        a.extend(["--memory-budget", TINY, "--json"]);
+        let v = json_out(&a);
+        assert_eq!(v["streamed"], true, "{cmd}: {v}");
+        let mut b = vec![cmd, ni.as_str(), no.as_str()];
+        b.extend(&extra);
+        b.extend(["--memory-budget", TINY]);
+        ok(&b);
+        assert_same(&read(&zo), &read(&no), cmd);
+    }
 }

@@ -73,6 +73,13 @@ fn every_fixture_equals_zarr_python() {
         ("v2_raw_i32", DType::I32),
         ("ome_v3", DType::U16),
         ("ome_v2", DType::U16),
+        ("blosc_v3", DType::U8),
+        ("blosc_v3_lz4hc_u32", DType::U32),
+        ("blosc_v2_lz4_u16", DType::U16),
+        ("blosc_v2_blosclz_f32", DType::F32),
+        ("blosc_v2_zlib_bitshuffle_i32", DType::I32),
+        ("blosc_v2_zstd_bitshuffle_u8", DType::U8),
+        ("blosc_v2_blocks_u32", DType::U32),
     ] {
         let spec = store(&format!("{name}.zarr"));
         let want = expected(name);
@@ -362,9 +369,24 @@ fn damaged_metadata_is_one_line_errors() {
     std::fs::write(p.join("0.0.0"), enc.finish().unwrap()).unwrap();
     assert!(err(&p).to_string().contains("expands beyond"));
     // Codecs and dtypes we do not decode, by name.
-    let e = err(&fixture("zarr/blosc_v3.zarr"));
+    let p = damaged(&dir, "v3_gzip_u16.zarr");
+    let doc = std::fs::read_to_string(p.join("zarr.json")).unwrap();
+    std::fs::write(p.join("zarr.json"), doc.replace("\"gzip\"", "\"bz2\"")).unwrap();
+    let e = err(&p);
     assert_eq!(e.kind, ErrorKind::Unsupported);
-    assert!(e.to_string().contains("blosc"), "{e}");
+    assert!(e.to_string().contains("bz2"), "{e}");
+    // Damaged blosc: a header declaring more than the chunk, a cut stream.
+    let p = damaged(&dir, "blosc_v2_lz4_u16.zarr");
+    let c = p.join("0.0.0");
+    let mut b = std::fs::read(&c).unwrap();
+    b[4..8].copy_from_slice(&u32::MAX.to_le_bytes());
+    std::fs::write(&c, &b).unwrap();
+    assert!(err(&p).to_string().contains("blosc"));
+    let p = damaged(&dir, "blosc_v2_blosclz_f32.zarr");
+    let c = p.join("0.0.0");
+    let b = std::fs::read(&c).unwrap();
+    std::fs::write(&c, &b[..b.len() * 2 / 3]).unwrap();
+    err(&p);
     let p = damaged(&dir, "v3_transpose_i16.zarr");
     edit_json(&p.join("zarr.json"), |v| {
         v["data_type"] = serde_json::json!("complex64")
@@ -400,6 +422,8 @@ fn mutated_stores_never_panic() {
         "v3_sharded_u32.zarr",
         "v3_transpose_i16.zarr",
         "v2_zstd_f64.zarr",
+        "blosc_v2_blosclz_f32.zarr",
+        "blosc_v2_zlib_bitshuffle_i32.zarr",
     ] {
         for round in 0..40 {
             let p = dir.path(&format!("{round}_{name}"));

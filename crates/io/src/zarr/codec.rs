@@ -101,6 +101,7 @@ fn bytes_to_bytes(c: &Codec, data: &[u8], expected: usize) -> Result<Vec<u8>> {
             });
             run.unwrap_or_else(|_| Err(IoError::corrupt("a chunk's zstd stream is damaged")))
         }
+        Codec::Blosc => super::blosc::decode(data, cap),
         Codec::Crc32c => {
             let Some(split) = data.len().checked_sub(4) else {
                 return Err(IoError::truncated(

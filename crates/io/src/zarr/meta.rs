@@ -24,6 +24,7 @@ pub(crate) enum Codec {
     Zlib,
     Zstd,
     Crc32c,
+    Blosc,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +78,7 @@ fn bad(msg: impl Into<String>) -> IoError {
 fn unsupported(msg: impl Into<String>) -> IoError {
     IoError::unsupported(
         msg,
-        "re-save the array with zarr-python using the bytes, transpose, gzip, zstd, crc32c or sharding codecs",
+        "re-save the array with zarr-python using the bytes, transpose, gzip, zstd, blosc, crc32c or sharding codecs",
     )
 }
 
@@ -234,6 +235,7 @@ fn codecs_v3(v: Option<&Value>, chunk: &[usize], depth: usize) -> Result<Vec<Cod
             "gzip" => Codec::Gzip,
             "zstd" => Codec::Zstd,
             "crc32c" => Codec::Crc32c,
+            "blosc" => Codec::Blosc,
             "sharding_indexed" => {
                 if depth > 2 {
                     return Err(unsupported("sharding nested more than twice"));
@@ -351,6 +353,7 @@ pub(crate) fn parse_v2(doc: &Value) -> Result<Meta> {
             "zlib" => codecs.push(Codec::Zlib),
             "gzip" => codecs.push(Codec::Gzip),
             "zstd" => codecs.push(Codec::Zstd),
+            "blosc" => codecs.push(Codec::Blosc),
             other => {
                 return Err(unsupported(format!(
                     "the compressor {other:?} is not one gpuscope decodes"
@@ -492,6 +495,7 @@ pub(crate) fn codec_names(codecs: &[Codec]) -> Vec<String> {
             Codec::Zlib => "zlib".into(),
             Codec::Zstd => "zstd".into(),
             Codec::Crc32c => "crc32c".into(),
+            Codec::Blosc => "blosc".into(),
         })
         .collect()
 }

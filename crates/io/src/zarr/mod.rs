@@ -7,9 +7,9 @@
 //! multiscale, the full-resolution level.
 //!
 //! Codecs decoded: bytes (either byte order), transpose, gzip, zstd,
-//! crc32c and sharding (v3); zlib, gzip and zstd compressors and C or F
-//! order (v2). Others (blosc, filters, ...) are refused by name before
-//! any chunk is read.
+//! blosc, crc32c and sharding (v3); zlib, gzip, zstd and blosc
+//! compressors and C or F order (v2). Others (filters, snappy, ...) are
+//! refused by name before any chunk is read.
 //!
 //! Written in pure Rust on `flate2` and `ruzstd` rather than on the
 //! `zarrs` crate: zarrs decodes zstd (zarr-python's default codec) only
@@ -17,6 +17,8 @@
 //! (`preserve_order`) would change every JSON document the workspace
 //! writes.
 
+#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
+mod blosc;
 // Pure byte-slice code; the page will decode with it (it reads no files yet).
 #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 mod codec;

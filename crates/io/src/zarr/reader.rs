@@ -382,7 +382,8 @@ impl ZarrArray {
         }
         .map(Arc::new);
         let n = data.as_ref().map_or(0, |d| d.len());
-        if self.cached_bytes + n <= CACHE_BYTES {
+        // Units one slice deep are read once per slab anyway: no cache.
+        if self.unit.first().is_some_and(|&u| u > 1) && self.cached_bytes + n <= CACHE_BYTES {
             self.cached_bytes += n;
             self.cache.insert(c.to_vec(), data.clone());
         }
