@@ -11,7 +11,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
-from zarr.codecs import (BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec,
+from zarr.codecs import (BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, ShardingCodec,
                          TransposeCodec, ZstdCodec)
 
 import gpuscope
@@ -44,6 +44,11 @@ LAYOUTS = {
         serializer=ShardingCodec(chunk_shape=(1, 8, 12), codecs=[BytesCodec(), GzipCodec()],
                                  index_location="start"),
         compressors=None),
+    # zarr-python's blosc: zstd with bit shuffle (v3), lz4 with byte shuffle (v2).
+    "v3_blosc": dict(zarr_format=3, compressors=[BloscCodec()]),
+    "v2_blosc_default": dict(zarr_format=2, compressors=numcodecs.Blosc()),
+    "v2_blosc_blosclz_bitshuffle": dict(
+        zarr_format=2, compressors=numcodecs.Blosc(cname="blosclz", shuffle=numcodecs.Blosc.BITSHUFFLE)),
     "v2_zlib": dict(zarr_format=2, compressors=numcodecs.Zlib(level=1)),
     "v2_zstd_order_f": dict(zarr_format=2, compressors=numcodecs.Zstd(level=1), order="F"),
     "v2_raw": dict(zarr_format=2, compressors=None),

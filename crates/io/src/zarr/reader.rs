@@ -293,7 +293,7 @@ impl ZarrArray {
         let mut out: Vec<u8> = self.meta.fill.iter().copied().cycle().take(total).collect();
         let nd = size.len();
         if nd == 0 {
-            if let Some(u) = self.unit(&[])? {
+            if let Some(u) = self.unit(&[], false)? {
                 out.copy_from_slice(&u[..elem]);
             }
             return Ok(out);
@@ -308,7 +308,10 @@ impl ZarrArray {
             .collect();
         let mut c = lo.clone();
         loop {
-            if let Some(data) = self.unit(&c)? {
+            // Kept only when the next slab along the first axis needs it too.
+            let end = start[0] + size[0];
+            let keep = (c[0] + 1) * self.unit[0] > end && end < self.meta.shape[0];
+            if let Some(data) = self.unit(&c, keep)? {
                 let mut from = vec![0; nd];
                 let mut to = vec![0; nd];
                 let mut ext = vec![0; nd];
@@ -372,7 +375,8 @@ impl ZarrArray {
     }
 
     /// The decoded unit at grid coordinates `c`; `None`: not stored (fill).
-    fn unit(&mut self, c: &[usize]) -> Result<Option<Arc<Vec<u8>>>> {
+    /// `keep`: cache it for the next read.
+    fn unit(&mut self, c: &[usize], keep: bool) -> Result<Option<Arc<Vec<u8>>>> {
         if let Some(hit) = self.cache.get(c) {
             return Ok(hit.clone());
         }
@@ -382,8 +386,7 @@ impl ZarrArray {
         }
         .map(Arc::new);
         let n = data.as_ref().map_or(0, |d| d.len());
-        // Units one slice deep are read once per slab anyway: no cache.
-        if self.unit.first().is_some_and(|&u| u > 1) && self.cached_bytes + n <= CACHE_BYTES {
+        if keep && self.cached_bytes + n <= CACHE_BYTES {
             self.cached_bytes += n;
             self.cache.insert(c.to_vec(), data.clone());
         }
