@@ -318,6 +318,9 @@ fn damaged_chunks_are_one_line_errors() {
     let b = std::fs::read(&c).unwrap();
     std::fs::write(&c, &b[..b.len() - 3]).unwrap();
     assert!(err(&p).to_string().contains("decodes to"));
+    // A chunk file far larger than its chunk: refused unread.
+    std::fs::write(&c, vec![7u8; 200 << 10]).unwrap();
+    assert!(err(&p).to_string().contains("bytes stored for a chunk"));
     // A truncated shard (its index is at the end).
     let p = damaged(&dir, "v3_sharded_u32.zarr");
     let c = p.join("c/0/0/0");

@@ -63,6 +63,8 @@ pub(crate) fn decode(src: &[u8], cap: usize) -> Result<Vec<u8>> {
     let codec = flags >> 5;
     let nblocks = nbytes.div_ceil(blocksize);
     let mut out = vec![0u8; nbytes];
+    // No block is larger than the buffer (the header's blocksize may be).
+    let blocksize = blocksize.min(nbytes);
     let mut tmp = vec![0u8; blocksize];
     for j in 0..nblocks {
         let start = u32_at(src, 16 + 4 * j)?;

@@ -400,12 +400,25 @@ impl ZarrArray {
     fn load_chunk(&self, c: &[usize]) -> Result<Option<Vec<u8>>> {
         let path = self.chunk_path(c);
         let key = self.meta.key.key(c);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(IoError::io(&format!("cannot read the chunk {key}"), e)),
-        };
         let m = &self.meta;
+        let f = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(IoError::io(&format!("cannot open the chunk {key}"), e)),
+        };
+        let read = || -> Result<Vec<u8>> {
+            let len = f
+                .metadata()
+                .map_err(|e| IoError::io("cannot stat the chunk", e))?
+                .len();
+            check_encoded_len(len, &m.chunks, m.dtype)?;
+            let mut bytes = Vec::with_capacity(len as usize);
+            (&f).take(len)
+                .read_to_end(&mut bytes)
+                .map_err(|e| IoError::io("cannot read the chunk", e))?;
+            Ok(bytes)
+        };
+        let bytes = read().map_err(|e| at_chunk(e, &key))?;
         decode_chunk(&m.codecs, &m.chunks, m.dtype, &m.fill, bytes)
             .map(Some)
             .map_err(|e| at_chunk(e, &key))
@@ -430,8 +443,8 @@ impl ZarrArray {
         let read = || -> Result<Vec<u8>> {
             let mut f = File::open(self.chunk_path(&shard))
                 .map_err(|e| IoError::io("cannot open the shard", e))?;
-            let mut piece =
-                vec![0; usize::try_from(len).map_err(|_| IoError::too_large("an inner chunk"))?];
+            check_encoded_len(len, &sh.inner, self.meta.dtype)?;
+            let mut piece = vec![0; len as usize];
             f.seek(SeekFrom::Start(off))
                 .and_then(|_| f.read_exact(&mut piece))
                 .map_err(|e| IoError::io("cannot read the shard", e))?;
@@ -487,6 +500,21 @@ impl ZarrArray {
             .map_err(|e| IoError::io("cannot read the shard index", e))?;
         ShardIndex::decode(sh, n, &bytes, len).map(Some)
     }
+}
+
+/// A stored chunk can be at most a little larger than its samples
+/// (headers, checksums, incompressible data): a larger one is refused
+/// before it is read.
+fn check_encoded_len(len: u64, shape: &[usize], dtype: DType) -> Result<()> {
+    let samples = chunk_bytes(shape, dtype.size_bytes())? as u64;
+    let most = samples.saturating_add(samples / 8).saturating_add(64 << 10);
+    if len > most {
+        return Err(IoError::corrupt(format!(
+            "{len} bytes stored for a chunk of {shape:?} {} ({samples} bytes)",
+            dtype.name()
+        )));
+    }
+    Ok(())
 }
 
 /// Names the chunk in an error about it.
