@@ -8,14 +8,15 @@
 //!
 //! Codecs decoded: bytes (either byte order), transpose, gzip, zstd,
 //! blosc, crc32c and sharding (v3); zlib, gzip, zstd and blosc
-//! compressors and C or F order (v2). Others (filters, snappy, ...) are
-//! refused by name before any chunk is read.
+//! compressors and C or F order (v2). Others (v2 filters, unknown codecs)
+//! are refused by name before any chunk is read; blosc's snappy streams
+//! when met.
 //!
-//! Written in pure Rust on `flate2` and `ruzstd` rather than on the
-//! `zarrs` crate: zarrs decodes zstd (zarr-python's default codec) only
-//! through the C zstd library, and its `serde_json` features
-//! (`preserve_order`) would change every JSON document the workspace
-//! writes.
+//! Written in pure Rust on `flate2`, `ruzstd` and `lz4_flex` rather than
+//! on the `zarrs` crate: zarrs decodes zstd (zarr-python's default v3
+//! codec) and blosc (its default v2 compressor) only through the C
+//! libraries, and its `serde_json` features (`preserve_order`) would
+//! change every JSON document the workspace writes.
 
 #[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 mod blosc;
