@@ -47,11 +47,23 @@ pub fn remove_unfinished_outputs() {
     // try_lock: a handler must not wait on a lock the interrupted thread holds.
     if let Ok(live) = UNFINISHED.try_lock() {
         for p in live.iter() {
-            // Zarr outputs are directories; remove_dir_all follows no symlinks.
             if std::fs::remove_file(p).is_err() {
-                let _ = std::fs::remove_dir_all(p);
+                remove_dir_while_written(p);
             }
         }
+    }
+}
+
+/// Removes a Zarr output's temporary directory (remove_dir_all follows no
+/// symlinks) while its writer may still add chunks to it: the writer never
+/// recreates the directory, so removal wins within a few tries.
+fn remove_dir_while_written(p: &Path) {
+    for _ in 0..200 {
+        let _ = std::fs::remove_dir_all(p);
+        if std::fs::symlink_metadata(p).is_err() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 

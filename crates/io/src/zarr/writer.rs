@@ -181,8 +181,17 @@ impl ZarrWriter {
     fn write_chunk(&self, coords: &[usize], samples: &[u8]) -> Result<()> {
         let path = self.array_dir.join(KEY.key(coords));
         let fail = |e| IoError::io(&format!("cannot write the chunk {}", KEY.key(coords)), e);
-        if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(fail)?;
+        // The directories below the array's, one by one: never the store's
+        // own, so a store removed on interrupt is not recreated.
+        let key = KEY.key(coords);
+        let parts: Vec<&str> = key.split('/').collect();
+        let mut dir = self.array_dir.clone();
+        for part in &parts[..parts.len().saturating_sub(1)] {
+            dir.push(part);
+            match std::fs::create_dir(&dir) {
+                Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => return Err(fail(e)),
+                _ => {}
+            }
         }
         let mut gz = GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL));
         gz.write_all(samples).map_err(fail)?;
