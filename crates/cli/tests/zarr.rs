@@ -312,8 +312,8 @@ fn an_interrupted_write_leaves_nothing() {
         .unwrap();
     assert!(killed.success());
     let o = child.wait_with_output().unwrap();
-    assert_eq!(o.status.code(), Some(130), "{}", stderr(&o));
     assert_eq!(names(&dir), before, "left behind");
+    assert_eq!(o.status.code(), Some(130), "{:?}: {}", o.status, stderr(&o));
     assert!(!out.exists());
 }
 

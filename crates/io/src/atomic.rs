@@ -19,12 +19,15 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What every temporary file's name holds after `.NAME`.
 pub const TEMP_TAG: &str = ".gpuscope-tmp-";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Set by [`remove_unfinished_outputs`]: the process is about to exit.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Temporary files being written, removed by [`remove_unfinished_outputs`]
 /// when the process is interrupted (Drop does not run then).
@@ -43,7 +46,12 @@ fn forget(path: &Path) {
 /// Removes every temporary file still being written (outputs and scratch
 /// files): call it from an interrupt handler (Ctrl-C) before exiting, so an
 /// interrupted run leaves neither a partial output nor a stray temporary file.
+///
+/// Writers that find their output removed meanwhile (a Zarr store's next
+/// chunk) then wait for the exit instead of failing, so the interrupted
+/// command reports nothing more and tears nothing down while it exits.
 pub fn remove_unfinished_outputs() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
     // try_lock: a handler must not wait on a lock the interrupted thread holds.
     if let Ok(live) = UNFINISHED.try_lock() {
         for p in live.iter() {
@@ -51,6 +59,14 @@ pub fn remove_unfinished_outputs() {
                 remove_dir_while_written(p);
             }
         }
+    }
+}
+
+/// After an interrupt, blocks the calling thread until the process exits
+/// (the interrupt handler exits it); otherwise returns at once.
+pub(crate) fn wait_if_interrupted() {
+    while INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_secs(1));
     }
 }
 

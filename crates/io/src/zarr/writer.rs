@@ -179,6 +179,15 @@ impl ZarrWriter {
     }
 
     fn write_chunk(&self, coords: &[usize], samples: &[u8]) -> Result<()> {
+        let r = self.write_chunk_inner(coords, samples);
+        if r.is_err() {
+            // The store was removed by an interrupt: the process is exiting.
+            crate::atomic::wait_if_interrupted();
+        }
+        r
+    }
+
+    fn write_chunk_inner(&self, coords: &[usize], samples: &[u8]) -> Result<()> {
         let path = self.array_dir.join(KEY.key(coords));
         let fail = |e| IoError::io(&format!("cannot write the chunk {}", KEY.key(coords)), e);
         // The directories below the array's, one by one: never the store's
