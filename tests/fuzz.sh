@@ -8,7 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 seconds=${FUZZ_SECONDS:-20}
-targets=${FUZZ_TARGETS:-"npy raw tiff png jpeg cbf fits hdf5 argv"}
+targets=${FUZZ_TARGETS:-"npy raw tiff png jpeg cbf fits hdf5 zarr argv"}
 target_dir=${CARGO_TARGET_DIR:-$PWD/target}/fuzz
 if ! rustc +nightly -V >/dev/null 2>&1; then
   echo "missing: the nightly Rust toolchain (rustup toolchain install nightly); libFuzzer's coverage flags need it" >&2

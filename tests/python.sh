@@ -13,14 +13,14 @@ cd "$(dirname "$0")/.."
 venv=target/py-venv
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
 "$venv/bin/pip" install -q --disable-pip-version-check \
-  "maturin>=1.16,<2" pytest numpy scipy scikit-image astropy "dask[array]" distributed anywidget ipykernel jupyter_client
+  "maturin>=1.16,<2" pytest numpy scipy scikit-image astropy "dask[array]" distributed zarr anywidget ipykernel jupyter_client
 # No build isolation: maturin is already in the environment (and CI is
 # spared a second download of it).
 PATH="$PWD/$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
   "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall .
 
 echo "reference versions: $("$venv/bin/python" -c '
-import numpy, scipy, skimage, astropy, dask, distributed
-print(f"numpy {numpy.__version__}, scipy {scipy.__version__}, scikit-image {skimage.__version__}, astropy {astropy.__version__}, dask {dask.__version__}, distributed {distributed.__version__}")')"
+import numpy, scipy, skimage, astropy, dask, distributed, zarr
+print(f"numpy {numpy.__version__}, scipy {scipy.__version__}, scikit-image {skimage.__version__}, astropy {astropy.__version__}, dask {dask.__version__}, distributed {distributed.__version__}, zarr {zarr.__version__}")')"
 export NODEVICE_SELECT=1
 "$venv/bin/python" -m pytest -q -p no:cacheprovider crates/python/tests

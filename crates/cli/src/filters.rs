@@ -505,6 +505,7 @@ pub(crate) fn stream_output(path: &Path) -> bool {
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
     matches!(ext.as_str(), "npy" | "raw" | "tif" | "tiff")
+        || gpuscope_io::zarr::is_zarr_name(&path.to_string_lossy())
 }
 
 fn run_in_memory(engine: &Engine, input: &Path, output: &Path, op: &RankOp) -> CliResult {

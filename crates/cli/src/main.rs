@@ -19,6 +19,7 @@ mod spots;
 mod spread;
 mod stream;
 mod tomo;
+mod zarr_info;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -220,6 +221,9 @@ fn run(cli: Cli) -> CliResult {
 fn info(file: &Path, json: bool) -> CliResult {
     if gpuscope_io::hdf5::is_hdf5_name(&file.to_string_lossy()) {
         return nexus::info(file, json);
+    }
+    if gpuscope_io::zarr::is_zarr_name(&file.to_string_lossy()) {
+        return zarr_info::info(file, json);
     }
     let image = common::read_image(file)?;
     let a = &image.array;

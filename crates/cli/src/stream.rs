@@ -1,5 +1,5 @@
-//! Disk-to-disk streaming of stacks: .npy, headerless .raw and multi-page
-//! TIFF read slice by slice and written slice by slice, so a stack larger
+//! Disk-to-disk streaming of stacks: .npy, headerless .raw, multi-page
+//! TIFF, HDF5 and Zarr read slice by slice and written slice by slice, so a stack larger
 //! than memory never sits in RAM. The core sees them as slice sources and
 //! sinks.
 
@@ -13,6 +13,7 @@ use gpuscope_core::stream::{SliceSink, SliceSource};
 use gpuscope_io::hdf5::Hdf5Stack;
 use gpuscope_io::npy::{NpyReader, NpyWriter};
 use gpuscope_io::tiff::{TiffStackReader, TiffStackWriter};
+use gpuscope_io::zarr::{ZarrArray, ZarrWriter, is_zarr_name};
 use gpuscope_io::{Array, ArrayData, DType};
 
 use crate::common::{CliResult, Failure, raw_layout, samples};
@@ -23,6 +24,8 @@ pub enum StackReader {
     Tiff(Box<TiffStackReader>),
     /// `FILE.h5[::/path]`: frames decoded chunk by chunk.
     Hdf5(Box<Hdf5Stack>),
+    /// `STORE.zarr[::path]`: slices decoded chunk by chunk.
+    Zarr(Box<ZarrArray>),
 }
 
 fn extension(path: &Path) -> String {
@@ -45,6 +48,7 @@ impl StackReader {
             _ if gpuscope_io::hdf5::is_hdf5_name(&name) => {
                 StackReader::Hdf5(Box::new(Hdf5Stack::open(&name)?))
             }
+            _ if is_zarr_name(&name) => StackReader::Zarr(Box::new(ZarrArray::open(&name)?)),
             "npy" => StackReader::Npy(NpyReader::open(path)?),
             // A headerless file is an npy file whose header is the layout.
             "raw" => StackReader::Npy(NpyReader::open_raw(path, &raw_layout(path)?)?),
@@ -59,6 +63,7 @@ impl StackReader {
             StackReader::Npy(r) => r.shape().to_vec(),
             StackReader::Tiff(r) => r.shape(),
             StackReader::Hdf5(r) => r.shape().to_vec(),
+            StackReader::Zarr(r) => r.shape().to_vec(),
         }
     }
 
@@ -67,6 +72,7 @@ impl StackReader {
             StackReader::Npy(r) => r.dtype(),
             StackReader::Tiff(r) => r.dtype(),
             StackReader::Hdf5(r) => r.dtype(),
+            StackReader::Zarr(r) => r.dtype(),
         }
     }
 
@@ -80,6 +86,7 @@ impl StackReader {
                 r.read_page(z0)?
             }
             StackReader::Hdf5(r) => r.read_slab(z0, nz)?,
+            StackReader::Zarr(r) => r.read_slab(z0, nz)?,
         })
     }
 }
@@ -88,12 +95,21 @@ impl StackReader {
 pub enum StackWriter {
     Npy(NpyWriter),
     Tiff(TiffStackWriter),
+    /// Zarr v3, chunks one slice deep: every slab is whole chunks.
+    Zarr(ZarrWriter),
 }
 
 impl StackWriter {
-    /// A writer when `path` is .npy, .raw (with its sidecar) or .tif; `None`
-    /// for other formats.
+    /// A writer when `path` is .npy, .raw (with its sidecar), .tif or
+    /// .zarr; `None` for other formats.
     pub fn create(path: &Path, shape: &[usize], dtype: DType) -> CliResult<Option<StackWriter>> {
+        if is_zarr_name(&path.to_string_lossy()) {
+            return Ok(Some(StackWriter::Zarr(ZarrWriter::create(
+                path,
+                shape.to_vec(),
+                dtype,
+            )?)));
+        }
         Ok(Some(match extension(path).as_str() {
             "npy" => StackWriter::Npy(NpyWriter::create(path, shape.to_vec(), dtype)?),
             "raw" => StackWriter::Npy(NpyWriter::create_raw(path, shape.to_vec(), dtype)?),
@@ -113,6 +129,7 @@ impl StackWriter {
     pub fn write(&mut self, slab: &Array) -> CliResult {
         match self {
             StackWriter::Npy(w) => w.write_slab(slab)?,
+            StackWriter::Zarr(w) => w.write_slab(slab)?,
             StackWriter::Tiff(w) => {
                 let plane = slab.shape[1..].to_vec();
                 let n: usize = plane.iter().product();
@@ -131,6 +148,7 @@ impl StackWriter {
         match self {
             StackWriter::Npy(w) => w.finish()?,
             StackWriter::Tiff(w) => w.finish()?,
+            StackWriter::Zarr(w) => w.finish()?,
         }
         Ok(())
     }

@@ -19,12 +19,15 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// What every temporary file's name holds after `.NAME`.
 pub const TEMP_TAG: &str = ".gpuscope-tmp-";
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Set by [`remove_unfinished_outputs`]: the process is about to exit.
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
 
 /// Temporary files being written, removed by [`remove_unfinished_outputs`]
 /// when the process is interrupted (Drop does not run then).
@@ -43,12 +46,40 @@ fn forget(path: &Path) {
 /// Removes every temporary file still being written (outputs and scratch
 /// files): call it from an interrupt handler (Ctrl-C) before exiting, so an
 /// interrupted run leaves neither a partial output nor a stray temporary file.
+///
+/// Writers that find their output removed meanwhile (a Zarr store's next
+/// chunk) then wait for the exit instead of failing, so the interrupted
+/// command reports nothing more and tears nothing down while it exits.
 pub fn remove_unfinished_outputs() {
+    INTERRUPTED.store(true, Ordering::SeqCst);
     // try_lock: a handler must not wait on a lock the interrupted thread holds.
     if let Ok(live) = UNFINISHED.try_lock() {
         for p in live.iter() {
-            let _ = std::fs::remove_file(p);
+            if std::fs::remove_file(p).is_err() {
+                remove_dir_while_written(p);
+            }
         }
+    }
+}
+
+/// After an interrupt, blocks the calling thread until the process exits
+/// (the interrupt handler exits it); otherwise returns at once.
+pub(crate) fn wait_if_interrupted() {
+    while INTERRUPTED.load(Ordering::SeqCst) {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    }
+}
+
+/// Removes a Zarr output's temporary directory (remove_dir_all follows no
+/// symlinks) while its writer may still add chunks to it: the writer never
+/// recreates the directory, so removal wins within a few tries.
+fn remove_dir_while_written(p: &Path) {
+    for _ in 0..200 {
+        let _ = std::fs::remove_dir_all(p);
+        if std::fs::symlink_metadata(p).is_err() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(5));
     }
 }
 
@@ -198,6 +229,154 @@ fn create_exclusive(target: &Path, private: bool) -> Result<(PathBuf, File)> {
         "cannot create a temporary file beside the output: every name tried exists",
         last.unwrap_or_else(|| std::io::ErrorKind::AlreadyExists.into()),
     ))
+}
+
+/// Creates a new directory `.NAME.gpuscope-tmp-PID-RANDOM` beside
+/// `target` (a Zarr output), never at an existing name, readable by the
+/// owner only until published (nobody else can plant links inside it), and
+/// registers it for removal on interrupt. Removed by [`TempDir`]'s drop.
+pub(crate) fn create_temp_dir(target: &Path) -> Result<TempDir> {
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let base: String = target
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .ok_or_else(|| IoError::invalid("the path has no name", "give a path to a .zarr output"))?
+        .chars()
+        .take(120)
+        .collect();
+    scan_for_stale(&dir);
+    let mut last = None;
+    for _ in 0..8 {
+        let path = dir.join(format!(
+            ".{base}{TEMP_TAG}{}-{:016x}",
+            std::process::id(),
+            random_u64()
+        ));
+        let mut builder = std::fs::DirBuilder::new();
+        #[cfg(unix)]
+        std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+        match builder.create(&path) {
+            Ok(()) => {
+                if let Ok(mut live) = UNFINISHED.lock() {
+                    live.push(path.clone());
+                }
+                return Ok(TempDir {
+                    path,
+                    committed: false,
+                });
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => last = Some(e),
+            Err(e) => {
+                return Err(IoError::io(
+                    "cannot create a temporary directory beside the output (is the directory writable?)",
+                    e,
+                ));
+            }
+        }
+    }
+    Err(IoError::io(
+        "cannot create a temporary directory beside the output: every name tried exists",
+        last.unwrap_or_else(|| std::io::ErrorKind::AlreadyExists.into()),
+    ))
+}
+
+/// A temporary output directory; removed with its contents on drop unless
+/// published.
+pub(crate) struct TempDir {
+    pub(crate) path: PathBuf,
+    committed: bool,
+}
+
+impl TempDir {
+    /// Gives the directory the permissions a new directory gets, then
+    /// renames it to `target`, which must not exist: a directory cannot be
+    /// replaced in one step, so an existing output is never removed.
+    pub(crate) fn publish(mut self, target: &Path) -> Result<()> {
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = 0o777 & !umask();
+            std::fs::set_permissions(&self.path, std::fs::Permissions::from_mode(mode))
+                .map_err(|e| IoError::io("cannot set the output's permissions", e))?;
+        }
+        rename_no_replace(&self.path, target).map_err(|e| {
+            if e.kind() == std::io::ErrorKind::AlreadyExists {
+                exists_error()
+            } else {
+                IoError::io("cannot rename the temporary directory to the output", e)
+            }
+        })?;
+        self.committed = true;
+        forget(&self.path);
+        Ok(())
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if !self.committed {
+            let _ = std::fs::remove_dir_all(&self.path);
+            forget(&self.path);
+        }
+    }
+}
+
+/// The error for a directory output that already exists.
+pub(crate) fn exists_error() -> IoError {
+    IoError::invalid(
+        "the output exists; gpuscope does not replace a directory",
+        "remove it first or name another output",
+    )
+}
+
+/// The process's umask, read without changing it (Linux reports it in
+/// /proc/self/status; elsewhere the usual 022).
+#[cfg(unix)]
+fn umask() -> u32 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("Umask:"))
+                .and_then(|v| u32::from_str_radix(v.trim(), 8).ok())
+        })
+        .unwrap_or(0o022)
+}
+
+/// Renames `from` to `to` unless something exists at `to` (atomically
+/// where the system offers it).
+fn rename_no_replace(from: &Path, to: &Path) -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_bytes());
+        let (a, b) = (c(from)?, c(to)?);
+        // SAFETY: two NUL-terminated paths; renameat2 only reads them.
+        let r = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                a.as_ptr(),
+                libc::AT_FDCWD,
+                b.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        if r == 0 {
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        // Filesystems without RENAME_NOREPLACE: check, then rename.
+        if !matches!(e.raw_os_error(), Some(libc::EINVAL | libc::ENOSYS)) {
+            return Err(e);
+        }
+    }
+    if std::fs::symlink_metadata(to).is_ok() {
+        return Err(std::io::ErrorKind::AlreadyExists.into());
+    }
+    std::fs::rename(from, to)
 }
 
 /// A temporary file beside `target`; removed on drop unless committed.

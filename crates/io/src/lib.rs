@@ -29,6 +29,7 @@ mod pair;
 pub mod png;
 pub mod raw;
 pub mod tiff;
+pub mod zarr;
 
 pub use array::{Array, ArrayData, DType, Stats, checked_product};
 #[cfg(not(target_arch = "wasm32"))]
@@ -51,6 +52,7 @@ pub enum Format {
     Fits,
     Raw,
     Hdf5,
+    Zarr,
 }
 
 impl Format {
@@ -64,6 +66,7 @@ impl Format {
             Format::Fits => "fits",
             Format::Raw => "raw",
             Format::Hdf5 => "hdf5",
+            Format::Zarr => "zarr",
         }
     }
 }
@@ -87,8 +90,7 @@ impl Image {
     }
 }
 
-const EXTENSIONS: &str =
-    ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts .raw .h5 .hdf5 .nxs .nx5 .hdf";
+const EXTENSIONS: &str = ".npy .tif .tiff .png .jpg .jpeg .cbf .cbf.gz .fits .fit .fts .raw .h5 .hdf5 .nxs .nx5 .hdf .zarr";
 
 /// HDF5 names, `FILE.h5` or `FILE.h5::/path/to/dataset`.
 pub(crate) const HDF5_EXTENSIONS: [&str; 5] = [".h5", ".hdf5", ".nxs", ".nx5", ".hdf"];
@@ -99,6 +101,9 @@ pub fn format_from_name(name: &str) -> Result<Format> {
     let file_part = lower.split("::").next().unwrap_or(&lower);
     if HDF5_EXTENSIONS.iter().any(|e| file_part.ends_with(e)) {
         return Ok(Format::Hdf5);
+    }
+    if zarr::is_zarr_name(name) {
+        return Ok(Format::Zarr);
     }
     let table: [(&str, Format); 12] = [
         (".npy", Format::Npy),
@@ -147,6 +152,10 @@ pub fn decode(name: &str, bytes: &[u8]) -> Result<Image> {
             "HDF5 files are read from disk, not from memory",
             "give the file's path",
         )),
+        Format::Zarr => Err(IoError::unsupported(
+            "Zarr stores are directories, read from disk, not from memory",
+            "give the store's path",
+        )),
     };
     result.map_err(|e| e.in_file(name))
 }
@@ -176,10 +185,12 @@ pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
                 .map_err(|e| IoError::io("cannot encode the samples", e))?;
             Ok(bytes)
         }
-        Format::Jpeg | Format::Cbf | Format::Fits | Format::Hdf5 => Err(IoError::unsupported(
-            format!("writing {} is not supported", format.name()),
-            "write .npy, .tif or .png instead",
-        )),
+        Format::Jpeg | Format::Cbf | Format::Fits | Format::Hdf5 | Format::Zarr => {
+            Err(IoError::unsupported(
+                format!("writing {} is not supported", format.name()),
+                "write .npy, .tif or .png instead",
+            ))
+        }
     };
     result.map_err(|e| e.in_file(&name))
 }
@@ -196,6 +207,9 @@ pub fn read(path: &Path) -> Result<Image> {
     }
     if format_from_name(&name)? == Format::Hdf5 {
         return read_hdf5(&name);
+    }
+    if format_from_name(&name)? == Format::Zarr {
+        return read_zarr(&name);
     }
     let bytes =
         std::fs::read(path).map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
@@ -216,6 +230,27 @@ fn read_hdf5(name: &str) -> Result<Image> {
     Ok(Image {
         array: stack.read_all()?,
         format: Format::Hdf5,
+        header,
+    })
+}
+
+/// Read a Zarr array (`STORE.zarr[::path]`) whole; the header lists its
+/// layout.
+#[cfg(not(target_arch = "wasm32"))]
+fn read_zarr(name: &str) -> Result<Image> {
+    let mut z = zarr::ZarrArray::open(name)?;
+    let mut header = vec![
+        ("zarr_format".to_string(), z.zarr_format().to_string()),
+        ("array".into(), z.path().to_string()),
+        ("chunks".into(), format!("{:?}", z.chunks())),
+    ];
+    if let Some(inner) = z.inner_chunks() {
+        header.push(("inner_chunks".into(), format!("{inner:?}")));
+    }
+    header.push(("codecs".into(), z.codecs().join(", ")));
+    Ok(Image {
+        array: z.read_all()?,
+        format: Format::Zarr,
         header,
     })
 }
@@ -242,6 +277,7 @@ pub fn write(path: &Path, array: &Array) -> Result<()> {
         // npy streams straight to disk: no second copy of a large array.
         Format::Npy => atomic::write_atomic(path, |w| npy::write_to(w, array)),
         Format::Raw => raw::write(path, array),
+        Format::Zarr => zarr::write(path, array),
         _ => {
             let bytes = encode(format, array).map_err(|mut e| {
                 e.file = error::display_name(&name);

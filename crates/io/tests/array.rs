@@ -123,13 +123,16 @@ fn formats_from_names() {
         ("d/master.h5", Format::Hdf5),
         ("scan.nxs::/entry/data/data", Format::Hdf5),
         ("x.HDF5", Format::Hdf5),
+        ("d/scan.zarr", Format::Zarr),
+        ("d/scan.ZARR/", Format::Zarr),
+        ("labels.zarr::volumes/raw", Format::Zarr),
     ] {
         assert_eq!(format_from_name(n).unwrap(), f, "{n}");
     }
-    let e = format_from_name("dir/data.zarr").unwrap_err();
+    let e = format_from_name("dir/data.n5").unwrap_err();
     assert!(
         e.to_string()
-            .starts_with("data.zarr: unknown file extension ("),
+            .starts_with("data.n5: unknown file extension ("),
         "{e}"
     );
     assert_eq!(Format::Jpeg.name(), "jpeg");
