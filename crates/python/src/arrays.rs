@@ -17,7 +17,9 @@ pub struct Input {
 fn copy<T: Element + Copy>(a: &Bound<'_, PyArrayDyn<T>>) -> PyResult<(Vec<T>, Vec<usize>)> {
     let r = a.try_readonly()?;
     let values = r.as_slice().map_err(|_| {
-        PyTypeError::new_err("the array must be C-contiguous (use numpy.ascontiguousarray)")
+        PyTypeError::new_err(
+            "the array must be C-contiguous and aligned (use numpy.require(a, requirements='CA'))",
+        )
     })?;
     Ok((values.to_vec(), a.shape().to_vec()))
 }
@@ -219,12 +221,14 @@ impl SharedF32 {
 /// array; `None` for anything else (the caller copies through [`input`]).
 pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
     let a = obj.cast::<PyArrayDyn<f32>>().ok()?;
-    if !a.is_c_contiguous() {
+    let ptr = a.data() as *const f32;
+    // numpy allows unaligned buffers (arrays from pickled or raw bytes); a
+    // Rust slice may not point at one.
+    if !a.is_c_contiguous() || !ptr.is_aligned() {
         return None;
     }
     let shape = a.shape().to_vec();
     let len = shape.iter().product();
-    let ptr = a.data() as *const f32;
     Some((
         SharedF32 {
             _owner: obj.clone().unbind(),

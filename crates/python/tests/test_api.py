@@ -121,3 +121,20 @@ def test_errors_name_python_arguments_not_flags(call, says):
     with pytest.raises(ValueError, match=says) as e:
         call()
     assert "--" not in str(e.value)
+
+
+def test_unaligned_arrays_are_read_not_crashed_on():
+    """numpy allows unaligned buffers (pickled Dask blocks, raw bytes); the
+    functions copy them, and the extension refuses them with a TypeError
+    rather than reading them in place."""
+    buf = np.zeros(64 * 64 * 4 + 1, np.uint8)
+    u = np.frombuffer(buf.data, dtype=np.float32, offset=1, count=64 * 64).reshape(64, 64)
+    assert not u.flags["ALIGNED"]
+    aligned = np.ascontiguousarray(u.copy())
+    np.testing.assert_array_equal(ndimage.median_filter(u, 3), ndimage.median_filter(aligned, 3))
+    np.testing.assert_array_equal(ndimage.gaussian_filter(u, 2), ndimage.gaussian_filter(aligned, 2))
+    np.testing.assert_array_equal(tomo.normalize(u, u + 1, u), tomo.normalize(aligned, aligned + 1, aligned))
+    from gpuscope import _gpuscope
+
+    with pytest.raises(TypeError, match="aligned"):
+        _gpuscope.filter("median_filter", u, '{"size": [3]}')

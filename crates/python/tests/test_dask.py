@@ -194,3 +194,23 @@ def test_spots_frame_by_frame_equal_the_whole_series(client):
     assert (want["z1"] - want["z0"] >= 3).any()
     for k in gpuscope.spots.COLUMNS:
         np.testing.assert_array_equal(got[k], want[k], err_msg=k)
+
+
+def test_normalize_equals_the_numpy_function(client):
+    rng = np.random.default_rng(3)
+    proj = rng.integers(0, 4000, (9, 21, 17)).astype(np.uint16)
+    flat = (rng.integers(3000, 5000, (4, 21, 17))).astype(np.uint16)
+    dark = rng.integers(0, 200, (3, 21, 17)).astype(np.uint16)
+    dark[:, 0, :5] = 6000  # dark above flat: the floored denominator
+    for kw in [{}, {"cutoff": 1.1}, {"averaging": "median"}]:
+        want = gpuscope.tomo.normalize(proj, flat, dark, **kw)
+        got = gd.normalize(da.from_array(proj, chunks=(4, 8, 7)), da.from_array(flat, chunks=2), dark, **kw)
+        got = got.compute()
+        assert got.dtype == np.float32
+        # The blocks run on the workers' GPUs: within WGSL's float32
+        # division accuracy of the whole-array result.
+        np.testing.assert_array_max_ulp(got, want, maxulp=3)
+    with pytest.raises(ValueError, match="pixels"):
+        gd.normalize(da.from_array(proj), flat[:, :3], dark)
+    with pytest.raises(ValueError, match="averaging"):
+        gd.normalize(da.from_array(proj), flat, dark, averaging="mode")

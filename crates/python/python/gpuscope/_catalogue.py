@@ -107,7 +107,9 @@ def array(x, name="input"):
         a = a.astype(a.dtype.newbyteorder("="))
     if a.dtype == np.float16:
         a = a.astype(np.float32)
-    return np.ascontiguousarray(a)
+    # Unaligned buffers (from pickled or raw bytes, e.g. a Dask block) are
+    # copied too: the extension reads aligned C-contiguous memory.
+    return np.require(a, requirements=["C_CONTIGUOUS", "ALIGNED"])
 
 
 def unsupported(fn_name, **given):

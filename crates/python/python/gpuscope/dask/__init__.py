@@ -7,6 +7,8 @@ returning dask arrays, with the whole-array function's answers.
   the filter reaches (``map_overlap``, ``boundary='none'``, the filter's own
   mode at the array's edges); chunks smaller than the halo are merged by
   dask first.
+- ``normalize``: flat/dark correction as ``gpuscope.tomo.normalize``, the
+  fields averaged once and each block divided by its part.
 - ``label``: scipy's numbering across chunks, the border merge in a tree.
 - ``regionprops_table``: per-block partial moments reduced in a tree.
 - ``strong_pixels``, ``find_spots``: DIALS' spot finding on blocks of
@@ -20,6 +22,7 @@ from ._filters import convolve, correlate, gaussian_filter, median_filter, remov
 from ._label import label
 from ._measure import regionprops_table
 from ._spots import find_spots, strong_pixels
+from ._tomo import normalize
 from ._workers import DevicePlugin, use_gpus
 
 __all__ = [
@@ -30,6 +33,7 @@ __all__ = [
     "gaussian_filter",
     "label",
     "median_filter",
+    "normalize",
     "regionprops_table",
     "remove_outliers",
     "strong_pixels",
