@@ -83,6 +83,7 @@ fn inside(sub: &str) -> Result<String> {
 impl ZarrArray {
     /// Opens `STORE.zarr[::path]`: the array there, or the first
     /// multiscale level of the group there.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open(name: &str) -> Result<ZarrArray> {
         let (store, sub) = super::split_name(name).ok_or_else(|| {
             IoError::unsupported("not a Zarr store name", "name Zarr stores NAME.zarr")
