@@ -14,6 +14,7 @@ import { createViewer, download, downloadView, refreshView, setSlice, viewer, wi
 import { applyLink, hashOf, writeHash } from './link.js';
 import { loadFiles, loadSample, prefetchSamples, runAfterLoad, selectSampleOptions, useImage } from './load.js';
 import * as hdf5 from './hdf5.js';
+import * as zarr from './zarr.js';
 import { createViews } from './view/index.js';
 import { setViews, views } from './view/hooks.js';
 
@@ -55,6 +56,15 @@ function wire() {
     const files = [...e.target.files];
     if (files.length && (await loadFiles(files))) runAfterLoad();
     e.target.value = '';
+  });
+  $('zarr-open').addEventListener('click', () => $('zarr-dir').click());
+  $('zarr-dir').addEventListener('change', async (e) => {
+    const files = [...e.target.files];
+    e.target.value = '';
+    if (!files.length) return;
+    if (!(await zarr.open(files))) return;
+    hdf5.close();
+    runAfterLoad();
   });
   const drop = $('drop');
   drop.addEventListener('click', (e) => {
@@ -221,6 +231,7 @@ window.gpuscope = {
   },
   hash: () => hashOf(),
   hdf5: () => hdf5.status(),
+  zarr: () => zarr.status(),
   /** The workshop's wording, for checks: speed-up text and verdict. */
   workshop: { speedupText, verdict: (rows, device = state.device) => verdict(rows, device) },
   views: () => views,
@@ -232,14 +243,16 @@ async function main() {
   wire();
   try {
     setWasm(await import('./wasm.js'));
-    hdf5.setup(gs, {
+    const panelHooks = {
       show: async (name, image) => {
         image.name = name;
         return useImage(image);
       },
       message: showMessage,
       run: () => runAfterLoad(),
-    });
+    };
+    hdf5.setup(gs, panelHooks);
+    zarr.setup(gs, panelHooks);
     const { device, gpuError } = await gs.start();
     state.device = device;
     state.gpuError = gpuError;

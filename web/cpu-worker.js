@@ -10,6 +10,13 @@ let h5 = null;
 let h5files = [];
 const readRange = (i, offset, len) => new Uint8Array(new FileReaderSync().readAsArrayBuffer(h5files[i].slice(offset, offset + len)));
 
+// The Zarr store open in this worker: its files by key index, read by
+// ranges the same way (one chunk at a time).
+let zarr = null;
+let zfiles = [];
+let zname = '';
+const readZarr = (i, offset, len) => new Uint8Array(new FileReaderSync().readAsArrayBuffer(zfiles[i].slice(offset, offset + len)));
+
 /** A wasm Volume as a plain object (the Volume is freed). */
 function plain(volume, name) {
   try {
@@ -42,6 +49,21 @@ function hdf5Call(fn, data, args) {
   return plain(h5.frame(args[0]), h5files[0].name);
 }
 
+/** The Zarr calls: 'zopen' (data: the store's Files; args: [store name,
+ * each file's key below the store]), 'zframe' (args: [plane]). */
+function zarrCall(fn, data, args) {
+  if (fn === 'zopen') {
+    zarr?.free();
+    zarr = null;
+    zfiles = data;
+    zname = args[0];
+    zarr = wasm.zarr_open(args[0], args[1], Float64Array.from(data.map((f) => f.size)), readZarr);
+    return zarr.info();
+  }
+  if (!zarr) throw new Error('no Zarr store is open: pick it again');
+  return plain(zarr.frame(args[0]), zname);
+}
+
 const ready = init({ module_or_path: new URL('./pkg/gpuscope_web_bg.wasm', import.meta.url) });
 
 self.onmessage = async (e) => {
@@ -60,6 +82,11 @@ self.onmessage = async (e) => {
     }
     if (fn.startsWith('h5')) {
       const r = hdf5Call(fn, data, args);
+      self.postMessage({ id, ok: true, result: r }, r.data?.buffer ? [r.data.buffer] : []);
+      return;
+    }
+    if (fn === 'zopen' || fn === 'zframe') {
+      const r = zarrCall(fn, data, args);
       self.postMessage({ id, ok: true, result: r }, r.data?.buffer ? [r.data.buffer] : []);
       return;
     }

@@ -29,6 +29,7 @@ function decodeMessage(name, e) {
 }
 import { views } from './view/hooks.js';
 import * as hdf5 from './hdf5.js';
+import * as zarr from './zarr.js';
 
 export function selectSampleOptions() {
   const sel = $('sample');
@@ -57,6 +58,7 @@ export async function loadBytes(name, bytes, sample = null) {
     return false;
   }
   hdf5.close();
+  zarr.close();
   return useImage(image, sample);
 }
 
@@ -132,12 +134,20 @@ export async function loadFile(file) {
   return loadBytes(file.name, new Uint8Array(await file.arrayBuffer()));
 }
 
-/** Picked or dropped files: HDF5 ones (an Eiger master with its data
+/** Picked or dropped files: a Zarr folder's (picked with "Open a Zarr
+ * folder…") go to zarr.js, HDF5 ones (an Eiger master with its data
  * files) go to hdf5.js, read by ranges; several other frames become a
  * series (no chain run: spot finding over it is a button of its own);
  * else the one file. True when the chain should run on the new image. */
 export async function loadFiles(files) {
-  if (files.some((f) => hdf5.isHdf5(f.name))) return hdf5.open(files);
+  if (zarr.isZarr(files)) {
+    hdf5.close();
+    return zarr.open(files);
+  }
+  if (files.some((f) => hdf5.isHdf5(f.name))) {
+    zarr.close();
+    return hdf5.open(files);
+  }
   if (files.length > 1) {
     await views.loadSeries(files);
     return false;

@@ -115,6 +115,14 @@ export const h5Open = (files) => io.call('h5open', files, null, []);
 export const h5Select = (path) => io.call('h5select', null, null, [path]);
 export const h5Frame = (z) => io.call('h5frame', null, null, [z]);
 
+/** A Zarr store in the decoding worker, read by byte ranges of its Files
+ * (one chunk at a time): `zarrOpen(name, files, keys)` (keys: each file's
+ * path below the store's folder) resolves to `{path, shape, dtype, frames,
+ * zarr_format, chunks, codecs}`; `zarrFrame(z)` to plane z as `decode`
+ * gives images. */
+export const zarrOpen = (name, files, keys) => io.call('zopen', files, null, [name, keys]);
+export const zarrFrame = (z) => io.call('zframe', null, null, [z]);
+
 /** Stops whatever the CPU worker is doing and starts a fresh one. */
 export function cancelCpu() {
   if (!cpu.worker) return;

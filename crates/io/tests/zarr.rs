@@ -471,3 +471,108 @@ fn walk(p: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// A store held in memory and read through the callback store (as the
+/// page reads a picked folder): plane by plane, every fixture equals
+/// zarr-python; a missing or broken zarr.json is one clear error.
+#[test]
+fn callback_store_planes_equal_zarr_python() {
+    use gpuscope_io::zarr::CallbackStore;
+    use std::collections::HashMap;
+    use std::sync::{Arc, Mutex};
+
+    fn mem_store(dir: &Path, reads: Arc<Mutex<usize>>) -> Box<CallbackStore> {
+        let files: HashMap<String, Vec<u8>> = walk(dir)
+            .into_iter()
+            .map(|p| {
+                let key = p
+                    .strip_prefix(dir)
+                    .unwrap()
+                    .to_string_lossy()
+                    .replace('\\', "/");
+                (key, std::fs::read(&p).unwrap())
+            })
+            .collect();
+        let lens: Vec<(String, u64)> = files
+            .iter()
+            .map(|(k, v)| (k.clone(), v.len() as u64))
+            .collect();
+        let read = move |key: &str, off: u64, len: usize| {
+            *reads.lock().unwrap() += len;
+            let v = files.get(key).ok_or(format!("no {key}"))?;
+            Ok(v[off as usize..off as usize + len].to_vec())
+        };
+        Box::new(CallbackStore::new(lens, Arc::new(read)))
+    }
+    for name in [
+        "v3_gzip_u16",
+        "v3_zstd_f32",
+        "v3_sharded_u32",
+        "v2_zstd_f64",
+        "ome_v3",
+        "ome_v2",
+        "blosc_v3",
+        "blosc_v2_lz4_u16",
+    ] {
+        let dir = PathBuf::from(store(&format!("{name}.zarr")));
+        let want = expected(name);
+        let reads = Arc::new(Mutex::new(0));
+        let mut z = ZarrArray::open_store(mem_store(&dir, reads.clone()), "", name).unwrap();
+        assert_eq!(z.shape(), &want.shape[..], "{name}");
+        let n = want.len() / z.planes();
+        let before = *reads.lock().unwrap();
+        // Only the chunks a plane touches are read: where chunks are
+        // shallower than the array, plane 0 reads less than the store.
+        z.read_plane(0).unwrap();
+        let stored: usize = walk(&dir)
+            .iter()
+            .map(|p| p.metadata().unwrap().len() as usize)
+            .sum();
+        if z.chunks()[0] < z.shape()[0] {
+            assert!(
+                *reads.lock().unwrap() < stored,
+                "{name}: plane 0 read the whole store"
+            );
+        }
+        for k in 0..z.planes() {
+            let plane = z.read_plane(k).unwrap();
+            assert_eq!(plane.shape, want.shape[want.ndim() - 2..], "{name}");
+            let mut whole = want.clone();
+            if whole.ndim() > 2 {
+                whole.shape = vec![
+                    z.planes(),
+                    want.shape[want.ndim() - 2],
+                    want.shape[want.ndim() - 1],
+                ];
+            }
+            let mut got = plane.clone();
+            if whole.ndim() > 2 {
+                got.shape.insert(0, 1);
+                assert!(
+                    same(&got, &slice(&whole, k * n, (k + 1) * n)),
+                    "{name}: plane {k}"
+                );
+            } else {
+                assert!(same(&got, &whole), "{name}");
+            }
+        }
+        assert!(
+            *reads.lock().unwrap() > before,
+            "{name}: planes read through the callback"
+        );
+        assert!(z.read_plane(z.planes()).is_err());
+    }
+
+    let tmp = TempDir::new("zarr_cb");
+    let p = damaged(&tmp, "v3_gzip_u16.zarr");
+    std::fs::write(p.join("zarr.json"), b"{ not json").unwrap();
+    let e = ZarrArray::open_store(mem_store(&p, Arc::default()), "", "broken.zarr")
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("not valid JSON"), "{e}");
+    std::fs::remove_file(p.join("zarr.json")).unwrap();
+    let e = ZarrArray::open_store(mem_store(&p, Arc::default()), "", "broken.zarr")
+        .err()
+        .unwrap();
+    assert!(e.to_string().contains("holds no zarr.json"), "{e}");
+}

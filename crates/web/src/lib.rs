@@ -16,3 +16,5 @@ mod bindings;
 mod h5_bindings;
 #[cfg(target_arch = "wasm32")]
 mod spots_bindings;
+#[cfg(target_arch = "wasm32")]
+mod zarr_bindings;

@@ -18,20 +18,16 @@
 //! libraries, and its `serde_json` features (`preserve_order`) would
 //! change every JSON document the workspace writes.
 
-#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 mod blosc;
-// Pure byte-slice code; the page will decode with it (it reads no files yet).
-#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 mod codec;
-#[cfg_attr(target_arch = "wasm32", allow(dead_code))]
 mod meta;
-#[cfg(not(target_arch = "wasm32"))]
 mod reader;
+pub mod store;
 #[cfg(not(target_arch = "wasm32"))]
 mod writer;
 
-#[cfg(not(target_arch = "wasm32"))]
 pub use reader::ZarrArray;
+pub use store::{CallbackStore, Store};
 #[cfg(not(target_arch = "wasm32"))]
 pub use writer::{ZarrWriter, write};
 

@@ -1,16 +1,14 @@
-//! Reading a Zarr array from a directory store: any box of it, decoding
-//! only the chunks (or, in a shard, the inner chunks) the box touches.
+//! Reading a Zarr array from a store: any box of it, decoding only the
+//! chunks (or, in a shard, the inner chunks) the box touches.
 
 use std::collections::HashMap;
-use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
-use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::codec::{ShardIndex, chunk_bytes, copy_box, decode_chunk, inner_grid};
 use super::meta::{Codec, MAX_METADATA_BYTES, Meta, Sharding, codec_names, parse_v2, parse_v3};
+use super::store::{Store, join};
 use crate::elements::decode_elements;
 use crate::{Array, DType, IoError, Result};
 
@@ -28,7 +26,7 @@ const MAX_HOPS: usize = 8;
 /// A Zarr array, read box by box.
 pub struct ZarrArray {
     name: String,
-    dir: PathBuf,
+    store: Box<dyn Store>,
     path: String,
     meta: Meta,
     /// The decoding unit: the inner chunk of a shard, else the chunk.
@@ -42,22 +40,16 @@ pub struct ZarrArray {
     limit: Option<usize>,
 }
 
-fn read_json(path: &Path) -> Result<Value> {
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let file = File::open(path).map_err(|e| IoError::io(&format!("cannot open {name}"), e))?;
-    let mut bytes = Vec::new();
-    file.take(MAX_METADATA_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| IoError::io(&format!("cannot read {name}"), e))?;
-    if bytes.len() as u64 > MAX_METADATA_BYTES {
+fn read_json(store: &dyn Store, key: &str) -> Result<Value> {
+    let name = key.rsplit('/').next().unwrap_or(key);
+    let len = store.len(key)?.unwrap_or(0);
+    if len > MAX_METADATA_BYTES {
         return Err(IoError::too_large(format!(
             "{name} is larger than {} MiB",
             MAX_METADATA_BYTES >> 20
         )));
     }
+    let bytes = store.read(key, 0, len as usize)?;
     serde_json::from_slice(&bytes)
         .map_err(|e| IoError::corrupt(format!("{name} is not valid JSON: {e}")))
 }
@@ -72,66 +64,57 @@ fn multiscale_path(attrs: &Value) -> Option<String> {
     Some(p.to_string())
 }
 
-/// Children of a group that are arrays or groups, for error messages.
-fn children(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = std::fs::read_dir(dir)
-        .map(|it| {
-            it.filter_map(|e| e.ok())
-                .filter(|e| {
-                    let p = e.path();
-                    ["zarr.json", ".zarray", ".zgroup"]
-                        .iter()
-                        .any(|m| p.join(m).is_file())
-                })
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .collect()
-        })
-        .unwrap_or_default();
-    names.sort();
-    names.truncate(20);
-    names
-}
-
-/// `sub` as path components inside the store: no `..`, no root.
-fn inside(store: &Path, sub: &str) -> Result<PathBuf> {
-    let rel = Path::new(sub.trim_matches('/'));
-    if rel
-        .components()
-        .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
-    {
+/// `sub` as a key prefix inside the store: no `..`, no root.
+fn inside(sub: &str) -> Result<String> {
+    let parts: Vec<&str> = sub
+        .trim_matches('/')
+        .split('/')
+        .filter(|p| !p.is_empty() && *p != ".")
+        .collect();
+    if parts.iter().any(|p| *p == ".." || p.contains('\\')) {
         return Err(IoError::invalid(
             format!("{sub:?} is not a path inside the store"),
             "name an array as STORE.zarr::path/inside/it",
         ));
     }
-    Ok(store.join(rel))
+    Ok(parts.join("/"))
 }
 
 impl ZarrArray {
     /// Opens `STORE.zarr[::path]`: the array there, or the first
     /// multiscale level of the group there.
+    #[cfg(not(target_arch = "wasm32"))]
     pub fn open(name: &str) -> Result<ZarrArray> {
         let (store, sub) = super::split_name(name).ok_or_else(|| {
             IoError::unsupported("not a Zarr store name", "name Zarr stores NAME.zarr")
                 .in_file(name)
         })?;
         let store_name = crate::error::display_name(store);
-        Self::open_in(Path::new(store), sub.unwrap_or(""), store_name.clone())
-            .map_err(|e| e.in_file(&store_name))
-    }
-
-    fn open_in(store: &Path, sub: &str, name: String) -> Result<ZarrArray> {
-        if !store.is_dir() {
+        if !std::path::Path::new(store).is_dir() {
             return Err(IoError::io(
                 "cannot open the store (a Zarr store is a directory)",
                 std::io::Error::from(std::io::ErrorKind::NotFound),
-            ));
+            )
+            .in_file(&store_name));
         }
-        let mut path = sub.trim_matches('/').to_string();
+        let files = super::store::FileStore::new(std::path::Path::new(store));
+        Self::open_store(Box::new(files), sub.unwrap_or(""), &store_name)
+    }
+
+    /// Opens the array at `sub` in `store` (empty: the root), or the first
+    /// multiscale level of the group there; errors cite `name`.
+    pub fn open_store(store: Box<dyn Store>, sub: &str, name: &str) -> Result<ZarrArray> {
+        Self::open_in(store, sub, name.to_string()).map_err(|e| e.in_file(name))
+    }
+
+    fn open_in(store: Box<dyn Store>, sub: &str, name: String) -> Result<ZarrArray> {
+        let mut path = inside(sub)?;
+        let has = |key: &str| -> Result<bool> { Ok(store.len(key)?.is_some()) };
         for _ in 0..MAX_HOPS {
-            let dir = inside(store, &path)?;
-            let (meta, next) = if dir.join("zarr.json").is_file() {
-                let doc = read_json(&dir.join("zarr.json"))?;
+            path = inside(&path)?;
+            let key = |f: &str| join(&path, f);
+            let (meta, next) = if has(&key("zarr.json"))? {
+                let doc = read_json(&*store, &key("zarr.json"))?;
                 if doc.get("zarr_format").and_then(Value::as_u64) != Some(3) {
                     return Err(IoError::corrupt("zarr.json does not say zarr_format 3"));
                 }
@@ -143,11 +126,11 @@ impl ZarrArray {
                     ),
                     _ => return Err(IoError::corrupt("zarr.json has no node_type")),
                 }
-            } else if dir.join(".zarray").is_file() {
-                (Some(parse_v2(&read_json(&dir.join(".zarray"))?)?), None)
-            } else if dir.join(".zgroup").is_file() {
-                let attrs = if dir.join(".zattrs").is_file() {
-                    read_json(&dir.join(".zattrs"))?
+            } else if has(&key(".zarray"))? {
+                (Some(parse_v2(&read_json(&*store, &key(".zarray"))?)?), None)
+            } else if has(&key(".zgroup"))? {
+                let attrs = if has(&key(".zattrs"))? {
+                    read_json(&*store, &key(".zattrs"))?
                 } else {
                     Value::Null
                 };
@@ -159,14 +142,14 @@ impl ZarrArray {
                 )));
             };
             if let Some(meta) = meta {
-                return Ok(Self::new(name, dir, path, meta));
+                return Ok(Self::new(name, store, path, meta));
             }
             let Some(next) = next else {
                 return Err(IoError::invalid(
                     format!(
                         "{} is a group without OME-Zarr multiscales; its members: {}",
                         if path.is_empty() { "the store" } else { &path },
-                        children(&dir).join(" ")
+                        store.members(&path).join(" ")
                     ),
                     "name an array as STORE.zarr::path/to/array",
                 ));
@@ -182,7 +165,7 @@ impl ZarrArray {
         ))
     }
 
-    fn new(name: String, dir: PathBuf, path: String, meta: Meta) -> ZarrArray {
+    fn new(name: String, store: Box<dyn Store>, path: String, meta: Meta) -> ZarrArray {
         let sharding = match meta.codecs.as_slice() {
             [Codec::Sharding(s)] => Some((**s).clone()),
             _ => None,
@@ -192,7 +175,7 @@ impl ZarrArray {
             .map_or_else(|| meta.chunks.clone(), |s| s.inner.clone());
         ZarrArray {
             name,
-            dir,
+            store,
             path,
             meta,
             unit,
@@ -269,6 +252,44 @@ impl ZarrArray {
         let mut size = self.meta.shape.clone();
         size[0] = nz;
         self.read_box(&start, &size)
+    }
+
+    /// The 2-D planes of the array: the product of its axes before the
+    /// last two (1 for a 2-D array; 0 below 2-D).
+    pub fn planes(&self) -> usize {
+        let n = self.meta.shape.len();
+        if n < 2 {
+            return 0;
+        }
+        self.meta.shape[..n - 2].iter().product()
+    }
+
+    /// Plane `k` (C order over the axes before the last two), shaped as
+    /// the last two axes.
+    pub fn read_plane(&mut self, k: usize) -> Result<Array> {
+        let n = self.meta.shape.len();
+        if k >= self.planes() {
+            return Err(IoError::invalid(
+                format!(
+                    "plane {k} asked of an array of shape {:?} ({} planes)",
+                    self.meta.shape,
+                    self.planes()
+                ),
+                "ask for a plane from 0 to the count less one",
+            )
+            .in_file(&self.name));
+        }
+        let mut start = vec![0; n];
+        let mut rest = k;
+        for d in (0..n - 2).rev() {
+            start[d] = rest % self.meta.shape[d];
+            rest /= self.meta.shape[d];
+        }
+        let mut size = vec![1; n];
+        size[n - 2..].copy_from_slice(&self.meta.shape[n - 2..]);
+        let plane = self.read_box(&start, &size)?;
+        let (data, shape) = (plane.data, self.meta.shape[n - 2..].to_vec());
+        Array::new(shape, data).map_err(|e| e.in_file(&self.name))
     }
 
     /// The whole array.
@@ -348,7 +369,7 @@ impl ZarrArray {
         }
         let limit = *self
             .limit
-            .get_or_insert_with(|| crate::decoded_size_limit(stored_bytes(&self.dir, 0)));
+            .get_or_insert_with(|| crate::decoded_size_limit(self.store.stored_bytes()));
         if bytes > limit {
             return Err(IoError::too_large(format!(
                 "reading {size:?} {} ({bytes} bytes) is more than this store's chunks can hold",
@@ -393,32 +414,25 @@ impl ZarrArray {
         Ok(data)
     }
 
-    fn chunk_path(&self, c: &[usize]) -> PathBuf {
-        self.dir.join(self.meta.key.key(c))
+    /// The store key of chunk (or shard) `c`.
+    fn chunk_key(&self, c: &[usize]) -> String {
+        join(&self.path, &self.meta.key.key(c))
     }
 
     fn load_chunk(&self, c: &[usize]) -> Result<Option<Vec<u8>>> {
-        let path = self.chunk_path(c);
         let key = self.meta.key.key(c);
         let m = &self.meta;
-        let f = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(IoError::io(&format!("cannot open the chunk {key}"), e)),
-        };
-        let read = || -> Result<Vec<u8>> {
-            let len = f
-                .metadata()
-                .map_err(|e| IoError::io("cannot stat the chunk", e))?
-                .len();
+        let read = || -> Result<Option<Vec<u8>>> {
+            let full = self.chunk_key(c);
+            let Some(len) = self.store.len(&full)? else {
+                return Ok(None);
+            };
             check_encoded_len(len, &m.chunks, m.dtype)?;
-            let mut bytes = Vec::with_capacity(len as usize);
-            (&f).take(len)
-                .read_to_end(&mut bytes)
-                .map_err(|e| IoError::io("cannot read the chunk", e))?;
-            Ok(bytes)
+            self.store.read(&full, 0, len as usize).map(Some)
         };
-        let bytes = read().map_err(|e| at_chunk(e, &key))?;
+        let Some(bytes) = read().map_err(|e| at_chunk(e, &key))? else {
+            return Ok(None);
+        };
         decode_chunk(&m.codecs, &m.chunks, m.dtype, &m.fill, bytes)
             .map(Some)
             .map_err(|e| at_chunk(e, &key))
@@ -441,13 +455,10 @@ impl ZarrArray {
             return Ok(None);
         };
         let read = || -> Result<Vec<u8>> {
-            let mut f = File::open(self.chunk_path(&shard))
-                .map_err(|e| IoError::io("cannot open the shard", e))?;
             check_encoded_len(len, &sh.inner, self.meta.dtype)?;
-            let mut piece = vec![0; len as usize];
-            f.seek(SeekFrom::Start(off))
-                .and_then(|_| f.read_exact(&mut piece))
-                .map_err(|e| IoError::io("cannot read the shard", e))?;
+            let piece = self
+                .store
+                .read(&self.chunk_key(&shard), off, len as usize)?;
             let m = &self.meta;
             decode_chunk(&sh.codecs, &sh.inner, m.dtype, &m.fill, piece)
         };
@@ -472,15 +483,10 @@ impl ZarrArray {
     }
 
     fn read_index(&self, sh: &Sharding, s: &[usize], per: &[usize]) -> Result<Option<ShardIndex>> {
-        let mut f = match File::open(self.chunk_path(s)) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(IoError::io("cannot open the shard", e)),
+        let key = self.chunk_key(s);
+        let Some(len) = self.store.len(&key)? else {
+            return Ok(None);
         };
-        let len = f
-            .metadata()
-            .map_err(|e| IoError::io("cannot stat the shard", e))?
-            .len();
         let n = crate::checked_product(per)
             .ok_or_else(|| IoError::too_large("the shard holds too many inner chunks"))?;
         let ilen = ShardIndex::encoded_len(sh, n)?;
@@ -494,10 +500,7 @@ impl ZarrArray {
         } else {
             0
         };
-        let mut bytes = vec![0; ilen];
-        f.seek(SeekFrom::Start(at))
-            .and_then(|_| f.read_exact(&mut bytes))
-            .map_err(|e| IoError::io("cannot read the shard index", e))?;
+        let bytes = self.store.read(&key, at, ilen)?;
         ShardIndex::decode(sh, n, &bytes, len).map(Some)
     }
 }
@@ -521,22 +524,4 @@ fn check_encoded_len(len: u64, shape: &[usize], dtype: DType) -> Result<()> {
 fn at_chunk(mut e: IoError, key: &str) -> IoError {
     e.message = format!("chunk {key}: {}", e.message);
     e
-}
-
-/// Bytes of the files under `dir` (no symlinks followed), for the size bound.
-fn stored_bytes(dir: &Path, depth: usize) -> usize {
-    if depth > 32 {
-        return 0;
-    }
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return 0;
-    };
-    entries
-        .filter_map(|e| e.ok())
-        .map(|e| match e.file_type() {
-            Ok(t) if t.is_dir() => stored_bytes(&e.path(), depth + 1),
-            Ok(t) if t.is_file() => e.metadata().map_or(0, |m| m.len() as usize),
-            _ => 0,
-        })
-        .fold(0usize, usize::saturating_add)
 }
