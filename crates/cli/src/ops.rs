@@ -153,6 +153,9 @@ mod tests {
                     ..OutlierRemoval::default()
                 }
             ),
+            ("normalize", Command::Normalize(a)) => {
+                assert_eq!(a.params(), gpuscope_core::tomo::NormalizeParams::default())
+            }
             ("sigma_clipped_stats", Command::Clip(a)) => {
                 assert_eq!(a.clip.params(), SigmaClipParams::default())
             }
@@ -185,6 +188,7 @@ mod tests {
             "correlate" => "convolve in.npy out.npy --kernel k.npy --correlate",
             "median_filter" => "median in.npy out.npy --size 3",
             "remove_outliers" => "outliers in.npy out.npy --diff 20",
+            "normalize" => "normalize in.npy out.npy --flat f.npy --dark d.npy",
             "sigma_clipped_stats" => "clip in.npy",
             "threshold" => "threshold in.npy out.npy --above 1.5",
             "label" => "label in.npy out.npy",

@@ -29,14 +29,24 @@ pub struct NormalizeArgs {
     /// Dark frames; default: an NXtomo input's image_key 2 frames.
     #[arg(long, value_name = "DARKS")]
     pub dark: Option<PathBuf>,
-    /// Largest value of the result (tomopy's cutoff); default: no limit.
+    /// Largest value of the result (tomopy's cutoff); default: none (no limit).
     #[arg(long, allow_negative_numbers = true)]
     pub cutoff: Option<f64>,
     /// How the flats and darks are combined per pixel: mean or median.
-    #[arg(long, default_value = "mean", value_parser = parse_averaging)]
+    #[arg(long, default_value_t = NormalizeParams::default().averaging, value_parser = parse_averaging)]
     pub averaging: Averaging,
     #[arg(long)]
     pub json: bool,
+}
+
+impl NormalizeArgs {
+    /// The catalogue's parameter type of these arguments.
+    pub fn params(&self) -> NormalizeParams {
+        NormalizeParams {
+            cutoff: self.cutoff,
+            averaging: self.averaging,
+        }
+    }
 }
 
 fn parse_averaging(s: &str) -> Result<Averaging, String> {
@@ -56,10 +66,7 @@ struct Frames {
 
 pub fn normalize(cli: &Cli, args: &NormalizeArgs) -> CliResult {
     let start = Instant::now();
-    let params = NormalizeParams {
-        cutoff: args.cutoff,
-        averaging: args.averaging,
-    };
+    let params = args.params();
     params.validate()?;
     let input = args.input.to_string_lossy();
     let reader = StackReader::open(&args.input)?;

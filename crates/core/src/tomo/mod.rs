@@ -32,6 +32,15 @@ pub enum Averaging {
 /// The averagings' names, as the catalogue lists them.
 pub const AVERAGINGS: [&str; 2] = ["mean", "median"];
 
+impl std::fmt::Display for Averaging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Averaging::Mean => "mean",
+            Averaging::Median => "median",
+        })
+    }
+}
+
 /// `tomopy.normalize(arr, flat, dark, cutoff=None, averaging='mean')`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
