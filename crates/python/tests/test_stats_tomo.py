@@ -137,7 +137,7 @@ def test_normalize_edge_cases(engine):
     # Dark above flat: the floored denominator; NaN flats give NaN; one 2-D
     # projection and 2-D fields; int and float64 inputs; inf cutoff = none.
     flat = flat.astype(np.float64)
-    flat[:, 0, 0] = dark[0, 0, 0] - 5
+    flat[:, 0, 0] = int(dark[0, 0, 0]) - 5
     flat[1, 2, 3] = np.nan
     want = tomopy_normalize(proj, flat, dark)
     got = normalize(proj, flat, dark, cutoff=np.inf)
