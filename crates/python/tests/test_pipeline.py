@@ -127,8 +127,12 @@ print("done", flush=True)
 
 @pytest.mark.parametrize("device", ["gpu", "cpu"])
 def test_ctrl_c_interrupts_a_long_call(device):
+    # The child's Ctrl-C as a terminal gives it, whatever this process
+    # inherited: a shell starting the tests in the background without job
+    # control ignores SIGINT, and so would the child.
     p = subprocess.Popen([sys.executable, "-c", CHILD, device], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True)
+                         stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         assert p.stdout.readline().strip() == "started", p.stderr.read()
         time.sleep(1.0)  # well inside the first long call
