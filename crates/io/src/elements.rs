@@ -89,3 +89,28 @@ pub(crate) fn write_data<W: Write + ?Sized>(w: &mut W, data: &ArrayData) -> std:
         ArrayData::F64(v) => chunked!(v),
     }
 }
+
+/// The dtype of a `size`-byte integer or IEEE float, as HDF5 datatypes
+/// describe them (both HDF5 readers map their own type messages through
+/// these); `None` for other sizes.
+pub(crate) fn integer_dtype(size: usize, signed: bool) -> Option<DType> {
+    Some(match (size, signed) {
+        (1, false) => DType::U8,
+        (1, true) => DType::I8,
+        (2, false) => DType::U16,
+        (2, true) => DType::I16,
+        (4, false) => DType::U32,
+        (4, true) => DType::I32,
+        (8, false) => DType::U64,
+        (8, true) => DType::I64,
+        _ => return None,
+    })
+}
+
+pub(crate) fn float_dtype(size: usize) -> Option<DType> {
+    match size {
+        4 => Some(DType::F32),
+        8 => Some(DType::F64),
+        _ => None,
+    }
+}

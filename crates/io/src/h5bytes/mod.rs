@@ -653,22 +653,12 @@ fn dtype_of(path: &str, t: &Datatype) -> Result<DType> {
         )
     };
     Ok(match t {
-        Datatype::FixedPoint { size, signed, .. } => match (size, signed) {
-            (1, false) => DType::U8,
-            (1, true) => DType::I8,
-            (2, false) => DType::U16,
-            (2, true) => DType::I16,
-            (4, false) => DType::U32,
-            (4, true) => DType::I32,
-            (8, false) => DType::U64,
-            (8, true) => DType::I64,
-            _ => return Err(unsupported(format!("a {size}-byte integer"))),
-        },
-        Datatype::FloatingPoint { size: 4, .. } => DType::F32,
-        Datatype::FloatingPoint { size: 8, .. } => DType::F64,
-        Datatype::FloatingPoint { size, .. } => {
-            return Err(unsupported(format!("a {size}-byte float")));
+        Datatype::FixedPoint { size, signed, .. } => {
+            crate::elements::integer_dtype(*size as usize, *signed)
+                .ok_or_else(|| unsupported(format!("a {size}-byte integer")))?
         }
+        Datatype::FloatingPoint { size, .. } => crate::elements::float_dtype(*size as usize)
+            .ok_or_else(|| unsupported(format!("a {size}-byte float")))?,
         Datatype::Enum { base, members }
             if matches!(**base, Datatype::FixedPoint { size: 1, .. })
                 && members.len() == 2

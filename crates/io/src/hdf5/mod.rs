@@ -415,22 +415,12 @@ fn dtype_of(path: &str, t: &DatatypeMessage) -> Result<DType> {
         )
     };
     Ok(match t {
-        DatatypeMessage::FixedPoint { size, signed, .. } => match (size, signed) {
-            (1, false) => DType::U8,
-            (1, true) => DType::I8,
-            (2, false) => DType::U16,
-            (2, true) => DType::I16,
-            (4, false) => DType::U32,
-            (4, true) => DType::I32,
-            (8, false) => DType::U64,
-            (8, true) => DType::I64,
-            _ => return Err(unsupported(format!("a {size}-byte integer"))),
-        },
-        DatatypeMessage::FloatingPoint { size: 4, .. } => DType::F32,
-        DatatypeMessage::FloatingPoint { size: 8, .. } => DType::F64,
-        DatatypeMessage::FloatingPoint { size, .. } => {
-            return Err(unsupported(format!("a {size}-byte float")));
+        DatatypeMessage::FixedPoint { size, signed, .. } => {
+            crate::elements::integer_dtype(*size as usize, *signed)
+                .ok_or_else(|| unsupported(format!("a {size}-byte integer")))?
         }
+        DatatypeMessage::FloatingPoint { size, .. } => crate::elements::float_dtype(*size as usize)
+            .ok_or_else(|| unsupported(format!("a {size}-byte float")))?,
         DatatypeMessage::Enum { base, members }
             if matches!(**base, DatatypeMessage::FixedPoint { size: 1, .. })
                 && members.len() == 2
