@@ -27,7 +27,7 @@ def normalize(arr, flat, dark, cutoff=CATALOGUE, ncore=None, out=None, *, averag
     ``set_device('cpu')``, gives tomopy's bits). ``out``: an array of
     ``arr``'s shape to fill (tomopy's in-place ``out=arr`` included)."""
     del ncore
-    if cutoff is not CATALOGUE and cutoff is not None and not math.isnan(cutoff) and math.isinf(cutoff) and cutoff > 0:
+    if cutoff is not CATALOGUE and cutoff is not None and cutoff == math.inf:
         cutoff = None  # no limit, as tomopy's where(out > inf, ...)
     x = array(arr, "arr")
     result = _gpuscope.normalize(
