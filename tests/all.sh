@@ -26,6 +26,9 @@ fi
 
 export NODEVICE_SELECT=1   # silences a Mesa device-select warning
 export CARGO_TERM_COLOR=never
+# A one-off build gains nothing from incremental state but its disk use.
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
+df -h . | tail -1 | awk '{print "disk free at start: " $4}'
 
 echo "== format and lints"
 cargo fmt --all --check
@@ -53,3 +56,4 @@ FUZZ_SECONDS=15 bash tests/fuzz.sh
 
 echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
 cargo xtask test-web
+df -h . | tail -1 | awk '{print "disk free at end: " $4}'
