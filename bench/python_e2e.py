@@ -4,7 +4,10 @@ For one 2048 x 2048 float32 image: gpuscope.ndimage.median_filter(x,
 size=3) and gaussian_filter(x, 2) against cupyx.scipy.ndimage
 (cp.asarray + op + cp.asnumpy, synchronised) when cupy is importable, and
 the bus round trip of the same bytes (pageable and pinned host memory,
-with cupy); then gpuscope's per-call overhead on a 256 x 256 image. Wall
+with cupy); then gpuscope's per-call overhead on a 256 x 256 image, split
+into its steps with device arrays (upload, operation on the device,
+download), and an operation on device arrays against cupyx on cupy arrays
+(data already on the device, synchronised). Wall
 clock, median of --repeat runs after warm-ups; prints a table and writes
 $OUT/python_e2e.json when OUT is set.
 
@@ -75,6 +78,47 @@ def cupy_rows(x, repeat):
         cp.cuda.Stream.null.synchronize()
 
     rows.append(dict(workload="bus round trip 16 MiB", who="cupy pinned", ms=wall_ms(pinned_trip, repeat)))
+
+    def on_device(op):
+        def run():
+            op(d)
+            cp.cuda.Stream.null.synchronize()
+        return run
+
+    d.set(x)
+    for name, op in device_ops(cn):
+        rows.append(dict(workload=f"on the device: {name}, 2048² f32", who="cupyx", ms=wall_ms(on_device(op), repeat)))
+    return rows
+
+
+def device_ops(nd):
+    """The operations compared on arrays already on the device, for
+    gpuscope.ndimage and cupyx.scipy.ndimage alike."""
+    return [
+        ("median 3x3", lambda d: nd.median_filter(d, size=3)),
+        ("gaussian sigma 2", lambda d: nd.gaussian_filter(d, 2.0)),
+        ("threshold + label", lambda d: nd.label(d > 0.99)),
+    ]
+
+
+def device_rows(x, small, repeat):
+    """Device arrays: the steps of a call on a small image, and operations
+    on a large image that stays on the GPU."""
+    rows = []
+    try:
+        d_small = gpuscope.asarray(small)
+    except Exception as e:  # no GPU adapter
+        return [dict(workload="device arrays", error=f"{e!r}"[:200])]
+    steps = [
+        ("upload (asarray)", lambda: gpuscope.asarray(small)),
+        ("median 3x3 on the device", lambda: ndimage.median_filter(d_small, size=3)),
+        ("download (get)", lambda: d_small.get()),
+    ]
+    for name, fn in steps:
+        rows.append(dict(workload=f"per-call steps, 256² f32: {name}", who="gpuscope", ms=wall_ms(fn, 5 * repeat)))
+    d = gpuscope.asarray(x)
+    for name, op in device_ops(ndimage):
+        rows.append(dict(workload=f"on the device: {name}, 2048² f32", who="gpuscope", ms=wall_ms(lambda: op(d), repeat)))
     return rows
 
 
@@ -94,6 +138,7 @@ def main():
         dict(workload="per-call overhead: median 3x3, 256² f32", who="gpuscope", ms=wall_ms(lambda: ndimage.median_filter(small, size=3), 5 * args.repeat)),
         dict(workload="per-call overhead: gaussian sigma 2, 256² f32", who="gpuscope", ms=wall_ms(lambda: ndimage.gaussian_filter(small, 2), 5 * args.repeat)),
     ]
+    rows += device_rows(x, small, args.repeat)
     rows += cupy_rows(x, args.repeat)
     from importlib.metadata import version
     print(f"device: {dev.get('name')} ({dev.get('backend')}); gpuscope {version('gpuscope')}, numpy {np.__version__}")

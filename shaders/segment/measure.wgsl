@@ -140,3 +140,35 @@ fn accumulate(@builtin(global_invocation_id) gid: vec3<u32>,
         add_mul(w, 1u, c[a], hi32);
     }
 }
+
+// What the host needs before measuring arrays it does not hold (device
+// arrays): acc[0] the largest label, acc[1] the largest |value| of a
+// labelled pixel as float bits (non-negative floats order as their bits;
+// from 0x7f800000 up it is inf or NaN). Both start at 0; one atomic per
+// workgroup and word.
+var<workgroup> wg_label: atomic<u32>;
+var<workgroup> wg_abs: atomic<u32>;
+
+@compute @workgroup_size(256)
+fn ranges(@builtin(global_invocation_id) gid: vec3<u32>,
+          @builtin(num_workgroups) groups: vec3<u32>,
+          @builtin(local_invocation_index) lid: u32) {
+    if (lid == 0u) {
+        atomicStore(&wg_label, 0u);
+        atomicStore(&wg_abs, 0u);
+    }
+    workgroupBarrier();
+    let i = thread_index(gid, groups);
+    if (i < p.count) {
+        let l = labels[i];
+        if (l != 0u) {
+            atomicMax(&wg_label, l);
+            atomicMax(&wg_abs, bitcast<u32>(values[i]) & 0x7fffffffu);
+        }
+    }
+    workgroupBarrier();
+    if (lid == 0u) {
+        atomicMax(&acc[0], atomicLoad(&wg_label));
+        atomicMax(&acc[1], atomicLoad(&wg_abs));
+    }
+}

@@ -30,6 +30,7 @@ pub mod boundary;
 pub mod catalogue;
 pub mod chunk;
 mod copies;
+pub mod device_array;
 pub mod engine;
 pub mod error;
 pub mod filters;
@@ -45,6 +46,7 @@ pub mod stats;
 pub mod stream;
 pub mod tomo;
 
+pub use device_array::{DeviceArray, Elements};
 pub use engine::{DeviceSummary, Gpu, GpuOptions};
 pub use error::{Error, Result};
 pub use keys::Samples;

@@ -135,6 +135,17 @@ pub type Progress<'a> = &'a mut dyn FnMut(usize, usize);
 pub(crate) type ChunkKernel<'k> =
     &'k dyn Fn(&mut Recorder<'_>, &wgpu::Buffer, &wgpu::Buffer, &Chunk) -> Result<bool>;
 
+/// How an operation drives its chunk kernel.
+pub(crate) enum Drive<'a, T> {
+    /// From a source to a sink, chunk by chunk.
+    Stream,
+    /// Timed on `data` uploaded once, `repeats` times ([`time_resident`]).
+    Time(&'a [T], usize),
+    /// Once on a whole array already on the GPU; the buffer holding the
+    /// result is put in the option ([`crate::device_array::apply_kernel`]).
+    OnDevice(&'a wgpu::Buffer, &'a mut Option<wgpu::Buffer>),
+}
+
 /// The array and stencil a streaming run covers.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct StreamSpec<T> {

@@ -8,6 +8,7 @@
 mod arrays;
 mod chain;
 mod device;
+mod device_array;
 mod ops;
 mod spots;
 mod tomo;
@@ -30,5 +31,10 @@ fn _gpuscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spots::read, m)?)?;
     m.add_function(wrap_pyfunction!(chain::sources_chain, m)?)?;
     m.add_function(wrap_pyfunction!(chain::bus_bytes, m)?)?;
+    m.add_class::<device_array::PyDeviceArray>()?;
+    m.add_function(wrap_pyfunction!(device_array::to_device, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::device_filter, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::device_label, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::device_regionprops, m)?)?;
     Ok(())
 }

@@ -7,11 +7,12 @@ use std::fmt::Write as _;
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{Chunk, Shape3, shape3};
+use crate::device_array::{self, DeviceArray, Elements};
 use crate::engine::{Gpu, Module, Recorder};
 use crate::error::{Error, Result};
 use crate::shaders::{self, Shader};
 use crate::stream::{
-    self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
+    self, Drive, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
     StreamSpec,
 };
 
@@ -132,10 +133,51 @@ pub async fn apply_stream(
     progress: Progress<'_>,
 ) -> Result<()> {
     run(
-        gpu, filter, shape, boundary, output, source, sink, progress, None,
+        gpu,
+        filter,
+        shape,
+        boundary,
+        output,
+        source,
+        sink,
+        progress,
+        Drive::Stream,
     )
     .await
     .map(|_| ())
+}
+
+/// [`apply`] (float output) on a float32 array already on the GPU; the
+/// result stays there.
+pub async fn apply_on_device(
+    gpu: &Gpu,
+    filter: &Filter,
+    input: &DeviceArray,
+    boundary: Boundary,
+) -> Result<DeviceArray> {
+    input.expect(Elements::F32, "this filter")?;
+    let shape = input.shape().to_vec();
+    let mut source = MemorySource::new(&[], input.shape3()?);
+    let mut sink: Vec<f32> = Vec::new();
+    let mut out = None;
+    run(
+        gpu,
+        filter,
+        &shape,
+        boundary,
+        Output::Float,
+        &mut source,
+        &mut sink,
+        &mut |_, _| {},
+        Drive::OnDevice(&input.buffer, &mut out),
+    )
+    .await?;
+    match out {
+        Some(buffer) => Ok(DeviceArray::wrap(buffer, &shape, Elements::F32)),
+        None => Err(Error::Device(
+            "the filter left no result on the device (an internal error of gpuscope; please report it)".into(),
+        )),
+    }
 }
 
 /// Device time of `filter` on an image already on the GPU (min over
@@ -160,7 +202,7 @@ pub async fn kernel_ms(
         &mut source,
         &mut sink,
         &mut |_, _| {},
-        Some((input, repeats)),
+        Drive::Time(input, repeats),
     )
     .await?;
     Ok(ns.map(|ns| ns as f64 / 1e6))
@@ -176,7 +218,7 @@ async fn run(
     source: &mut dyn SliceSource<f32>,
     sink: &mut dyn SliceSink<f32>,
     progress: Progress<'_>,
-    resident: Option<(&[f32], usize)>,
+    drive: Drive<'_, f32>,
 ) -> Result<Option<u64>> {
     let s = shape3(shape)?;
     if shape.len() != filter.ndim {
@@ -186,7 +228,7 @@ async fn run(
             shape.len()
         )));
     }
-    if filter.passes.is_empty() {
+    if filter.passes.is_empty() && !matches!(drive, Drive::OnDevice(..)) {
         let n = s.iter().product::<usize>();
         let mut all = Vec::with_capacity(n);
         source.read(0..s[0], &mut all)?;
@@ -249,9 +291,17 @@ async fn run(
         mode: boundary.mode,
         cval: boundary.cval as f32,
     };
-    let outcome = match resident {
-        Some((data, repeats)) => stream::time_resident(gpu, spec, data, &kernel, repeats).await,
-        None => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
+    let outcome = match drive {
+        Drive::Time(data, repeats) => {
+            stream::time_resident(gpu, spec, data, &kernel, repeats).await
+        }
+        Drive::OnDevice(input, out) => device_array::apply_kernel(gpu, spec, input, &kernel)
+            .await
+            .map(|b| {
+                *out = Some(b);
+                None
+            }),
+        Drive::Stream => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
             .await
             .map(|()| None),
     };

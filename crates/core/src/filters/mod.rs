@@ -13,7 +13,7 @@ pub mod median;
 mod params;
 
 pub(crate) use gpu::generated_shaders;
-pub use gpu::{apply, apply_into, apply_stream, kernel_ms};
+pub use gpu::{apply, apply_into, apply_on_device, apply_stream, kernel_ms};
 pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
 
 pub use crate::boundary::{MODES, Mode};

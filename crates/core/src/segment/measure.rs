@@ -32,15 +32,15 @@ pub struct Region {
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct Params {
-    count: u32,
-    nx: u32,
-    ny: u32,
-    z0: u32,
-    y0: u32,
-    label_lo: u32,
-    label_hi: u32,
-    scale: f32,
+pub(crate) struct Params {
+    pub(crate) count: u32,
+    pub(crate) nx: u32,
+    pub(crate) ny: u32,
+    pub(crate) z0: u32,
+    pub(crate) y0: u32,
+    pub(crate) label_lo: u32,
+    pub(crate) label_hi: u32,
+    pub(crate) scale: f32,
 }
 
 const W: usize = 45;

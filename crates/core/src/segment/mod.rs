@@ -4,6 +4,7 @@
 pub mod host;
 pub mod label;
 pub mod measure;
+pub mod on_device;
 mod params;
 pub mod sources;
 pub mod threshold;

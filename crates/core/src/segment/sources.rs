@@ -61,11 +61,11 @@ pub struct Sources {
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
-struct ThresholdParams {
-    count: u32,
-    key_lo: u32,
-    key_hi: u32,
-    _pad: u32,
+pub(crate) struct ThresholdParams {
+    pub(crate) count: u32,
+    pub(crate) key_lo: u32,
+    pub(crate) key_hi: u32,
+    pub(crate) _pad: u32,
 }
 
 /// Clip, threshold, label and measure on the GPU. When the image fits one

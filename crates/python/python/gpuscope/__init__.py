@@ -5,7 +5,9 @@ Modules: ``gpuscope.ndimage`` (scipy.ndimage), ``gpuscope.measure`` and
 ``gpuscope.segmentation`` (scikit-image), ``gpuscope.stats``
 (astropy.stats), ``gpuscope.tomo`` (Mantid Imaging / tomopy),
 ``gpuscope.spots`` (DIALS' spot finding), ``gpuscope.io`` (file readers);
-``gpuscope.show`` shows arrays in Jupyter with the web page's viewer.
+``gpuscope.show`` shows arrays in Jupyter with the web page's viewer;
+``gpuscope.asarray`` keeps an array on the GPU between operations
+(``DeviceArray``).
 
 One GPU context per process is opened on the first call and reused; when
 the machine has no GPU adapter the CPU reference runs instead, with one
@@ -14,12 +16,15 @@ the machine has no GPU adapter the CPU reference runs instead, with one
 
 from ._gpuscope import device, devices, set_device
 from ._catalogue import OPERATIONS as catalogue
+from ._device import DeviceArray, asarray
 from . import io, measure, ndimage, segmentation, spots, stats, tomo
 from .pipeline import Pipeline, bus_bytes
 from .widget import show
 
 __all__ = [
+    "DeviceArray",
     "Pipeline",
+    "asarray",
     "bus_bytes",
     "catalogue",
     "device",

@@ -95,9 +95,17 @@ def as_list(value):
     return np.atleast_1d(np.asarray(value)).ravel().tolist()
 
 
-def array(x, name="input"):
+def array(x, name="input", device=False):
     """`x` as a C-contiguous numpy array in native byte order (copied only
-    when it is not one already)."""
+    when it is not one already); a ``DeviceArray`` is returned as it is
+    where the operation takes one (`device`), else refused."""
+    if isinstance(x, _gpuscope.DeviceArray):
+        if device:
+            return x
+        raise TypeError(
+            f"{name}: this function takes numpy arrays, not a gpuscope.DeviceArray; "
+            "bring it back with .get()"
+        )
     a = np.asarray(x)
     if a.dtype.kind == "c":
         raise TypeError(f"{name}: complex arrays are not supported (give real values)")

@@ -10,7 +10,12 @@ def run(op, x, options, array=None, output=None, same_dtype=False):
     """Runs filter `op` on the prepared array `x`. `output`: None, a dtype,
     or an array to fill (then returned, as scipy does). `same_dtype`: the
     operation keeps the input's dtype (rank filters), and a requested output
-    dtype is a cast of its result."""
+    dtype is a cast of its result. A ``DeviceArray`` input gives a new
+    device array."""
+    if isinstance(x, _gpuscope.DeviceArray):
+        if output is not None:
+            raise TypeError("output= is not offered for device arrays (the result is a new device array)")
+        return _gpuscope.device_filter(op, x, options, array)
     target = None
     if isinstance(output, np.ndarray):
         if output.shape != x.shape:

@@ -43,6 +43,8 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     ``name-0``, ``name-1``... (``bbox``: the minima then one past the
     maxima)."""
     unsupported("regionprops_table", extra_properties=(extra_properties, None), spacing=(spacing, None))
+    if isinstance(label_image, _gpuscope.DeviceArray):
+        return _device_table(label_image, intensity_image, properties, separator)
     labels = array(label_image, "label_image")
     if labels.dtype.kind not in "iub":
         raise TypeError("label_image must be of an integer dtype (skimage: non-integer label images are an error)")
@@ -55,6 +57,22 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
         values = array(intensity_image, "intensity_image").astype(np.float32, copy=False)
     _check(properties, intensity_image is not None)
     return _table(_gpuscope.regionprops(labels, values), properties, separator)
+
+
+def _device_table(labels, intensity, properties, separator):
+    """The table of int32 labels and float32 intensities on the device: only
+    the measurements come back."""
+    _check(properties, intensity is not None)
+    if intensity is None:
+        from ._device import asarray
+
+        intensity = asarray(np.zeros(labels.shape, np.float32))
+    elif not isinstance(intensity, _gpuscope.DeviceArray):
+        raise TypeError(
+            "intensity_image must be a device array too when label_image is one "
+            "(upload it with gpuscope.asarray)"
+        )
+    return _table(_gpuscope.device_regionprops(labels, intensity), properties, separator)
 
 
 def _check(properties, has_intensity):

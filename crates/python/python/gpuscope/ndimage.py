@@ -24,14 +24,14 @@ def gaussian_filter(input, sigma, order=0, output=None, mode=CATALOGUE, cval=CAT
     axis, radius ``int(truncate * sigma + 0.5)``; integer inputs give the
     input's dtype, truncated after every pass, as scipy."""
     unsupported("gaussian_filter", order=(order, 0), radius=(radius, None), axes=(axes, None))
-    x = array(input)
+    x = array(input, device=True)
     opts = options(sigma=as_list(sigma), mode=mode, cval=cval, truncate=truncate)
     return _filters.run("gaussian_filter", x, opts, output=output)
 
 
 def _linear(op, input, weights, output, mode, cval, origin, axes):
     unsupported(op, origin=(origin, 0), axes=(axes, None))
-    x = array(input)
+    x = array(input, device=True)
     w = np.ascontiguousarray(np.asarray(weights, dtype=np.float64))
     return _filters.run(op, x, options(mode=mode, cval=cval), array=w, output=output)
 
@@ -56,7 +56,7 @@ def median_filter(input, size=None, footprint=None, output=None, mode=CATALOGUE,
     window, exact for every dtype, in the input's dtype. NaN counts as
     smaller than every number (Mantid Imaging)."""
     unsupported("median_filter", origin=(origin, 0), axes=(axes, None))
-    x = array(input)
+    x = array(input, device=True)
     fp = None
     if footprint is not None:
         # As scipy, a footprint makes size irrelevant.
@@ -87,8 +87,11 @@ def label(input, structure=None, output=None):
     """Connected components as ``scipy.ndimage.label``: non-zero elements,
     numbered 1..n in raster order of their first element; returns
     ``(labels, num_features)``, or ``num_features`` when ``output`` is an
-    array (filled in place), as scipy."""
-    x = array(input)
+    array (filled in place), as scipy. A boolean ``DeviceArray`` (such as
+    ``x > t`` of a device array) gives int32 labels on the device."""
+    x = array(input, device=True)
+    if isinstance(x, _gpuscope.DeviceArray):
+        return _device_label(x, structure, output)
     if x.dtype == np.bool_:
         x = x.view(np.uint8)
     opts = {} if structure is None else {"connectivity": _connectivity(structure, x.ndim)}
@@ -99,3 +102,14 @@ def label(input, structure=None, output=None):
     if output is not None:
         labels = labels.astype(output)
     return labels, n
+
+
+def _device_label(x, structure, output):
+    if x.dtype != np.bool_:
+        raise TypeError(
+            f"label of a device array takes a bool mask (e.g. x > t), not {x.dtype}"
+        )
+    if output is not None:
+        raise TypeError("output= is not offered for device arrays (the labels are a new device array)")
+    opts = {} if structure is None else {"connectivity": _connectivity(structure, x.ndim)}
+    return _gpuscope.device_label(x, options(**opts))

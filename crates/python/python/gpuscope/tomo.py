@@ -48,6 +48,6 @@ def remove_outliers(data, diff, size=CATALOGUE, mode=CATALOGUE, *, output=None):
     (``x - median > diff``), 'dark' (``median - x > diff``), 'both', or
     'tomopy' (``tomopy.misc.corr.remove_outlier``: bright, ``>=``). Keeps
     the input's dtype; ``output``: an array to fill, or a dtype."""
-    x = array(data, "data")
+    x = array(data, "data", device=True)
     opts = options(diff=diff, size=size, mode=mode)
     return _filters.run("remove_outliers", x, opts, output=output, same_dtype=True)

@@ -4,12 +4,13 @@
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{self, Shape3, shape3};
+use crate::device_array::{self, DeviceArray, Elements};
 use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::keys::{Keys, SampleVec, Samples, unkey_f32};
 use crate::shaders::Shader;
 use crate::stream::{
-    self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
+    self, Drive, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
     StreamSpec,
 };
 
@@ -181,7 +182,7 @@ async fn run_f32(
         &mut source,
         &mut sink,
         &mut |_, _| {},
-        None,
+        Drive::Stream,
     )
     .await?;
     Ok(())
@@ -216,7 +217,7 @@ async fn run(
                 &mut source,
                 &mut out,
                 &mut none,
-                None,
+                Drive::Stream,
             )
             .await?;
             Keys::K32(out)
@@ -234,7 +235,7 @@ async fn run(
                 &mut source,
                 &mut out,
                 &mut none,
-                None,
+                Drive::Stream,
             )
             .await?;
             // 64-bit dtypes finish the outlier test on the host (no f64 on GPUs).
@@ -266,7 +267,16 @@ pub async fn median_filter_stream<T: Pod>(
 ) -> Result<()> {
     let s = stream_shape(shape, footprint)?;
     stream_keys(
-        gpu, dtype, s, footprint, boundary, None, source, sink, progress, None,
+        gpu,
+        dtype,
+        s,
+        footprint,
+        boundary,
+        None,
+        source,
+        sink,
+        progress,
+        Drive::Stream,
     )
     .await
     .map(|_| ())
@@ -296,7 +306,7 @@ pub async fn remove_outliers_stream(
         source,
         sink,
         progress,
-        None,
+        Drive::Stream,
     )
     .await
     .map(|_| ())
@@ -312,6 +322,43 @@ fn stream_shape(shape: &[usize], footprint: &Footprint) -> Result<Shape3> {
         )));
     }
     Ok(s)
+}
+
+/// The median (or, with `removal`, the outlier removal) of a float32
+/// array already on the GPU; the result stays there.
+pub async fn median_on_device(
+    gpu: &Gpu,
+    input: &DeviceArray,
+    footprint: &Footprint,
+    boundary: Boundary,
+    removal: Option<&OutlierRemoval>,
+) -> Result<DeviceArray> {
+    input.expect(Elements::F32, "the median filter")?;
+    let shape = input.shape().to_vec();
+    let s = stream_shape(&shape, footprint)?;
+    let none: &[f32] = &[];
+    let mut source = MemorySource::new(bytemuck::cast_slice::<f32, u32>(none), s);
+    let mut sink: Vec<u32> = Vec::new();
+    let mut out = None;
+    stream_keys(
+        gpu,
+        Samples::F32(none),
+        s,
+        footprint,
+        boundary,
+        removal,
+        &mut source,
+        &mut sink,
+        &mut |_, _| {},
+        Drive::OnDevice(&input.buffer, &mut out),
+    )
+    .await?;
+    match out {
+        Some(buffer) => Ok(DeviceArray::wrap(buffer, &shape, Elements::F32)),
+        None => Err(Error::Device(
+            "the median left no result on the device (an internal error of gpuscope; please report it)".into(),
+        )),
+    }
 }
 
 /// Device time of the median of an f32 image already on the GPU (min over
@@ -338,7 +385,7 @@ pub async fn median_kernel_ms(
         &mut source,
         &mut sink,
         &mut |_, _| {},
-        Some((words, repeats)),
+        Drive::Time(words, repeats),
     )
     .await?;
     Ok(ns.map(|ns| ns as f64 / 1e6))
@@ -355,7 +402,7 @@ async fn stream_keys<T: Pod>(
     source: &mut dyn SliceSource<T>,
     sink: &mut dyn SliceSink<T>,
     progress: Progress<'_>,
-    resident: Option<(&[T], usize)>,
+    drive: Drive<'_, T>,
 ) -> Result<Option<u64>> {
     let word = std::mem::size_of::<T>() as u64;
     let wide = dtype.wide();
@@ -529,9 +576,24 @@ async fn stream_keys<T: Pod>(
         }
         None => sink,
     };
-    let outcome = match resident {
-        Some((data, repeats)) => stream::time_resident(gpu, spec, data, &kernel, repeats).await,
-        None => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
+    let outcome = match drive {
+        Drive::Time(data, repeats) => {
+            stream::time_resident(gpu, spec, data, &kernel, repeats).await
+        }
+        Drive::OnDevice(_, _) if nan_band(dtype, boundary, footprint).is_some() => {
+            Err(Error::InvalidInput(
+                "a NaN cval with mode='constant' is not supported on device arrays; \
+                 filter the array in host memory"
+                    .into(),
+            ))
+        }
+        Drive::OnDevice(input, out) => device_array::apply_kernel(gpu, spec, input, &kernel)
+            .await
+            .map(|b| {
+                *out = Some(b);
+                None
+            }),
+        Drive::Stream => stream::run(gpu, spec, source, sink, &kernel, max_elements, progress)
             .await
             .map(|()| None),
     };

@@ -31,7 +31,8 @@ pub(crate) mod wgsl;
 
 pub use gpu::{
     median_filter, median_filter_f32_into, median_filter_into, median_filter_stream,
-    median_kernel_ms, remove_outliers, remove_outliers_into, remove_outliers_stream,
+    median_kernel_ms, median_on_device, remove_outliers, remove_outliers_into,
+    remove_outliers_stream,
 };
 
 /// Largest footprint compiled into a sorting network (7×7 and 3×3×3 fit).
