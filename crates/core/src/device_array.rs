@@ -148,7 +148,7 @@ impl DeviceArray {
             )));
         }
         let array = Self::alloc(gpu, shape, elements).await?;
-        if bytes.len() % 4 == 0 {
+        if bytes.len().is_multiple_of(4) {
             gpu.upload(&array.buffer, bytes);
         } else {
             let mut padded = bytes.to_vec();
@@ -172,7 +172,7 @@ impl DeviceArray {
             )));
         }
         let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
-        if bytes.len() % 4 == 0 {
+        if bytes.len().is_multiple_of(4) {
             return gpu.read_into_bytes(&self.buffer, 0, bytes).await;
         }
         // Masks of a length not a multiple of 4: whole words, then the tail.

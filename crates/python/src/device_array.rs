@@ -87,7 +87,7 @@ impl PyDeviceArray {
         .map_err(py_err)
     }
 
-    fn wrap(slf: &Bound<'_, Self>, array: DeviceArray) -> PyResult<Bound<'_, Self>> {
+    fn wrap<'py>(slf: &Bound<'py, Self>, array: DeviceArray) -> PyResult<Bound<'py, Self>> {
         Bound::new(
             slf.py(),
             PyDeviceArray::new(slf.get().engine.clone(), array),
@@ -234,11 +234,11 @@ pub fn to_device<'py>(
         let Engine::Gpu(gpu) = run_engine.as_ref() else {
             return Err(gpuscope_core::Error::Device("no GPU".into()));
         };
-        pollster::block_on(match &host {
-            Host::F32(v) => DeviceArray::from_f32(gpu, v, &shape),
-            Host::I32(v) => DeviceArray::from_i32(gpu, v, &shape),
-            Host::Bool(v) => DeviceArray::from_bool(gpu, v, &shape),
-        })
+        match &host {
+            Host::F32(v) => pollster::block_on(DeviceArray::from_f32(gpu, v, &shape)),
+            Host::I32(v) => pollster::block_on(DeviceArray::from_i32(gpu, v, &shape)),
+            Host::Bool(v) => pollster::block_on(DeviceArray::from_bool(gpu, v, &shape)),
+        }
     })?
     .map_err(py_err)?;
     Bound::new(py, PyDeviceArray::new(engine, array))

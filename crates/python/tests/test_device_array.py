@@ -17,7 +17,7 @@ def sky(shape=(300, 280), seed=0):
     x = rng.normal(0.0, 1.0, shape).astype(np.float32)
     yy, xx = np.indices(shape[-2:])
     for k in range(12):
-        cy, cx = rng.uniform(10, shape[-2] - 10), rng.uniform(10, shape[-1] - 10)
+        cy, cx = rng.uniform(0, shape[-2]), rng.uniform(0, shape[-1])
         x += (8.0 * np.exp(-((yy - cy) ** 2 + (xx - cx) ** 2) / 8.0)).astype(np.float32)
     return x
 

@@ -18,7 +18,8 @@ def label(input, structure=None, output=None) -> tuple[numpy.ndarray, int] | int
     """Connected components as ``scipy.ndimage.label``: non-zero elements,
     numbered 1..n in raster order of their first element; returns
     ``(labels, num_features)``, or ``num_features`` when ``output`` is an
-    array (filled in place), as scipy."""
+    array (filled in place), as scipy. A boolean ``DeviceArray`` (such as
+    ``x > t`` of a device array) gives int32 labels on the device."""
 
 def median_filter(input, size=None, footprint=None, output=None, mode='reflect', cval=0.0, origin=0, *, axes=None) -> numpy.ndarray:
     """Median as ``scipy.ndimage.median_filter``: element n//2 of the sorted
