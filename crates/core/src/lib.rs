@@ -30,6 +30,7 @@ pub mod boundary;
 pub mod catalogue;
 pub mod chunk;
 mod copies;
+pub mod decode;
 pub mod device_array;
 pub mod engine;
 pub mod error;

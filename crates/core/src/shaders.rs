@@ -61,6 +61,10 @@ pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
 pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
 pub const SPOTS_COMPACT: &str = shader!("spots/common.wgsl", "spots/compact.wgsl");
 pub const NORMALIZE: &str = shader!("tomo/normalize.wgsl");
+/// The bitshuffle-LZ4 decoder with its scratch in workgroup memory (blocks
+/// of up to 8 KiB) and in a storage buffer (larger blocks).
+pub const DECODE_BSLZ4: &str = shader!("decode/bslz4_workgroup.wgsl", "decode/bslz4.wgsl");
+pub const DECODE_BSLZ4_LARGE: &str = shader!("decode/bslz4_storage.wgsl", "decode/bslz4.wgsl");
 
 /// The shaders compiled into the binary, as the device's pipeline cache
 /// names them (see `engine::pipelines`): a dispatch looks its pipeline up by
@@ -86,11 +90,13 @@ pub enum Shader {
     SpotsMeasure,
     SpotsCompact,
     Normalize,
+    DecodeBslz4,
+    DecodeBslz4Large,
 }
 
 impl Shader {
     /// Every shader, in the order of [`ALL`].
-    pub const EVERY: [Shader; 19] = [
+    pub const EVERY: [Shader; 21] = [
         Shader::Correlate,
         Shader::Threshold,
         Shader::Median32,
@@ -110,6 +116,8 @@ impl Shader {
         Shader::SpotsMeasure,
         Shader::SpotsCompact,
         Shader::Normalize,
+        Shader::DecodeBslz4,
+        Shader::DecodeBslz4Large,
     ];
 
     /// The WGSL text (with its shared snippets prepended).
@@ -134,6 +142,8 @@ impl Shader {
             Shader::SpotsMeasure => SPOTS_MEASURE,
             Shader::SpotsCompact => SPOTS_COMPACT,
             Shader::Normalize => NORMALIZE,
+            Shader::DecodeBslz4 => DECODE_BSLZ4,
+            Shader::DecodeBslz4Large => DECODE_BSLZ4_LARGE,
         }
     }
 
@@ -159,6 +169,8 @@ impl Shader {
             Shader::SpotsMeasure => "spots/measure.wgsl",
             Shader::SpotsCompact => "spots/compact.wgsl",
             Shader::Normalize => "tomo/normalize.wgsl",
+            Shader::DecodeBslz4 => "decode/bslz4.wgsl (workgroup scratch)",
+            Shader::DecodeBslz4Large => "decode/bslz4.wgsl (storage scratch)",
         }
     }
 }

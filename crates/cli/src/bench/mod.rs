@@ -7,6 +7,7 @@
 //! the workloads run; each family's workloads live in a file of their own,
 //! one small function per workload, returning its JSON rows.
 
+mod decode;
 mod filters;
 mod host;
 mod inputs;
@@ -36,7 +37,8 @@ pub struct BenchArgs {
     /// two forms differ by), gauss-2, conv-gauss15, kappa-sigma, slic-3d-L
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
     /// spots-series-disk, label-stream, label-sources, label-blobs-2d,
-    /// label-blobs-3d (these three with --inputs).
+    /// label-blobs-3d (these three with --inputs), decode (a bitshuffle-LZ4
+    /// frame decoded on the GPU --frames times a call).
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -63,9 +65,14 @@ pub struct BenchArgs {
     /// The shared data folder (spots-eiger, spots-series read the Eiger frame).
     #[arg(long, default_value = "../shared/data")]
     pub data: PathBuf,
-    /// Frames of the spots-series workloads (benchmarks.md: 200).
+    /// Frames of the spots-series workloads (benchmarks.md: 200), and the
+    /// decodes per call of the decode workload.
     #[arg(long, default_value_t = 200)]
     pub frames: usize,
+    /// decode: uint32 pixels of its synthetic Eiger-like frame (an Eiger
+    /// 16M's 4362 x 4148 by default).
+    #[arg(long, default_value_t = 4362 * 4148)]
+    pub decode_pixels: usize,
     /// label-stream: planes of its blob stack (each 2048², uint8); its
     /// files (input, provisional and output labels: 9 bytes per pixel;
     /// `bytes` counts the 5 read and written)
@@ -262,6 +269,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
     }
     rows.extend(segment::label_stream(&b)?);
     rows.extend(spots::spots(&b)?);
+    rows.extend(decode::decode(&b)?);
     if let Some(copy) = copy_ms {
         filters::add_copy_rows(&b, &mut rows, copy);
     }

@@ -40,6 +40,38 @@ impl Recorder<'_> {
         Ok(())
     }
 
+    /// Dispatches `groups` workgroups (kernels that give each work item a
+    /// whole workgroup, of the shader's own size), split over x and y
+    /// within the per-dimension limit; the shader rebuilds the index as
+    /// `workgroup_id.x + workgroup_id.y * num_workgroups.x` and returns at
+    /// indices past its count.
+    pub(crate) fn dispatch_workgroups(
+        &mut self,
+        pipeline: &wgpu::ComputePipeline,
+        buffers: &[&wgpu::Buffer],
+        groups: u64,
+    ) -> Result<()> {
+        if groups == 0 {
+            return Ok(());
+        }
+        let max = u64::from(
+            self.gpu
+                .device
+                .limits()
+                .max_compute_workgroups_per_dimension
+                .max(1),
+        );
+        let y = groups.div_ceil(max);
+        if y > max {
+            return Err(Error::InvalidInput(format!(
+                "{groups} workgroups exceed one dispatch; the caller should split the work"
+            )));
+        }
+        let x = groups.div_ceil(y);
+        self.pass(pipeline, buffers, [x as u32, y as u32, 1]);
+        Ok(())
+    }
+
     /// Whether `extent` (x, y, z) should run on a `_grid` entry point
     /// (workgroup [`GRID_WORKGROUP`]): it fits one dispatch and fills the
     /// workgroups. Narrow boxes (an RGB image's 3 channels along x, a 1-D

@@ -134,6 +134,50 @@ fn unshuffle(input: &[u8], out: &mut [u8], elem: usize) {
     }
 }
 
+/// Encodes `data` (`elem`-byte elements) as one bitshuffle-LZ4 chunk in
+/// blocks of the library's default size, as the filter writes it: for
+/// benchmarks and tests that need compressed frames.
+pub fn encode_lz4(data: &[u8], elem: usize) -> Vec<u8> {
+    let elem = elem.max(1);
+    let n = data.len() / elem;
+    let block = (8192 / elem).max(8) / 8 * 8;
+    let mut chunk = Vec::with_capacity(data.len() / 4 + 64);
+    chunk.extend_from_slice(&((n * elem) as u64).to_be_bytes());
+    chunk.extend_from_slice(&((block * elem) as u32).to_be_bytes());
+    let mut done = 0;
+    let mut rows = Vec::new();
+    while n - done >= 8 {
+        let count = block.min((n - done) / 8 * 8);
+        shuffle_into(&data[done * elem..(done + count) * elem], elem, &mut rows);
+        let c = lz4_flex::block::compress(&rows);
+        chunk.extend_from_slice(&(c.len() as u32).to_be_bytes());
+        chunk.extend_from_slice(&c);
+        done += count;
+    }
+    chunk.extend_from_slice(&data[done * elem..n * elem]);
+    chunk
+}
+
+/// The forward transpose of one block (`n` a multiple of 8 elements) into
+/// `out`: bit `j` of byte `b` of element `i` to bit `i` of row `8 * b + j`.
+fn shuffle_into(input: &[u8], elem: usize, out: &mut Vec<u8>) {
+    let n = input.len() / elem;
+    let row = n / 8;
+    out.clear();
+    out.resize(input.len(), 0);
+    for i in 0..n {
+        for b in 0..elem {
+            let byte = input[i * elem + b];
+            if byte == 0 {
+                continue;
+            }
+            for j in 0..8 {
+                out[(b * 8 + j) * row + i / 8] |= ((byte >> j) & 1) << (i % 8);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -152,6 +196,21 @@ mod tests {
             }
         }
         out
+    }
+
+    #[test]
+    fn encoded_chunks_decode_back() {
+        for (elem, n) in [(1usize, 9000), (2, 4099), (4, 2053), (4, 5)] {
+            let data: Vec<u8> = (0..n * elem).map(|i| ((i * i) % 7) as u8).collect();
+            let chunk = encode_lz4(&data, elem);
+            assert_eq!(
+                decode(&[0, 0, 0, 0, 2], &chunk, elem, 1 << 20).unwrap(),
+                data
+            );
+            let mut rows = Vec::new();
+            shuffle_into(&data[..n / 8 * 8 * elem], elem, &mut rows);
+            assert_eq!(rows, shuffle(&data[..n / 8 * 8 * elem], elem));
+        }
     }
 
     #[test]

@@ -14,6 +14,8 @@
 
 mod bitshuffle;
 
+pub use bitshuffle::encode_lz4 as encode_bitshuffle_lz4;
+
 use std::collections::HashMap;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};

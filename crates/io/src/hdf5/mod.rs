@@ -117,6 +117,9 @@ pub struct Hdf5Stack {
     current: Option<(usize, H5Dataset)>,
     chunks: Option<Vec<usize>>,
     filters: Vec<String>,
+    /// Every part stores each frame as one bitshuffle-LZ4 chunk of
+    /// little-endian elements (see [`Hdf5Stack::read_frame_chunk`]).
+    bslz4_frames: bool,
 }
 
 impl Hdf5Stack {
@@ -147,6 +150,7 @@ impl Hdf5Stack {
         let mut chunks = None;
         let mut filters = Vec::new();
         let mut linked_bytes = 0u64;
+        let mut bslz4_frames = true;
         for p in &paths {
             let ds = guard(p, || file.dataset(p))?;
             let s = guard(p, || Ok(ds.shape()))?;
@@ -154,6 +158,8 @@ impl Hdf5Stack {
             let fl = guard(p, || ds.filters())?;
             check_filters(p, &fl)?;
             let ch = guard(p, || Ok(ds.chunk_dims()))?;
+            bslz4_frames &= is_bslz4_frames(&s, ch.as_deref(), &fl)
+                && little_endian(&guard(p, || ds.datatype())?);
             bytes_of(&s, t.size_bytes())
                 .ok_or_else(|| IoError::too_large(format!("{p}: the shape {s:?} overflows")))?;
             linked_bytes =
@@ -202,6 +208,7 @@ impl Hdf5Stack {
             current: None,
             chunks,
             filters,
+            bslz4_frames,
         };
         stack.check_sizes()?;
         Ok(stack)
@@ -316,6 +323,55 @@ impl Hdf5Stack {
         let mut counts = self.shape.clone();
         counts[0] = n;
         read_selection(ds, path, self.dtype, &starts, &counts)
+    }
+
+    /// Whether every frame is stored as one bitshuffle-LZ4 chunk of
+    /// little-endian elements, as the Eiger detectors write them:
+    /// [`Hdf5Stack::read_frame_chunk`] then hands frames out compressed.
+    pub fn frames_are_bslz4_chunks(&self) -> bool {
+        self.bslz4_frames
+    }
+
+    /// Frame `z` as stored: its bitshuffle-LZ4 chunk, still compressed
+    /// (HDF5's direct chunk read), for a decoder of its own (the GPU's).
+    /// `None` where the file skipped the filter for this chunk; an error
+    /// unless [`Hdf5Stack::frames_are_bslz4_chunks`].
+    pub fn read_frame_chunk(&mut self, z: usize) -> Result<Option<Vec<u8>>> {
+        self.read_frame_chunk_inner(z)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    fn read_frame_chunk_inner(&mut self, z: usize) -> Result<Option<Vec<u8>>> {
+        if !self.bslz4_frames {
+            return Err(IoError::invalid(
+                "the frames are not stored as one bitshuffle-LZ4 chunk each",
+                "read them decoded (read_slab)",
+            ));
+        }
+        let mut first = 0usize;
+        let Some((k, part)) = self.parts.iter().enumerate().find(|(_, p)| {
+            first += p.frames;
+            z < first
+        }) else {
+            return Err(IoError::invalid(
+                format!("frame {z} asked of a series of {} frames", first),
+                "ask for frames within the first axis",
+            ));
+        };
+        let local = z - (first - part.frames);
+        let path = part.path.clone();
+        if self.current.as_ref().is_none_or(|(i, _)| *i != k) {
+            let ds = guard(&path, || self.file.dataset(&path))?;
+            self.current = Some((k, ds));
+        }
+        let Some((_, ds)) = &self.current else {
+            return Err(IoError::corrupt("no dataset open"));
+        };
+        let mut coords = vec![0; self.shape.len()];
+        coords[0] = local;
+        let what = format!("{path}: cannot read the chunk of frame {local}");
+        let (bytes, mask) = guard(&what, || ds.read_chunk_raw_at(&coords))?;
+        Ok((mask & 1 == 0).then_some(bytes))
     }
 
     /// The whole dataset (or series) in memory, if its size is within what
@@ -443,6 +499,33 @@ fn check_filters(path: &str, filters: &[rust_hdf5::Filter]) -> Result<()> {
             ),
             "re-save it with bitshuffle-LZ4, LZ4 or deflate (h5repack -f, or hdf5plugin in h5py)",
         )),
+    }
+}
+
+/// One bitshuffle-LZ4 chunk per frame: the only filter is bitshuffle with
+/// LZ4 (cd_values[4] = 2), chunks of (1, rows, columns) over 3-D frames.
+fn is_bslz4_frames(
+    shape: &[usize],
+    chunks: Option<&[usize]>,
+    filters: &[rust_hdf5::Filter],
+) -> bool {
+    let one_frame = chunks
+        .is_some_and(|c| shape.len() == 3 && c.len() == 3 && c[0] == 1 && c[1..] == shape[1..]);
+    let bslz4 = matches!(filters, [f] if f.id == 32008 && f.cd_values.get(4) == Some(&2));
+    one_frame && bslz4
+}
+
+/// Elements stored little-endian (the GPU's byte order), or single bytes.
+fn little_endian(t: &DatatypeMessage) -> bool {
+    use rust_hdf5::ByteOrder::LittleEndian;
+    match t {
+        DatatypeMessage::FixedPoint {
+            size, byte_order, ..
+        }
+        | DatatypeMessage::FloatingPoint {
+            size, byte_order, ..
+        } => *size == 1 || *byte_order == LittleEndian,
+        _ => false,
     }
 }
 
