@@ -39,6 +39,11 @@ a = cp.empty(2 ** 28, dtype=cp.float32); b = cp.empty_like(a)
 t = gpu_time(lambda: b.__setitem__(Ellipsis, a))
 emit(workload="d2d_copy_1GiB", gpu_ms=t, GBps=2 * a.nbytes / t / 1e6)
 del a, b
+# The same bytes as the 2048² workloads (copy-2048, copy-2048-wgsl).
+a = cp.empty(2048 * 2048, dtype=cp.float32); b = cp.empty_like(a)
+t = gpu_time(lambda: b.__setitem__(Ellipsis, a), 30)
+emit(workload="d2d_copy_2048", gpu_ms=t, GBps=2 * a.nbytes / t / 1e6)
+del a, b
 
 rng = np.random.default_rng(0)
 img = rng.random((2048, 2048), dtype=np.float32)

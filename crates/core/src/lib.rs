@@ -26,6 +26,7 @@ macro_rules! named_enum {
     };
 }
 
+pub mod bandwidth;
 pub mod boundary;
 pub mod catalogue;
 pub mod chunk;

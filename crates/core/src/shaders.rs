@@ -61,6 +61,8 @@ pub const SPOTS_FIX: &str = shader!("spots/fix.wgsl");
 pub const SPOTS_MEASURE: &str = shader!("spots/common.wgsl", "spots/measure.wgsl");
 pub const SPOTS_COMPACT: &str = shader!("spots/common.wgsl", "spots/compact.wgsl");
 pub const NORMALIZE: &str = shader!("tomo/normalize.wgsl");
+/// A plain device copy (f32 words; `bandwidth` makes the vec4 variant).
+pub const COPY: &str = shader!("common/copy.wgsl");
 /// The bitshuffle-LZ4 decoder with its scratch in workgroup memory (blocks
 /// of up to 8 KiB) and in a storage buffer (larger blocks).
 pub const DECODE_BSLZ4: &str = shader!("decode/bslz4_workgroup.wgsl", "decode/bslz4.wgsl");
@@ -92,11 +94,12 @@ pub enum Shader {
     Normalize,
     DecodeBslz4,
     DecodeBslz4Large,
+    Copy,
 }
 
 impl Shader {
     /// Every shader, in the order of [`ALL`].
-    pub const EVERY: [Shader; 21] = [
+    pub const EVERY: [Shader; 22] = [
         Shader::Correlate,
         Shader::Threshold,
         Shader::Median32,
@@ -118,6 +121,7 @@ impl Shader {
         Shader::Normalize,
         Shader::DecodeBslz4,
         Shader::DecodeBslz4Large,
+        Shader::Copy,
     ];
 
     /// The WGSL text (with its shared snippets prepended).
@@ -144,6 +148,7 @@ impl Shader {
             Shader::Normalize => NORMALIZE,
             Shader::DecodeBslz4 => DECODE_BSLZ4,
             Shader::DecodeBslz4Large => DECODE_BSLZ4_LARGE,
+            Shader::Copy => COPY,
         }
     }
 
@@ -171,6 +176,7 @@ impl Shader {
             Shader::Normalize => "tomo/normalize.wgsl",
             Shader::DecodeBslz4 => "decode/bslz4.wgsl (workgroup scratch)",
             Shader::DecodeBslz4Large => "decode/bslz4.wgsl (storage scratch)",
+            Shader::Copy => "common/copy.wgsl",
         }
     }
 }
@@ -191,6 +197,10 @@ pub const ALL: &[(&str, &str)] = &{
 /// for validation tests.
 pub fn generated() -> Vec<(String, String)> {
     let mut all = crate::filters::median::wgsl::variants();
+    all.push((
+        "common/copy.wgsl (vec4 words)".into(),
+        crate::bandwidth::vec4_source(),
+    ));
     all.extend(crate::filters::generated_shaders());
     all
 }

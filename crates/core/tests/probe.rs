@@ -83,3 +83,25 @@ fn map_coordinate(c: i32, n: i32, mode: u32) -> i32 {
         assert_eq!(refused, None, "{backend} follows WGSL's remainder");
     }
 }
+
+/// The bandwidth probe's copies (f32 and vec4 words, one or several per
+/// invocation) move every value, a count that does not fill the last
+/// invocation's words included; bad widths are refused.
+#[test]
+fn the_copy_kernels_copy_every_value() {
+    use gpuscope_core::bandwidth::{Width, copy, copy_ms};
+    let g = common::gpu();
+    let data: Vec<f32> = (0..4 * 1037).map(|i| i as f32 * 0.5 - 7.0).collect();
+    for (width, per_thread) in [
+        (Width::F32, 1),
+        (Width::F32, 3),
+        (Width::Vec4, 1),
+        (Width::Vec4, 4),
+    ] {
+        let got = pollster::block_on(copy(g, &data, width, per_thread)).unwrap();
+        assert_eq!(got, data, "{width:?} x{per_thread}");
+        pollster::block_on(copy_ms(g, &data, width, per_thread, 2)).unwrap();
+    }
+    assert!(pollster::block_on(copy(g, &data[..5], Width::Vec4, 1)).is_err());
+    assert!(pollster::block_on(copy(g, &data, Width::F32, 0)).is_err());
+}

@@ -36,6 +36,38 @@ pub fn copy_kernel_ms(b: &Bench) -> CliResult<Option<f64>> {
     ))?)
 }
 
+/// copy-2048-wgsl: plain WGSL copies of the 2048² f32 image, in f32 words
+/// and vec4 words, one and four per invocation: how close a WGSL kernel
+/// comes to the device's copy bandwidth (CuPy's copy of the same bytes is
+/// the peer), against our one-tap pass.
+pub fn wgsl_copies(b: &Bench) -> CliResult<Vec<Value>> {
+    use gpuscope_core::bandwidth::{Width, copy_ms};
+    if !b.want("copy-2048-wgsl") {
+        return Ok(Vec::new());
+    }
+    let mut rows = Vec::new();
+    for (width, per_thread, name) in [
+        (Width::F32, 1, "f32 x1"),
+        (Width::F32, 4, "f32 x4"),
+        (Width::Vec4, 1, "vec4 x1"),
+        (Width::Vec4, 4, "vec4 x4"),
+    ] {
+        let ms = pollster::block_on(copy_ms(
+            b.gpu(),
+            &b.image,
+            width,
+            per_thread,
+            b.args.repeat.max(30),
+        ))?;
+        rows.push(json!({
+            "workload": "copy-2048-wgsl", "variant": name, "device": b.device,
+            "backend": b.backend, "resident_kernel_ms": ms, "bytes": 8 * N2,
+            "gb_per_s": ms.map(|ms| 8.0 * N2 as f64 / ms / 1e6),
+        }));
+    }
+    Ok(rows)
+}
+
 /// Adds the copy's time and the bandwidth fraction (copy time / kernel
 /// time) to the 2048² rows, and the `copy-2048` row itself.
 pub fn add_copy_rows(b: &Bench, rows: &mut Vec<Value>, copy: f64) {

@@ -38,7 +38,8 @@ pub struct BenchArgs {
     /// (or slic-3d-<L>), slic-2d-rgb, spots-eiger, spots-series,
     /// spots-series-disk, label-stream, label-sources, label-blobs-2d,
     /// label-blobs-3d (these three with --inputs), decode (a bitshuffle-LZ4
-    /// frame decoded on the GPU --frames times a call).
+    /// frame decoded on the GPU --frames times a call), copy-2048-wgsl
+    /// (plain WGSL copies: f32 and vec4 words).
     #[arg(long, value_delimiter = ',')]
     pub only: Option<Vec<String>>,
     /// Repeats per workload.
@@ -253,6 +254,7 @@ pub fn bench(cli: &crate::Cli, args: &BenchArgs) -> CliResult {
         rows.push(host::host_memory(args.repeat.max(3)));
     }
     let copy_ms = filters::copy_kernel_ms(&b)?;
+    rows.extend(filters::wgsl_copies(&b)?);
     for k in [3usize, 7] {
         rows.extend(filters::median_2d(&b, k)?);
     }
