@@ -385,6 +385,17 @@ fn gpu_equals_cpu_with_mask_seeds_anywhere() {
     };
     let s = both(Samples::F32(&two), &[14, 18, 20, 2], &p);
     assert!(s.n_segments > 10, "{}", s.n_segments);
+    // One seed: skimage's step is 0, every distance inf or NaN, and no
+    // pixel is ever assigned.
+    let shape = [40, 52];
+    let img = blobs(&shape, 43);
+    let p = gray(SlicParams {
+        n_segments: 1,
+        mask: Some(ring(&shape)),
+        ..SlicParams::default()
+    });
+    let s = both(Samples::F32(&img), &shape, &p);
+    assert!(s.labels.iter().all(|&l| l == 0));
 }
 
 /// Every label (but `split_ok`) is one face-connected component.

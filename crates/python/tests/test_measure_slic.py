@@ -107,10 +107,15 @@ def masked_3d_and_multichannel_cases():
                    mask=ring_mask(vol.shape), slic_zero=True)),
         (two, dict(n_segments=70, compactness=1, channel_axis=-1, mask=ring_mask(vol.shape))),
         (rgb, dict(n_segments=40, compactness=10, mask=ring_mask(rgb.shape[:2]))),
+        # 8-bit RGB (Lab); one seed (a zero step: nothing assigned); more
+        # seeds asked for than mask pixels.
+        (golden("slic", "astronaut_crop_u8.npy"), dict(n_segments=40, mask=ring_mask((96, 128)))),
+        (vol, dict(n_segments=1, channel_axis=None, mask=ring_mask(vol.shape))),
+        (vol[0], dict(n_segments=700, compactness=0.5, channel_axis=None, mask=ring_mask((8, 32)).repeat(4, 0))),
     ]
 
 
-@pytest.mark.parametrize("case", range(4))
+@pytest.mark.parametrize("case", range(7))
 def test_slic_mask_3d_and_multichannel_as_skimage(engine, case):
     image, kw = masked_3d_and_multichannel_cases()[case]
     got = slic(image, **kw)

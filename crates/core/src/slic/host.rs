@@ -85,14 +85,15 @@ impl Prepared {
         c
     }
 
-    /// Calls `f(k, [z, y, x], alive)` for each seed, in index order: alive
-    /// unless outside the mask. A dead centre's z is DEAD_Z, which no
-    /// window holds (the GPU's `assign` tests the z window instead of
-    /// loading a flag).
+    /// Calls `f(k, [z, y, x], alive)` for each seed, in index order: the
+    /// grid's seeds (no mask) all live; a masked image's free seeds are
+    /// dead only where they can win no pixel (`mask_seeds::seeds`). A dead
+    /// centre's z is DEAD_Z, which no window holds (the GPU's `assign`
+    /// tests the z window instead of loading a flag).
     pub(crate) fn each_seed(&self, mut f: impl FnMut(usize, [f32; 3], bool)) {
         if let Some(seeds) = &self.free_seeds {
             for (k, &zyx) in seeds.iter().enumerate() {
-                f(k, zyx, true);
+                f(k, zyx, zyx[0] != DEAD_Z);
             }
             return;
         }
@@ -104,12 +105,7 @@ impl Prepared {
                 let y = g[1].start + iy * g[1].step;
                 for ix in 0..g[2].count {
                     let x = g[2].start + ix * g[2].step;
-                    let alive = self
-                        .mask
-                        .as_ref()
-                        .is_none_or(|m| m[(z * self.dims[1] + y) * self.dims[2] + x]);
-                    let zf = if alive { z as f32 } else { DEAD_Z };
-                    f(k, [zf, y as f32, x as f32], alive);
+                    f(k, [z as f32, y as f32, x as f32], true);
                     k += 1;
                 }
             }
@@ -378,14 +374,8 @@ pub(crate) fn prepare(
         min_size: 0,
         out_shape: spatial,
     };
-    let alive = if prep.mask.is_none() {
-        prep.n_centres()
-    } else {
-        let mut alive = 0;
-        prep.each_seed(|_, _, a| alive += usize::from(a));
-        alive
-    };
-    let segment_size = in_mask as f64 / alive.max(1) as f64;
+    // skimage: the mask's (or image's) pixels over the number of centres.
+    let segment_size = in_mask as f64 / prep.n_centres().max(1) as f64;
     prep.min_size = (p.min_size_factor * segment_size) as usize;
     Ok(prep)
 }

@@ -10,6 +10,8 @@
 //! the square root of the same kind of sum), so the centres are numpy's
 //! and scipy's bit for bit.
 
+use crate::slic::DEAD_Z;
+
 /// numpy's legacy MT19937 (`RandomState(seed)` with an integer seed).
 pub(crate) struct Mt19937 {
     key: [u32; 624],
@@ -330,7 +332,8 @@ pub(crate) fn mask_centroids(
 
 /// A masked image's seeds as the Cython loop receives them.
 pub(crate) struct MaskSeeds {
-    /// The centres in float32 (skimage's `segments` for float32 images).
+    /// The centres in float32 (skimage's `segments` for float32 images);
+    /// z = DEAD_Z for a centre that can win no pixel.
     pub zyx: Vec<[f32; 3]>,
     /// The windows' half-widths / 2: regular_grid of the centre count.
     pub win: [usize; 3],
@@ -349,11 +352,23 @@ pub(crate) fn seeds(
     let (centroids, steps) = mask_centroids(mask, dims, n_segments, multichannel);
     let g = super::regular_grid(dims, centroids.len());
     let step = steps.iter().copied().fold(f64::NEG_INFINITY, f64::max) as f32;
+    // As the Cython loop: float32 square, double quotient, float32.
+    let spatial_weight = (1.0 / f64::from(step * step)) as f32;
+    // A zero step (one centre) makes every distance inf or NaN (0 · inf),
+    // which never beats skimage's initial DBL_MAX: no pixel is assigned.
+    // Dead centres say so without infinities on the GPU (whose compilers
+    // may assume there are none).
+    let live = spatial_weight.is_finite();
     MaskSeeds {
-        zyx: centroids.iter().map(|c| c.map(|v| v as f32)).collect(),
+        zyx: centroids
+            .iter()
+            .map(|c| {
+                let zyx = c.map(|v| v as f32);
+                if live { zyx } else { [DEAD_Z, zyx[1], zyx[2]] }
+            })
+            .collect(),
         win: [g[0].1, g[1].1, g[2].1],
-        // As the Cython loop: float32 square, double quotient, float32.
-        spatial_weight: (1.0 / f64::from(step * step)) as f32,
+        spatial_weight: if live { spatial_weight } else { 1.0 },
     }
 }
 
