@@ -286,7 +286,7 @@ pub(super) async fn run(
             steps: &colour_steps,
             ..batches
         };
-        let rec = colour.restart(&r, &refs, &kernels, prep, first_count)?;
+        let rec = cells::restart(&colour, &r, &refs, &kernels, prep, first_count)?;
         colour.run((rec, first_count), gpu_connect).await?
     } else {
         batches.run((first, first_count), gpu_connect).await?
@@ -428,10 +428,6 @@ fn row_threads(prep: &Prepared, s: &Slab, lanes: usize) -> u64 {
     (s.n / plane * prep.dims[1] * prep.dims[2].div_ceil(lanes)) as u64
 }
 
-/// A masked image's cell kernels, their bindings per slab, and whether
-/// the pass's distance has colour.
-type Masked<'a> = Option<(&'a cells::Cells, &'a [Vec<&'a wgpu::Buffer>], bool)>;
-
 /// One iteration's dispatches: assign and accumulate over every slab,
 /// finalize (which counts the batch's iteration up on the GPU, so the
 /// iterations of a batch share these bind groups), then SLICO's colour
@@ -442,7 +438,7 @@ fn iteration_steps<'a>(
     slabs: &[Slab],
     refs: &'a [Vec<&'a wgpu::Buffer>],
     kernels: &'a Kernels,
-    masked: Masked<'a>,
+    masked: cells::Masked<'a>,
 ) -> Vec<Step<'a>> {
     let mut steps: Vec<Step<'a>> = Vec::new();
     match masked {
@@ -572,29 +568,6 @@ struct Batches<'a> {
 }
 
 impl<'a> Batches<'a> {
-    /// The first batch of a masked image's second pass: the change flags
-    /// to 0, every label to NONE (so its first iteration counts as a
-    /// change, as the first pass's did), then `count` iterations.
-    fn restart(
-        &self,
-        r: &Resident,
-        refs: &[Vec<&wgpu::Buffer>],
-        kernels: &Kernels,
-        prep: &Prepared,
-        count: usize,
-    ) -> Result<Recorder<'a>> {
-        self.gpu.upload_at(self.changed, 0, &[0u8; 4]);
-        self.gpu.upload_at(self.changed, 16, &vec![0u8; 4 * count]);
-        let mut rec = self.gpu.recorder();
-        let stride = 1 + 2 * (3 + prep.nc);
-        for (s, refs) in r.slabs.iter().zip(refs) {
-            let threads = s.n.max(prep.n_centres() * stride) as u64;
-            rec.dispatch(&kernels.init, refs, threads)?;
-        }
-        rec.dispatch_repeated(self.steps, count as u32)?;
-        Ok(rec)
-    }
-
     /// Submits the batches, the first recorded already. The host waits
     /// for a batch's change flags only once the next batch is submitted,
     /// so the GPU runs the batches back to back; a batch past the early

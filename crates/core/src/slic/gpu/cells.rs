@@ -4,8 +4,8 @@
 //! window step and a pixel searches the cells its windows can reach. The
 //! accumulation and the means are kmeans.wgsl's, as without a mask.
 
-use super::Buffers;
-use crate::engine::Gpu;
+use super::{Batches, Buffers, Kernels, Resident};
+use crate::engine::{Gpu, Recorder};
 use crate::error::Result;
 use crate::shaders::Shader;
 use crate::slic::host::Prepared;
@@ -66,3 +66,32 @@ impl Cells {
 
 /// Threads of `bin_centres`: one workgroup.
 pub(in crate::slic) const BIN_THREADS: u64 = 256;
+
+/// A masked image's cell kernels, their bindings per slab, and whether
+/// the pass's distance has colour.
+pub(super) type Masked<'a> = Option<(&'a Cells, &'a [Vec<&'a wgpu::Buffer>], bool)>;
+
+/// The first batch of a masked image's second pass: the change flags
+/// to 0, every label to NONE (so its first iteration counts as a
+/// change, as the first pass's did), then `count` iterations.
+pub(super) fn restart<'a>(
+    batches: &Batches<'a>,
+    r: &Resident,
+    refs: &[Vec<&wgpu::Buffer>],
+    kernels: &Kernels,
+    prep: &Prepared,
+    count: usize,
+) -> Result<Recorder<'a>> {
+    batches.gpu.upload_at(batches.changed, 0, &[0u8; 4]);
+    batches
+        .gpu
+        .upload_at(batches.changed, 16, &vec![0u8; 4 * count]);
+    let mut rec = batches.gpu.recorder();
+    let stride = 1 + 2 * (3 + prep.nc);
+    for (s, refs) in r.slabs.iter().zip(refs) {
+        let threads = s.n.max(prep.n_centres() * stride) as u64;
+        rec.dispatch(&kernels.init, refs, threads)?;
+    }
+    rec.dispatch_repeated(batches.steps, count as u32)?;
+    Ok(rec)
+}
