@@ -84,8 +84,9 @@ impl Mt19937 {
     /// Legacy `choice(n, size, replace=False)` with no weights, sorted:
     /// `permutation(n)[:size]` (a Fisher-Yates shuffle of 0..n from the
     /// end) in ascending order.
-    pub fn choice_sorted(&mut self, n: usize, size: usize) -> Vec<usize> {
-        let mut a: Vec<usize> = (0..n).collect();
+    /// `n` is below 2^32 (a pixel count): the indices are kept as u32.
+    pub fn choice_sorted(&mut self, n: usize, size: usize) -> Vec<u32> {
+        let mut a: Vec<u32> = (0..n as u32).collect();
         for i in (1..n).rev() {
             let j = self.interval(i as u64) as usize;
             a.swap(i, j);
@@ -253,12 +254,19 @@ impl Cells {
 /// scipy.cluster.vq.kmeans2(data, codes, iter) with a code book given:
 /// `iter` rounds of vq (nearest code by squared distance, first minimum)
 /// and cluster means; a code without members keeps its place.
-pub(crate) fn kmeans2(data: &[[f64; 3]], mut codes: Vec<[f64; 3]>, iter: usize) -> Vec<[f64; 3]> {
+/// The points are `point(i)` for i in 0..n, in order.
+pub(crate) fn kmeans2(
+    n: usize,
+    point: impl Fn(usize) -> [f64; 3],
+    mut codes: Vec<[f64; 3]>,
+    iter: usize,
+) -> Vec<[f64; 3]> {
     for _ in 0..iter {
         let cells = Cells::new(&codes);
         let mut sums = vec![[0f64; 3]; codes.len()];
         let mut count = vec![0usize; codes.len()];
-        for p in data {
+        for i in 0..n {
+            let p = &point(i);
             // vq's labels start at 0: a point farther than every code
             // (impossible for finite data) would join code 0.
             let k = cells.nearest(&codes, p, None, false).unwrap_or(0);
@@ -303,28 +311,31 @@ pub(crate) fn mask_centroids(
     multichannel: bool,
 ) -> (Vec<[f64; 3]>, [f64; 3]) {
     let plane = dims[1] * dims[2];
-    let coord: Vec<[f64; 3]> = mask
+    // np.nonzero(mask) as flat indices (4 bytes a pixel, not numpy's 24):
+    // coord(i) is the i-th mask pixel's (z, y, x). Pixel counts are below
+    // 2^32 (slic checks).
+    let on: Vec<u32> = mask
         .iter()
         .enumerate()
         .filter(|&(_, &m)| m)
-        .map(|(i, _)| [i / plane, (i / dims[2]) % dims[1], i % dims[2]].map(|v| v as f64))
+        .map(|(i, _)| i as u32)
         .collect();
+    let coord = |i: usize| {
+        let p = on[i] as usize;
+        [p / plane, (p / dims[2]) % dims[1], p % dims[2]].map(|v| v as f64)
+    };
     let mut rng = Mt19937::new(123);
-    let idx = rng.choice_sorted(coord.len(), n_centroids.min(coord.len()));
+    let idx = rng.choice_sorted(on.len(), n_centroids.min(on.len()));
     // skimage's mask is always 3-D here (a 2-D one gains a z axis), so a
     // grayscale image counts 3 spatial axes and a multichannel one 2.
     let ndim_spatial = if multichannel { 2 } else { 3 };
     let n_dense = 10usize.pow(ndim_spatial).saturating_mul(n_centroids);
-    let init: Vec<[f64; 3]> = idx.iter().map(|&i| coord[i]).collect();
-    let centroids = if coord.len() > n_dense {
-        let dense: Vec<[f64; 3]> = rng
-            .choice_sorted(coord.len(), n_dense)
-            .into_iter()
-            .map(|i| coord[i])
-            .collect();
-        kmeans2(&dense, init, 5)
+    let init: Vec<[f64; 3]> = idx.iter().map(|&i| coord(i as usize)).collect();
+    let centroids = if on.len() > n_dense {
+        let dense = rng.choice_sorted(on.len(), n_dense);
+        kmeans2(dense.len(), |i| coord(dense[i] as usize), init, 5)
     } else {
-        kmeans2(&coord, init, 5)
+        kmeans2(on.len(), coord, init, 5)
     };
     let steps = steps(&centroids);
     (centroids, steps)
@@ -471,11 +482,12 @@ mod tests {
         assert_eq!(a, usizes(&g["permutation_1000"]));
         // Two choices in a row from one generator, as the seeds take them.
         let mut rng = Mt19937::new(123);
+        let wide = |v: Vec<u32>| v.into_iter().map(|x| x as usize).collect::<Vec<_>>();
         assert_eq!(
-            rng.choice_sorted(70_000, 50),
+            wide(rng.choice_sorted(70_000, 50)),
             usizes(&g["choice_50_of_70000"])
         );
-        let second = rng.choice_sorted(70_000, 5000);
+        let second = wide(rng.choice_sorted(70_000, 5000));
         assert_eq!(
             second[..100].to_vec(),
             usizes(&g["choice_5000_of_70000_first_100"])
