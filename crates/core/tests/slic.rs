@@ -385,6 +385,18 @@ fn gpu_equals_cpu_with_mask_seeds_anywhere() {
     };
     let s = both(Samples::F32(&two), &[14, 18, 20, 2], &p);
     assert!(s.n_segments > 10, "{}", s.n_segments);
+    // More centres and cells than `bin_centres` has threads (runs of
+    // cells per thread in its prefix sum).
+    let shape = [100, 110];
+    let img = blobs(&shape, 47);
+    let p = gray(SlicParams {
+        n_segments: 900,
+        compactness: 0.3,
+        mask: Some(ring(&shape)),
+        ..SlicParams::default()
+    });
+    let s = both(Samples::F32(&img), &shape, &p);
+    assert!(s.n_segments > 500, "{}", s.n_segments);
     // One seed: skimage's step is 0, every distance inf or NaN, and no
     // pixel is ever assigned.
     let shape = [40, 52];
