@@ -49,6 +49,10 @@ struct Params {
     inv_scale: f32,
     ratio: f32,  // 1 / compactness
     z0: u32,
+    // Cells of the window step per axis (slic/cells.wgsl, masked images).
+    cells_x: u32,
+    cells_y: u32,
+    cells_z: u32,
 }
 
 const NONE: u32 = 0xffffffffu;

@@ -54,6 +54,8 @@ pub const CLIP: &str = shader!("stats/clip.wgsl");
 /// The conformance probe run when a device opens.
 pub const PROBE: &str = shader!("common/boundary.wgsl", "common/probe.wgsl");
 pub const SLIC_KMEANS: &str = shader!("slic/kmeans.wgsl");
+/// kmeans.wgsl with the masked image's binning and assignment.
+pub const SLIC_CELLS: &str = shader!("slic/kmeans.wgsl", "slic/cells.wgsl");
 pub const SLIC_CONNECT: &str = shader!("common/union_find.wgsl", "slic/connect.wgsl");
 pub const SLIC_LAB: &str = shader!("slic/lab.wgsl");
 pub const SPOTS_THRESHOLD: &str = shader!("spots/common.wgsl", "spots/threshold.wgsl");
@@ -85,6 +87,7 @@ pub enum Shader {
     Clip,
     Probe,
     SlicKmeans,
+    SlicCells,
     SlicConnect,
     SlicLab,
     SpotsThreshold,
@@ -99,7 +102,7 @@ pub enum Shader {
 
 impl Shader {
     /// Every shader, in the order of [`ALL`].
-    pub const EVERY: [Shader; 22] = [
+    pub const EVERY: [Shader; 23] = [
         Shader::Correlate,
         Shader::Threshold,
         Shader::Median32,
@@ -112,6 +115,7 @@ impl Shader {
         Shader::Clip,
         Shader::Probe,
         Shader::SlicKmeans,
+        Shader::SlicCells,
         Shader::SlicConnect,
         Shader::SlicLab,
         Shader::SpotsThreshold,
@@ -139,6 +143,7 @@ impl Shader {
             Shader::Clip => CLIP,
             Shader::Probe => PROBE,
             Shader::SlicKmeans => SLIC_KMEANS,
+            Shader::SlicCells => SLIC_CELLS,
             Shader::SlicConnect => SLIC_CONNECT,
             Shader::SlicLab => SLIC_LAB,
             Shader::SpotsThreshold => SPOTS_THRESHOLD,
@@ -167,6 +172,7 @@ impl Shader {
             Shader::Clip => "stats/clip.wgsl",
             Shader::Probe => "common/probe.wgsl",
             Shader::SlicKmeans => "slic/kmeans.wgsl",
+            Shader::SlicCells => "slic/cells.wgsl",
             Shader::SlicConnect => "slic/connect.wgsl",
             Shader::SlicLab => "slic/lab.wgsl",
             Shader::SpotsThreshold => "spots/threshold.wgsl",

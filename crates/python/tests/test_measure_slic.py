@@ -81,8 +81,44 @@ def test_slic_mask(engine):
     np.testing.assert_array_equal(got, slic(image, **kw))
 
 
-@pytest.mark.xfail(strict=True, reason="the core seeds a masked image on the regular grid inside the mask; "
-                   "scikit-image places the seeds by k-means of the mask's coordinates (scipy kmeans2)")
-def test_slic_mask_as_skimage():
+def test_slic_mask_as_skimage(engine):
+    """The core seeds a masked image as scikit-image does (numpy's
+    RandomState(123) and scipy's kmeans2 on the mask's coordinates)."""
     image, _, kw = masked_case()
     np.testing.assert_array_equal(slic(image, **kw), sk_slic(image, **kw))
+
+
+def ring_mask(shape):
+    grids = np.meshgrid(*[np.arange(s) - s / 2 for s in shape], indexing="ij")
+    r2 = sum(g * g for g in grids)
+    s = shape[-1] / 2
+    return (r2 < s * s) & (r2 > s * s / 6)
+
+
+def masked_3d_and_multichannel_cases():
+    vol = golden("slic", "blobs32_f32.npy")
+    rng = np.random.default_rng(7)
+    two = np.stack([vol, 1 - vol + 0.2 * rng.random(vol.shape, dtype=np.float32)], axis=-1)
+    rgb = golden("slic", "blobs96_2d_f32.npy")
+    rgb = np.stack([rgb, np.roll(rgb, 9, axis=0), np.roll(rgb, 17, axis=1)], axis=-1).astype(np.float32)
+    return [
+        (vol, dict(n_segments=80, compactness=1, max_num_iter=5, channel_axis=None, mask=ring_mask(vol.shape))),
+        (vol, dict(n_segments=60, compactness=1, channel_axis=None, spacing=(2, 1, 1),
+                   mask=ring_mask(vol.shape), slic_zero=True)),
+        (two, dict(n_segments=70, compactness=1, channel_axis=-1, mask=ring_mask(vol.shape))),
+        (rgb, dict(n_segments=40, compactness=10, mask=ring_mask(rgb.shape[:2]))),
+        # 8-bit RGB (Lab); one seed (a zero step: nothing assigned); more
+        # seeds asked for than mask pixels.
+        (golden("slic", "astronaut_crop_u8.npy"), dict(n_segments=40, mask=ring_mask((96, 128)))),
+        (vol, dict(n_segments=1, channel_axis=None, mask=ring_mask(vol.shape))),
+        (vol[0], dict(n_segments=700, compactness=0.5, channel_axis=None, mask=ring_mask((8, 32)).repeat(4, 0))),
+    ]
+
+
+@pytest.mark.parametrize("case", range(7))
+def test_slic_mask_3d_and_multichannel_as_skimage(engine, case):
+    image, kw = masked_3d_and_multichannel_cases()[case]
+    got = slic(image, **kw)
+    want = sk_slic(image, **kw)
+    assert (got[~kw["mask"]] == 0).all()
+    np.testing.assert_array_equal(got, want)

@@ -52,6 +52,23 @@ ast = io.imread(os.path.join(IMAGES, "astronaut.png"))[50:146, 150:278]
 case("astronaut_crop_slic", "astronaut_crop_u8.npy", ast, dict(n_segments=40, compactness=10),
      ["--n-segments", "40"])
 
+# Masks: seeds from skimage's _get_mask_centroids (numpy's RandomState(123),
+# scipy's kmeans2), which gpuscope reproduces bit for bit.
+m2 = np.zeros(b2.shape, np.uint8)
+m2[10:80, 5:70] = 1
+np.save(os.path.join(HERE, "blobs96_2d_mask.npy"), m2)
+case("blobs96_2d_slic_mask", "blobs96_2d_f32.npy", b2,
+     dict(n_segments=30, compactness=0.5, channel_axis=None, mask=m2.astype(bool)),
+     ["--n-segments", "30", "--compactness", "0.5", "--channel-axis", "none",
+      "--mask", "golden:blobs96_2d_mask.npy"])
+g = np.indices(b32.shape) - 16.0
+r2 = (g ** 2).sum(axis=0)
+m3 = ((r2 < 256) & (r2 > 256 / 6)).astype(np.uint8)
+np.save(os.path.join(HERE, "blobs32_mask.npy"), m3)
+case("blobs32_slic_mask", "blobs32_f32.npy", b32, dict(kw, n_segments=80, mask=m3.astype(bool)),
+     ["--n-segments", "80", "--compactness", "1", "--max-num-iter", "5", "--channel-axis", "none",
+      "--mask", "golden:blobs32_mask.npy"])
+
 with open(os.path.join(HERE, "MANIFEST.json"), "w") as f:
     json.dump(cases, f, indent=1)
 with open(os.path.join(HERE, "versions.txt"), "w") as f:

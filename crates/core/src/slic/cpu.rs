@@ -87,6 +87,9 @@ fn candidates(p: usize, a: &Axis) -> (usize, usize) {
 /// The k-means iterations; returns the raw labels (centre index or NONE)
 /// and the number of iterations run.
 pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
+    if prep.free_seeds.is_some() {
+        return kmeans_masked(prep);
+    }
     let [nz, ny, nx] = prep.dims;
     let nc = prep.nc;
     let g = &prep.grid;
@@ -97,8 +100,6 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
     let mut labels = vec![NONE; prep.n()];
     let [sz, sy, sx] = prep.spacing;
     let sw = prep.spatial_weight;
-    let scale = prep.scale();
-    let inv_scale = 2f32.powi(-prep.shift);
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
         iterations += 1;
@@ -152,54 +153,167 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
         if !changed {
             break;
         }
-        // Centres: exact sums of coordinates and fixed-point features.
-        let mut count = vec![0u64; k_total];
-        let mut sums = vec![0i64; k_total * (3 + nc)];
+        update_centres(
+            prep,
+            &labels,
+            &mut centres,
+            prep.slic_zero.then_some(&mut maxdist),
+        );
+    }
+    (labels, iterations)
+}
+
+/// The centres from the labels: exact sums of coordinates and fixed-point
+/// features (a centre without pixels dies); then SLICO's colour maxima.
+fn update_centres(
+    prep: &Prepared,
+    labels: &[u32],
+    centres: &mut [f32],
+    maxdist: Option<&mut Vec<f32>>,
+) {
+    let [_, ny, nx] = prep.dims;
+    let nc = prep.nc;
+    let stride = 4 + nc;
+    let k_total = prep.n_centres();
+    let scale = prep.scale();
+    let inv_scale = 2f32.powi(-prep.shift);
+    let mut count = vec![0u64; k_total];
+    let mut sums = vec![0i64; k_total * (3 + nc)];
+    for (i, &k) in labels.iter().enumerate() {
+        if k == NONE {
+            continue;
+        }
+        let k = k as usize;
+        let pos = [i / (ny * nx), (i / nx) % ny, i % nx];
+        count[k] += 1;
+        let s = &mut sums[k * (3 + nc)..(k + 1) * (3 + nc)];
+        for a in 0..3 {
+            s[a] += pos[a] as i64;
+        }
+        for c in 0..nc {
+            s[3 + c] += (prep.features[i * nc + c] * scale).round_ties_even() as i32 as i64;
+        }
+    }
+    for k in 0..k_total {
+        let c = &mut centres[k * stride..(k + 1) * stride];
+        if count[k] == 0 {
+            c[3] = 0.0;
+            continue;
+        }
+        let n = count[k] as f32;
+        let s = &sums[k * (3 + nc)..(k + 1) * (3 + nc)];
+        for a in 0..3 {
+            c[a] = sum_to_f32(s[a]) / n;
+        }
+        for ch in 0..nc {
+            c[4 + ch] = sum_to_f32(s[3 + ch]) / n * inv_scale;
+        }
+    }
+    if let Some(maxdist) = maxdist {
         for (i, &k) in labels.iter().enumerate() {
             if k == NONE {
                 continue;
             }
             let k = k as usize;
-            let pos = [i / (ny * nx), (i / nx) % ny, i % nx];
-            count[k] += 1;
-            let s = &mut sums[k * (3 + nc)..(k + 1) * (3 + nc)];
-            for a in 0..3 {
-                s[a] += pos[a] as i64;
-            }
-            for c in 0..nc {
-                s[3 + c] += (prep.features[i * nc + c] * scale).round_ties_even() as i32 as i64;
-            }
-        }
-        for k in 0..k_total {
-            let c = &mut centres[k * stride..(k + 1) * stride];
-            if count[k] == 0 {
-                c[3] = 0.0;
-                continue;
-            }
-            let n = count[k] as f32;
-            let s = &sums[k * (3 + nc)..(k + 1) * (3 + nc)];
-            for a in 0..3 {
-                c[a] = sum_to_f32(s[a]) / n;
-            }
-            for ch in 0..nc {
-                c[4 + ch] = sum_to_f32(s[3 + ch]) / n * inv_scale;
-            }
-        }
-        if prep.slic_zero {
-            for (i, &k) in labels.iter().enumerate() {
-                if k == NONE {
-                    continue;
-                }
-                let k = k as usize;
-                let c = &centres[k * stride..(k + 1) * stride];
-                let d = colour_distance(&prep.features[i * nc..(i + 1) * nc], &c[4..]);
-                if maxdist[k] < d {
-                    maxdist[k] = d;
-                }
+            let c = &centres[k * stride..(k + 1) * stride];
+            let d = colour_distance(&prep.features[i * nc..(i + 1) * nc], &c[4..]);
+            if maxdist[k] < d {
+                maxdist[k] = d;
             }
         }
     }
+}
+
+/// The k-means of a masked image, whose seeds lie anywhere
+/// (`Prepared::free_seeds`): skimage's position-only pass, then the full
+/// one from its centres. Each pass loops over the centres in index order
+/// and over the pixels of each one's window, as skimage's Cython loop
+/// does; a pixel takes a strictly smaller distance than it holds
+/// (infinity at first), so ties keep the lower index and NaN never wins,
+/// which the GPU's pixel-centric search (shaders/slic/cells.wgsl) gives
+/// in any order. Returns the raw labels and the second pass's iterations.
+fn kmeans_masked(prep: &Prepared) -> (Vec<u32>, usize) {
+    let mut centres = prep.seeds();
+    let mut maxdist = vec![1f32; prep.n_centres()];
+    let mut labels = vec![NONE; prep.n()];
+    masked_pass(prep, &mut centres, &mut maxdist, &mut labels, false);
+    labels.fill(NONE);
+    let iterations = masked_pass(prep, &mut centres, &mut maxdist, &mut labels, true);
     (labels, iterations)
+}
+
+/// One k-means pass of [`kmeans_masked`] (`colour` false: positions
+/// only, as skimage's `ignore_color`); returns its iterations.
+fn masked_pass(
+    prep: &Prepared,
+    centres: &mut [f32],
+    maxdist: &mut Vec<f32>,
+    labels: &mut [u32],
+    colour: bool,
+) -> usize {
+    let [nz, ny, nx] = prep.dims;
+    let nc = prep.nc;
+    let stride = 4 + nc;
+    let sp = prep.spacing;
+    let mask = prep.mask.as_deref();
+    let mut iterations = 0;
+    let mut dist = vec![f32::INFINITY; prep.n()];
+    let mut next = vec![NONE; prep.n()];
+    for _ in 0..prep.max_num_iter {
+        iterations += 1;
+        dist.fill(f32::INFINITY);
+        next.fill(NONE);
+        for k in 0..prep.n_centres() {
+            let c = &centres[k * stride..(k + 1) * stride];
+            if c[3] == 0.0 {
+                continue;
+            }
+            let [rz, ry, rx] =
+                [(0, nz), (1, ny), (2, nx)].map(|(a, n)| window(c[a], prep.win[a], n));
+            for z in rz.0..rz.1 {
+                for y in ry.0..ry.1 {
+                    for x in rx.0..rx.1 {
+                        let i = (z * ny + y) * nx + x;
+                        if mask.is_some_and(|m| !m[i]) {
+                            continue;
+                        }
+                        let d = if colour {
+                            let f = &prep.features[i * nc..(i + 1) * nc];
+                            let m = prep.slic_zero.then(|| maxdist[k]);
+                            distance([z, y, x], c, f, sp, prep.spatial_weight, m)
+                        } else {
+                            spatial_distance([z, y, x], c, sp, prep.spatial_weight)
+                        };
+                        if d < dist[i] {
+                            dist[i] = d;
+                            next[i] = k as u32;
+                        }
+                    }
+                }
+            }
+        }
+        let changed = next != labels;
+        labels.copy_from_slice(&next);
+        if !changed {
+            break;
+        }
+        update_centres(
+            prep,
+            labels,
+            centres,
+            (colour && prep.slic_zero).then_some(&mut *maxdist),
+        );
+    }
+    iterations
+}
+
+/// skimage's window along one axis: `trunc(max(c - 2·step, 0)) <= p <
+/// trunc(min(c + 2·step + 1, n))`, in f32 ([`in_window`]'s bounds).
+fn window(c: f32, win: usize, n: usize) -> (usize, usize) {
+    let two = (2 * win) as f32;
+    let lo = (c - two).max(0.0).trunc() as usize;
+    let hi = (c + two + 1.0).min(n as f32).trunc() as usize;
+    (lo, hi)
 }
 
 fn colour_distance(f: &[f32], c: &[f32]) -> f32 {
@@ -211,6 +325,16 @@ fn colour_distance(f: &[f32], c: &[f32]) -> f32 {
     d
 }
 
+/// skimage's spatial distance, `(dz² + dy² + dx²) · weight`.
+fn spatial_distance(p: [usize; 3], c: &[f32], s: [f32; 3], sw: f32) -> f32 {
+    let mut sq = [0f32; 3];
+    for a in 0..3 {
+        let d = s[a] * (c[a] - p[a] as f32);
+        sq[a] = d * d;
+    }
+    (sq[0] + sq[1] + sq[2]) * sw
+}
+
 /// skimage's distance in its order of operations.
 fn distance(
     p: [usize; 3],
@@ -220,12 +344,7 @@ fn distance(
     sw: f32,
     maxdist: Option<f32>,
 ) -> f32 {
-    let mut sq = [0f32; 3];
-    for a in 0..3 {
-        let d = s[a] * (c[a] - p[a] as f32);
-        sq[a] = d * d;
-    }
-    let mut dist = (sq[0] + sq[1] + sq[2]) * sw;
+    let mut dist = spatial_distance(p, c, s, sw);
     let mut colour = colour_distance(f, &c[4..]);
     if let Some(m) = maxdist {
         colour /= m;

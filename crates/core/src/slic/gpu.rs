@@ -3,8 +3,10 @@
 //! binding each, sharing the centres); `streamed` runs the k-means on
 //! volumes beyond the memory budget, `connect` the connectivity step
 //! (shaders/slic/connect.wgsl), `lab` the Lab conversion of 8-bit RGB
-//! (shaders/slic/lab.wgsl).
+//! (shaders/slic/lab.wgsl), `cells` the assignment of a masked image
+//! (shaders/slic/cells.wgsl).
 
+mod cells;
 mod connect;
 mod lab;
 mod streamed;
@@ -60,6 +62,9 @@ struct KParams {
     inv_scale: f32,
     ratio: f32,
     z0: u32,
+    cells_x: u32,
+    cells_y: u32,
+    cells_z: u32,
 }
 
 /// What [`run`] uploads: the prepared features, or the input from which
@@ -143,6 +148,9 @@ fn kparams(prep: &Prepared) -> KParams {
         inv_scale: 2f32.powi(-prep.shift),
         ratio: prep.ratio,
         z0: 0,
+        cells_x: prep.cells[2] as u32,
+        cells_y: prep.cells[1] as u32,
+        cells_z: prep.cells[0] as u32,
     }
 }
 
@@ -236,7 +244,20 @@ pub(super) async fn run(
         1
     };
     let refs: Vec<Vec<&wgpu::Buffer>> = r.binds.iter().map(|b| b.iter().collect()).collect();
-    let steps = iteration_steps(prep, &r.slabs, &refs, &kernels);
+    // A masked image: a position-only pass (`steps`), then the full one.
+    let cells = match prep.free_seeds {
+        Some(_) => Some(cells::Cells::new(gpu, prep, &mut bufs).await?),
+        None => None,
+    };
+    let cell_binds: Vec<[wgpu::Buffer; 10]> = cells
+        .iter()
+        .flat_map(|c| r.binds.iter().map(|b| c.bind(b)))
+        .collect();
+    let cell_refs: Vec<Vec<&wgpu::Buffer>> =
+        cell_binds.iter().map(|b| b.iter().collect()).collect();
+    let masked = |colour| cells.as_ref().map(|c| (c, &cell_refs[..], colour));
+    let steps = iteration_steps(prep, &r.slabs, &refs, &kernels, masked(false));
+    let colour_steps = iteration_steps(prep, &r.slabs, &refs, &kernels, masked(true));
     let first_count = per_submit.min(prep.max_num_iter);
     let record = || record_first(gpu, prep, input, &r, &refs, &kernels, &steps, first_count);
     let first = upload_input(gpu, prep, input, &r, record).await?;
@@ -257,8 +278,19 @@ pub(super) async fn run(
         per_submit,
         max: prep.max_num_iter,
     };
-    let (mut iterations, stopped, in_flight) =
-        batches.run((first, first_count), gpu_connect).await?;
+    let (mut iterations, stopped, in_flight) = if cells.is_some() {
+        // Batches of the first pass still in flight after its early stop
+        // repeat its fixed point: the second pass may follow them.
+        drop(batches.run((first, first_count), false).await?);
+        let colour = Batches {
+            steps: &colour_steps,
+            ..batches
+        };
+        let rec = cells::restart(&colour, &r, &refs, &kernels, prep, first_count)?;
+        colour.run((rec, first_count), gpu_connect).await?
+    } else {
+        batches.run((first, first_count), gpu_connect).await?
+    };
     gpu.host_done("slic k-means", clock);
     if gpu_connect {
         let clock = gpu.host_clock();
@@ -399,22 +431,34 @@ fn row_threads(prep: &Prepared, s: &Slab, lanes: usize) -> u64 {
 /// One iteration's dispatches: assign and accumulate over every slab,
 /// finalize (which counts the batch's iteration up on the GPU, so the
 /// iterations of a batch share these bind groups), then SLICO's colour
-/// maxima.
+/// maxima. A masked image bins its centres and assigns through the cells
+/// (`masked`; its position-only pass has no colour maxima).
 fn iteration_steps<'a>(
     prep: &Prepared,
     slabs: &[Slab],
     refs: &'a [Vec<&'a wgpu::Buffer>],
     kernels: &'a Kernels,
+    masked: cells::Masked<'a>,
 ) -> Vec<Step<'a>> {
     let mut steps: Vec<Step<'a>> = Vec::new();
-    for (s, refs) in slabs.iter().zip(refs) {
-        steps.push((&kernels.assign, refs, row_threads(prep, s, ASSIGN_LANES)));
+    match masked {
+        None => {
+            for (s, refs) in slabs.iter().zip(refs) {
+                steps.push((&kernels.assign, refs, row_threads(prep, s, ASSIGN_LANES)));
+            }
+        }
+        Some((c, cell_refs, colour)) => {
+            steps.push((&c.bin, &cell_refs[0], cells::BIN_THREADS));
+            for (s, refs) in slabs.iter().zip(cell_refs) {
+                steps.push((c.assign(colour), refs, s.n as u64));
+            }
+        }
     }
     for (s, refs) in slabs.iter().zip(refs) {
         steps.push((&kernels.accumulate, refs, row_threads(prep, s, 1)));
     }
     steps.push((&kernels.finalize, &refs[0], prep.n_centres() as u64));
-    if prep.slic_zero {
+    if prep.slic_zero && masked.is_none_or(|(_, _, colour)| colour) {
         for (s, refs) in slabs.iter().zip(refs) {
             steps.push((&kernels.colour_max, refs, row_threads(prep, s, 1)));
         }
@@ -725,7 +769,10 @@ mod wgsl_layouts {
             scale,
             inv_scale,
             ratio,
-            z0
+            z0,
+            cells_x,
+            cells_y,
+            cells_z
         ]
     );
 }

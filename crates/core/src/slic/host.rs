@@ -1,10 +1,13 @@
 //! Production host code of SLIC: the features and seeds prepared as
 //! skimage.segmentation.slic prepares them before its Cython loop, and the
 //! final labels from the k-means labels (`connect`: the connectivity step
-//! on the host, for volumes whose k-means ran beyond one binding).
+//! on the host, for volumes whose k-means ran beyond one binding;
+//! `mask_seeds`: the seeds of a masked image, scikit-image's
+//! `_get_mask_centroids`).
 
 mod colour;
 mod connect;
+mod mask_seeds;
 
 pub use connect::connect;
 
@@ -30,7 +33,15 @@ pub(crate) struct Prepared {
     /// Pixel-major features (nc per pixel), already divided by compactness.
     pub features: Vec<f32>,
     pub mask: Option<Vec<bool>>,
+    /// The seed grid; with a mask (`free_seeds`), one row of all the
+    /// centres ([1, 1, K]), which only sizes kmeans.wgsl's ranges.
     pub grid: [Axis; 3],
+    /// A masked image's seeds (z, y, x) from `mask_seeds`, anywhere: the
+    /// k-means runs a position-only pass first (skimage's
+    /// `update_centroids`) and finds the centres near a pixel through
+    /// cells of the window step (`cells`, counts per axis).
+    pub free_seeds: Option<Vec<[f32; 3]>>,
+    pub cells: [usize; 3],
     /// skimage's integer window half-widths / 2 (`step_z, step_y, step_x`).
     pub win: [usize; 3],
     pub spacing: [f32; 3],
@@ -57,7 +68,10 @@ impl Prepared {
         self.dims.iter().product()
     }
     pub fn n_centres(&self) -> usize {
-        self.grid.iter().map(|a| a.count).product()
+        match &self.free_seeds {
+            Some(s) => s.len(),
+            None => self.grid.iter().map(|a| a.count).product(),
+        }
     }
     /// Initial centres: seed positions, features zero (as skimage), as
     /// (z, y, x, alive, features) per centre.
@@ -71,11 +85,18 @@ impl Prepared {
         c
     }
 
-    /// Calls `f(k, [z, y, x], alive)` for each seed, in index order: alive
-    /// unless outside the mask. A dead centre's z is DEAD_Z, which no
-    /// window holds (the GPU's `assign` tests the z window instead of
-    /// loading a flag).
+    /// Calls `f(k, [z, y, x], alive)` for each seed, in index order: the
+    /// grid's seeds (no mask) all live; a masked image's free seeds are
+    /// dead only where they can win no pixel (`mask_seeds::seeds`). A dead
+    /// centre's z is DEAD_Z, which no window holds (the GPU's `assign`
+    /// tests the z window instead of loading a flag).
     pub(crate) fn each_seed(&self, mut f: impl FnMut(usize, [f32; 3], bool)) {
+        if let Some(seeds) = &self.free_seeds {
+            for (k, &zyx) in seeds.iter().enumerate() {
+                f(k, zyx, zyx[0] != DEAD_Z);
+            }
+            return;
+        }
         let g = &self.grid;
         let mut k = 0;
         for iz in 0..g[0].count {
@@ -84,12 +105,7 @@ impl Prepared {
                 let y = g[1].start + iy * g[1].step;
                 for ix in 0..g[2].count {
                     let x = g[2].start + ix * g[2].step;
-                    let alive = self
-                        .mask
-                        .as_ref()
-                        .is_none_or(|m| m[(z * self.dims[1] + y) * self.dims[2] + x]);
-                    let zf = if alive { z as f32 } else { DEAD_Z };
-                    f(k, [zf, y as f32, x as f32], alive);
+                    f(k, [z as f32, y as f32, x as f32], true);
                     k += 1;
                 }
             }
@@ -300,7 +316,26 @@ pub(crate) fn prepare(
     let in_mask = mask
         .as_ref()
         .map_or(n, |m| m.iter().filter(|&&v| v).count());
-    let (grid, win, spatial_weight) = seed_grid(dims, n, in_mask, p.n_segments)?;
+    let (grid, win, spatial_weight, free_seeds) = match &mask {
+        Some(m) => {
+            let s = mask_seeds::seeds(m, dims, p.n_segments, p.channel_axis.is_some());
+            let one = Axis {
+                start: 0,
+                step: 1,
+                count: 1,
+            };
+            let row = Axis {
+                count: s.zyx.len(),
+                ..one
+            };
+            ([one, one, row], s.win, s.spatial_weight, Some(s.zyx))
+        }
+        None => {
+            let (grid, win, sw) = seed_grid(dims, p.n_segments)?;
+            (grid, win, sw, None)
+        }
+    };
+    let cells = [0, 1, 2].map(|a| dims[a].div_ceil(win[a]));
     let features: Vec<f32> = if let Some(f) = colour.rgb8_features {
         f
     } else if gpu_rescale {
@@ -323,6 +358,8 @@ pub(crate) fn prepare(
         features,
         mask,
         grid,
+        free_seeds,
+        cells,
         win,
         spacing: spacing.map(|v| v as f32),
         spatial_weight,
@@ -337,14 +374,8 @@ pub(crate) fn prepare(
         min_size: 0,
         out_shape: spatial,
     };
-    let alive = if prep.mask.is_none() {
-        prep.n_centres()
-    } else {
-        let mut alive = 0;
-        prep.each_seed(|_, _, a| alive += usize::from(a));
-        alive
-    };
-    let segment_size = in_mask as f64 / alive.max(1) as f64;
+    // skimage: the mask's (or image's) pixels over the number of centres.
+    let segment_size = in_mask as f64 / prep.n_centres().max(1) as f64;
     prep.min_size = (p.min_size_factor * segment_size) as usize;
     Ok(prep)
 }
@@ -627,22 +658,10 @@ fn smooth(img: &mut [f64], nc: usize, dims: [usize; 3], sigma: [f64; 3]) -> Resu
     Ok(())
 }
 
-/// The seed grid, skimage's window half-widths and its spatial weight.
-/// skimage seeds with regular_grid(n_segments); with a mask it seeds by
-/// k-means on the mask's pixels (numpy's random generator): here the grid
-/// for n_segments·N/|mask| seeds, of which those inside the mask live.
-fn seed_grid(
-    dims: [usize; 3],
-    n: usize,
-    in_mask: usize,
-    n_segments: usize,
-) -> Result<([Axis; 3], [usize; 3], f32)> {
-    let wanted = if in_mask == n {
-        n_segments
-    } else {
-        ((n_segments as f64) * n as f64 / in_mask as f64).round() as usize
-    };
-    let g = regular_grid(dims, wanted);
+/// The seed grid of an image without mask (skimage's regular_grid of
+/// n_segments), skimage's window half-widths and its spatial weight.
+fn seed_grid(dims: [usize; 3], n_segments: usize) -> Result<([Axis; 3], [usize; 3], f32)> {
+    let g = regular_grid(dims, n_segments);
     let grid = [0, 1, 2].map(|a| Axis {
         start: g[a].0,
         step: g[a].1,

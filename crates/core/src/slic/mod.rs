@@ -6,12 +6,16 @@
 //! - `host.rs`: production host code: the features prepared exactly as
 //!   skimage does (rescale to [0, 1] ignoring masked pixels, Lab for RGB,
 //!   Gaussian smoothing, scaling by 1/compactness) and the seed grid
-//!   (`regular_grid`); `host/connect.rs`: the connectivity step on the host
-//!   for volumes beyond one binding;
+//!   (`regular_grid`); `host/mask_seeds.rs`: a masked image's seeds,
+//!   scikit-image's `_get_mask_centroids` bit for bit (numpy's legacy
+//!   MT19937, scipy's kmeans2); `host/connect.rs`: the connectivity step on
+//!   the host for volumes beyond one binding;
 //! - `gpu.rs`: the k-means iterations (shaders/slic/kmeans.wgsl; in resident
 //!   z-slabs sharing the centres when the features exceed one binding,
 //!   `gpu/streamed.rs`: streamed z-slabs when they exceed the memory
-//!   budget), `gpu/connect.rs`: the connectivity step
+//!   budget), `gpu/cells.rs`: a masked image's assignment through cells
+//!   of its free seeds (shaders/slic/cells.wgsl), `gpu/connect.rs`: the
+//!   connectivity step
 //!   (shaders/slic/connect.wgsl) and `gpu/lab.rs`: Lab from 8-bit RGB
 //!   (shaders/slic/lab.wgsl);
 //! - `cpu.rs`: the twin, called only by tests and `--cpu`: the same f32
@@ -25,6 +29,12 @@
 //!   ±2·step windows) and applies skimage's window test to each; ties go
 //!   to the lower index. This is skimage's answer unless a centre drifts
 //!   more than about half a step from its seed.
+//! - A masked image is seeded as skimage seeds it (k-means of the mask's
+//!   coordinates, anywhere in the mask) and runs skimage's position-only
+//!   pass before the full one; its centres are binned into cells of the
+//!   window step every iteration and a pixel tests the centres of every
+//!   cell its windows can reach, so no centre is missed however far it
+//!   drifts.
 //! - Centres are means of exact integer sums (coordinates) and 64-bit
 //!   fixed-point sums (features, 2^-k with |feature|·2^k ≤ 2^30), so they do
 //!   not depend on the order of atomics.

@@ -2,6 +2,7 @@
 //! the host and every iteration streams it through one set of slab
 //! buffers.
 
+use super::cells::{BIN_THREADS, Cells};
 use super::{Buffers, gpu_centres, gpu_stride, kparams, mask_bits, maxdist_buffer, slab_params};
 use crate::engine::Gpu;
 use crate::error::{Error, Result};
@@ -13,6 +14,8 @@ use crate::slic::{NONE, Segments};
 /// z-slabs sized from the memory budget through one set of slab buffers
 /// (features and current labels up, labels down); the centres and their
 /// sums stay on the device. The connectivity step then runs on the host.
+/// A masked image runs its position-only pass first and assigns through
+/// the cells of its free seeds (gpu/cells.rs), as the resident path does.
 pub(in crate::slic) async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<Segments> {
     let n = prep.n();
     let k = prep.n_centres();
@@ -87,6 +90,10 @@ pub(in crate::slic) async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<
     let finalize = gpu.pipeline(Shader::SlicKmeans, "finalize")?;
     let colour_max = gpu.pipeline(Shader::SlicKmeans, "colour_max")?;
     let init = gpu.pipeline(Shader::SlicKmeans, "init")?;
+    let cells = match prep.free_seeds {
+        Some(_) => Some(Cells::new(gpu, prep, &mut bufs).await?),
+        None => None,
+    };
     {
         // Sums to 0 (the slab's labels are uploaded before every use).
         let b = bound(0);
@@ -97,37 +104,61 @@ pub(in crate::slic) async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<
     }
     let mut host = vec![NONE; n];
     let mut iterations = 0;
-    for _ in 0..prep.max_num_iter {
-        gpu.upload(&changed, &[0u8; 20]);
-        for (i, &(z0, m)) in slabs.iter().enumerate() {
-            load(i, &host);
-            let b = bound(i);
-            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-            let mut rec = gpu.recorder();
-            rec.dispatch(&assign, &refs, m as u64)?;
-            rec.dispatch(&accumulate, &refs, m as u64)?;
-            rec.submit().await?;
-            let got: Vec<u32> = gpu.read_vec(&labels, m).await?;
-            host[z0 * plane..z0 * plane + m].copy_from_slice(&got);
-        }
-        let b = bound(0);
-        let refs: Vec<&wgpu::Buffer> = b.iter().collect();
-        let mut rec = gpu.recorder();
-        rec.dispatch(&finalize, &refs, k as u64)?;
-        rec.submit().await?;
-        if prep.slic_zero {
-            for (i, &(_, m)) in slabs.iter().enumerate() {
+    // A masked image: skimage's position-only pass, then the full one.
+    let passes: &[bool] = if cells.is_some() {
+        &[false, true]
+    } else {
+        &[true]
+    };
+    for &colour in passes {
+        host.fill(NONE);
+        iterations = 0;
+        for _ in 0..prep.max_num_iter {
+            gpu.upload(&changed, &[0u8; 20]);
+            if let Some(c) = &cells {
+                let b = c.bind(&bound(0));
+                let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+                let mut rec = gpu.recorder();
+                rec.dispatch(&c.bin, &refs, BIN_THREADS)?;
+                rec.submit().await?;
+            }
+            for (i, &(z0, m)) in slabs.iter().enumerate() {
                 load(i, &host);
                 let b = bound(i);
                 let refs: Vec<&wgpu::Buffer> = b.iter().collect();
                 let mut rec = gpu.recorder();
-                rec.dispatch(&colour_max, &refs, m as u64)?;
+                match &cells {
+                    Some(c) => {
+                        let with_cells = c.bind(&b);
+                        let cell_refs: Vec<&wgpu::Buffer> = with_cells.iter().collect();
+                        rec.dispatch(c.assign(colour), &cell_refs, m as u64)?;
+                    }
+                    None => rec.dispatch(&assign, &refs, m as u64)?,
+                }
+                rec.dispatch(&accumulate, &refs, m as u64)?;
                 rec.submit().await?;
+                let got: Vec<u32> = gpu.read_vec(&labels, m).await?;
+                host[z0 * plane..z0 * plane + m].copy_from_slice(&got);
             }
-        }
-        iterations += 1;
-        if gpu.read(&changed, 20).await?[16..] == [0u8; 4] {
-            break;
+            let b = bound(0);
+            let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+            let mut rec = gpu.recorder();
+            rec.dispatch(&finalize, &refs, k as u64)?;
+            rec.submit().await?;
+            if prep.slic_zero && colour {
+                for (i, &(_, m)) in slabs.iter().enumerate() {
+                    load(i, &host);
+                    let b = bound(i);
+                    let refs: Vec<&wgpu::Buffer> = b.iter().collect();
+                    let mut rec = gpu.recorder();
+                    rec.dispatch(&colour_max, &refs, m as u64)?;
+                    rec.submit().await?;
+                }
+            }
+            iterations += 1;
+            if gpu.read(&changed, 20).await?[16..] == [0u8; 4] {
+                break;
+            }
         }
     }
     Ok(host::segments(host, prep, iterations))
