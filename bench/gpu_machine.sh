@@ -9,6 +9,7 @@
 #   bash bench/gpu_machine.sh slic      # slic-3d-L, slic-2d-rgb
 #   bash bench/gpu_machine.sh spots     # spots-eiger, spots-series, spots-series-disk
 #   bash bench/gpu_machine.sh labelstream  # label-stream (disk to disk)
+#   bash bench/gpu_machine.sh decode    # bitshuffle-LZ4 frames decoded on the GPU
 set -uo pipefail
 OUT=${OUT:?set OUT}
 G=.device/gpuscope
@@ -23,7 +24,7 @@ $G bench --only gauss-2 --repeat 3 >/dev/null 2>&1
 for part in "$@"; do
   case $part in
     filters)
-      $G bench --only median-3,median-7,gauss-2,conv-gauss15,median-stack,median-stack-into,outliers-stack,stack-roundtrip,host-memory \
+      $G bench --only copy-2048-wgsl,median-3,median-7,gauss-2,conv-gauss15,median-stack,median-stack-into,outliers-stack,stack-roundtrip,host-memory \
         --repeat 7 --json $OUT/ours_filters.json >/dev/null
       OUT=$OUT python3 bench/peers_filters.py >/dev/null ;;
     segment)
@@ -42,6 +43,8 @@ for part in "$@"; do
     spots)
       python3 bench/spots_peers.py --gpuscope $G --data .device/data --tools .device/tools \
         --out $OUT --frames 200 --repeat 7 >/dev/null ;;
+    decode)
+      $G bench --only decode --repeat 7 --json $OUT/ours_decode.json >/dev/null ;;
     labelstream)
       $G bench --only label-stream --repeat 3 --json $OUT/ours_label_stream.json >/dev/null
       python3 bench/label_stream_peers.py --gpuscope $G --planes 128 --budget 256M --repeat 3 \
