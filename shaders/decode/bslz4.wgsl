@@ -15,7 +15,9 @@ struct Params {
     entries: u32,
     // Bytes per element: 1, 2, 4 or 8.
     elem: u32,
-    _pad0: u32,
+    // 4-byte elements above this become 0xffffffff (-1 as int32: the
+    // count cutoff of a detector series); 0xffffffff: none.
+    cutoff: u32,
     _pad1: u32,
 }
 
@@ -247,6 +249,11 @@ fn lz4_block(src: u32, len: u32, base: u32, cap: u32) -> u32 {
     return 0u;
 }
 
+// A 4-byte element through the count cutoff.
+fn cut(v: u32) -> u32 {
+    return select(v, 0xffffffffu, v > params.cutoff);
+}
+
 // Raw bytes copied word by word (the tail of a chunk: under 8 elements);
 // a last partial word is padded with zeros.
 fn copy_raw(e: Entry, len: u32) {
@@ -258,6 +265,9 @@ fn copy_raw(e: Entry, len: u32) {
             if (k < len) {
                 v = v | (in_byte(e.src + k) << (8u * t));
             }
+        }
+        if (params.elem == 4u) {
+            v = cut(v);
         }
         output[min(e.dst / 4u + w, arrayLength(&output) - 1u)] = v;
     }
@@ -319,6 +329,9 @@ fn unshuffle_group(base: u32, row: u32, g: u32, out: u32) {
             let m = q / elem;
             let half = select(bytes[q % elem].x, bytes[q % elem].y, m >= 4u);
             v = v | (((half >> (8u * (m & 3u))) & 0xffu) << (8u * t));
+        }
+        if (elem == 4u) {
+            v = cut(v);
         }
         output[min(out + w, limit - 1u)] = v;
     }

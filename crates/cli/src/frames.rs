@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::SyncSender;
 
-use gpuscope_core::spots::FrameBatch;
+use gpuscope_core::spots::{CompressedFrames, FrameBatch};
 use gpuscope_io::{Array, ArrayData};
 
 use crate::common::{CliResult, Failure};
@@ -37,6 +37,9 @@ pub struct FrameSource {
     window: Range<usize>,
     /// Counts above this are masked (a NeXus file's count cutoff).
     cutoff: Option<i64>,
+    /// Hand out bitshuffle-LZ4 frames of uint32 counts (an Eiger series)
+    /// compressed, for the GPU to decode.
+    compressed: bool,
 }
 
 /// One frame's counts, packed as read.
@@ -51,6 +54,7 @@ enum Packed {
     U16,
     U32,
     I32,
+    Compressed,
 }
 
 fn name(path: &Path) -> String {
@@ -111,6 +115,7 @@ impl FrameSource {
             first: Some(first),
             window: 0..total,
             cutoff: None,
+            compressed: false,
         })
     }
 
@@ -119,6 +124,31 @@ impl FrameSource {
     pub fn with_cutoff(mut self, cutoff: Option<i64>) -> FrameSource {
         self.cutoff = cutoff;
         self
+    }
+
+    /// Hands out the frames of bitshuffle-LZ4 HDF5 stacks of uint32 counts
+    /// (Eiger series) still compressed when `on`, for the GPU to decode;
+    /// other inputs, and a count cutoff below 0, are read as before. Set
+    /// after [`FrameSource::with_cutoff`]. Returns whether any input is
+    /// handed out compressed.
+    pub fn with_compressed_frames(mut self, on: bool) -> CliResult<(FrameSource, bool)> {
+        let cutoff_ok = self.cutoff.is_none_or(|c| c >= 0);
+        let mut any = false;
+        if on && cutoff_ok {
+            for (i, (path, kind)) in self.inputs.iter().enumerate() {
+                if let Kind::Stack(_) = kind
+                    && StackReader::open(path)?.is_some_and(|r| r.has_bslz4_u32_frames())
+                {
+                    any = true;
+                    if i == 0 {
+                        // Frame 0 compressed too, not the one read for the shape.
+                        self.first = None;
+                    }
+                }
+            }
+        }
+        self.compressed = any;
+        Ok((self, any))
     }
 
     /// The series index of the first frame handed out.
@@ -137,6 +167,7 @@ impl FrameSource {
             first: self.first.clone().filter(|_| frames.start == 0),
             window: frames.start.min(self.total)..frames.end.min(self.total),
             cutoff: self.cutoff,
+            compressed: self.compressed,
         }
     }
 
@@ -276,6 +307,18 @@ impl FrameSource {
                             }
                             z = 1;
                         }
+                        while self.compressed
+                            && z < hi
+                            && reader.has_bslz4_u32_frames()
+                            && let Some(f) = self
+                                .compressed_batch(&mut reader, z, group.max(1).min(hi - z))
+                                .map_err(|Failure(m)| at_frame(m, path, z))?
+                        {
+                            z += f.batch.len() / (self.shape[0] * self.shape[1]);
+                            if !each(f) {
+                                return Ok(false);
+                            }
+                        }
                         // Native-order u16/u32/i32 .npy: whole batches read
                         // straight into the frames' memory (one copy, parallel
                         // reads) instead of one decoded frame at a time. (A
@@ -314,6 +357,30 @@ impl FrameSource {
             }
         }
         Ok(true)
+    }
+
+    /// `count` frames from `z` as their chunks (None where one is stored
+    /// unfiltered: those are read decoded). The count cutoff goes with
+    /// them: a cutoff at or above 2^31 - 1 leaves uint32 counts as they
+    /// are, as [`cut`] does.
+    fn compressed_batch(
+        &self,
+        reader: &mut StackReader,
+        z: usize,
+        count: usize,
+    ) -> CliResult<Option<Frame>> {
+        let Some(chunks) = reader.read_chunks(z, count)? else {
+            return Ok(None);
+        };
+        let cutoff = self
+            .cutoff
+            .filter(|&c| c < i64::from(i32::MAX))
+            .map(|c| c as u32);
+        let frames = CompressedFrames::new(chunks, self.shape[0] * self.shape[1], cutoff)?;
+        Ok(Some(Frame {
+            batch: FrameBatch::Compressed(frames),
+            dtype: Packed::Compressed,
+        }))
     }
 
     /// One 2-D file's frame.
@@ -457,6 +524,7 @@ fn append(to: &mut FrameBatch, more: FrameBatch) {
         (FrameBatch::U16(a), FrameBatch::U16(b)) => a.extend(b),
         (FrameBatch::U32(a), FrameBatch::U32(b)) => a.extend(b),
         (FrameBatch::I32(a), FrameBatch::I32(b)) => a.extend(b),
+        (FrameBatch::Compressed(a), FrameBatch::Compressed(b)) => a.append(b),
         // Batches are cut where the dtype changes: never reached.
         _ => {}
     }

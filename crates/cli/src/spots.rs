@@ -73,6 +73,12 @@ pub struct SpotsCmd {
     /// budget otherwise).
     #[arg(long, hide = true)]
     pub batch_frames: Option<usize>,
+    /// Where bitshuffle-LZ4 HDF5 frames of uint32 counts (an Eiger series)
+    /// are decoded: host (the decoded frames cross the bus) or gpu (the
+    /// compressed chunks cross it and the GPU decodes them). Other inputs
+    /// are read as with host.
+    #[arg(long, default_value = "host", value_parser = ["host", "gpu"])]
+    pub decode: String,
 }
 
 /// Half-widths as the command line writes them: `3,3`.
@@ -225,7 +231,9 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
         !args.no_pixel_mask,
         !args.no_count_cutoff,
     )?;
-    let source = source.with_cutoff(cutoff);
+    let (source, compressed) = source
+        .with_cutoff(cutoff)
+        .with_compressed_frames(args.decode == "gpu")?;
     let mut signal = match &args.signal {
         None => None,
         Some(path) if nz == 1 && !source.any_stack() => {
@@ -306,6 +314,7 @@ pub fn spots_cmd(cli: &Cli, args: &SpotsCmd) -> CliResult {
             "frames_per_second": nz as f64 / seconds.max(1e-9),
             "device": engine.name(), "backend": engine.backend(),
             "batch_frames": batch_frames,
+            "frames_decoded_on_gpu": compressed && gpu.is_some(),
         });
         if let Some(ms) = engine.kernel_ms() {
             summary["kernel_ms"] = json!(ms);

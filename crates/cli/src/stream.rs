@@ -76,6 +76,28 @@ impl StackReader {
         }
     }
 
+    /// Whether frames can be handed out as their bitshuffle-LZ4 chunks of
+    /// uint32 counts ([`StackReader::read_chunks`]): an Eiger series.
+    pub fn has_bslz4_u32_frames(&self) -> bool {
+        matches!(self, StackReader::Hdf5(r) if r.frames_are_bslz4_chunks() && r.dtype() == DType::U32)
+    }
+
+    /// Frames `z0..z0 + nz` as their bitshuffle-LZ4 chunks, still
+    /// compressed; None when the file skipped the filter for one of them.
+    pub fn read_chunks(&mut self, z0: usize, nz: usize) -> CliResult<Option<Vec<Vec<u8>>>> {
+        let StackReader::Hdf5(r) = self else {
+            return Err(Failure("only HDF5 frames are read as chunks".into()));
+        };
+        let mut chunks = Vec::with_capacity(nz);
+        for z in z0..z0 + nz {
+            match r.read_frame_chunk(z)? {
+                Some(c) => chunks.push(c),
+                None => return Ok(None),
+            }
+        }
+        Ok(Some(chunks))
+    }
+
     pub fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
         Ok(match self {
             StackReader::Npy(r) => r.read_slab(z0, nz)?,

@@ -261,6 +261,68 @@ fn spots_on_the_eiger_master_equal_the_cbf_frames() {
     assert_eq!(v["n_frames"], 3);
 }
 
+/// `--decode gpu`: the Eiger chunks cross to the GPU compressed and are
+/// decoded there. The table and the strong pixels equal those of the
+/// frames decoded on the host, with the count cutoff and without, in 3-D,
+/// in batches of two frames, on the CPU reference and over two contexts;
+/// a damaged chunk is a one-line error naming its frame.
+#[test]
+fn spots_with_frames_decoded_on_the_gpu_equal_the_host_decoded() {
+    let dir = scratch("hdf5_gpu_decode");
+    let master = fixture("eiger_master.h5");
+    let run = |extra: &[&str], decode: &str| -> (String, Vec<u8>, Value) {
+        let out = s(&dir.join(format!("{decode}.csv")));
+        let sig = s(&dir.join(format!("{decode}_signal.npy")));
+        let mut args = vec!["spots", &master, "--out", &out, "--signal", &sig, "--json"];
+        args.extend(extra);
+        args.extend(["--decode", decode]);
+        let v = json(&args);
+        (
+            std::fs::read_to_string(&out).unwrap(),
+            std::fs::read(&sig).unwrap(),
+            v,
+        )
+    };
+    let cases: [&[&str]; 5] = [
+        &[],
+        &["--no-count-cutoff"],
+        &["--3d"],
+        &["--batch-frames", "2"],
+        &["--cpu"],
+    ];
+    for extra in cases {
+        let (host, host_sig, host_v) = run(extra, "host");
+        let (gpu, gpu_sig, gpu_v) = run(extra, "gpu");
+        assert!(
+            host_v["n_spots"].as_u64().unwrap() > 0,
+            "{extra:?}: {host_v}"
+        );
+        assert_eq!(host, gpu, "{extra:?}");
+        assert_eq!(host_sig, gpu_sig, "{extra:?}");
+        assert_eq!(host_v["frames_decoded_on_gpu"], false, "{extra:?}");
+        let on_gpu = !extra.contains(&"--cpu");
+        assert_eq!(gpu_v["frames_decoded_on_gpu"], on_gpu, "{extra:?}");
+    }
+    let (host, _, _) = run(&[], "host");
+    let out = s(&dir.join("two.csv"));
+    ok(&[
+        "spots",
+        &master,
+        "--out",
+        &out,
+        "--adapters",
+        TWO,
+        "--decode",
+        "gpu",
+    ]);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), host);
+    let broken = format!("{}::/data", fixture("broken_filter.h5"));
+    fails(
+        &["spots", &broken, "--decode", "gpu"],
+        "frame 1: a damaged bitshuffle-LZ4 chunk",
+    );
+}
+
 #[test]
 fn damaged_hdf5_inputs_are_one_line_errors() {
     let dir = scratch("hdf5_damaged");

@@ -75,6 +75,31 @@ fn eiger_master_reads_the_linked_series() {
     assert_eq!(one.to_f64_vec(), want.to_f64_vec()[3 * 160 * 192..]);
 }
 
+/// The direct chunk read: an Eiger series hands out every frame as its
+/// stored chunk (bitshuffle-LZ4: the header declares the frame's bytes);
+/// a deflate dataset does not.
+#[test]
+fn eiger_frames_as_their_stored_chunks() {
+    let mut s = Hdf5Stack::open(&h5("eiger_master.h5")).unwrap();
+    assert!(s.frames_are_bslz4_chunks());
+    let frame_bytes = (160 * 192 * 4) as u64;
+    for z in 0..6 {
+        let c = s.read_frame_chunk(z).unwrap().expect("a filtered chunk");
+        assert!(
+            c.len() < frame_bytes as usize / 2,
+            "frame {z}: {} bytes",
+            c.len()
+        );
+        assert_eq!(u64::from_be_bytes(c[..8].try_into().unwrap()), frame_bytes);
+        assert_eq!(u32::from_be_bytes(c[8..12].try_into().unwrap()), 8192);
+    }
+    let e = s.read_frame_chunk(6).unwrap_err().to_string();
+    assert!(e.contains("frame 6"), "{e}");
+    let mut d = Hdf5Stack::open(&format!("{}::/scan/volume", h5("deflate.h5"))).unwrap();
+    assert!(!d.frames_are_bslz4_chunks());
+    assert!(d.read_frame_chunk(0).is_err());
+}
+
 #[test]
 fn eiger_frames_are_the_cbf_windows() {
     let want = expected("eiger_data");

@@ -14,7 +14,7 @@ use crate::shaders::Shader;
 struct Params {
     entries: u32,
     elem: u32,
-    _pad0: u32,
+    cutoff: u32,
     _pad1: u32,
 }
 
@@ -49,6 +49,9 @@ const CODES: [(u32, &str); 5] = [
     (8, "the LZ4 stream ends before the block is filled"),
     (16, "a block outside the buffers or the kernel's limits"),
 ];
+
+/// `Params::cutoff` when counts are not cut.
+const NO_CUTOFF: u32 = u32::MAX;
 
 /// The status words before a decode: no failure, no lowest failed entry.
 const STATUS_CLEAR: [u32; 4] = [0, u32::MAX, 0, 0];
@@ -149,6 +152,15 @@ impl Plan {
     }
 }
 
+/// How a [`Resident`] is made: chunk numbers for messages, whether it has
+/// an output buffer of its own, the count cutoff.
+struct How {
+    first: usize,
+    several: bool,
+    own_output: bool,
+    cutoff: Option<u32>,
+}
+
 /// Compressed chunks resident on the device with their block table, and
 /// the buffer they decode into: decode them as often as asked
 /// ([`Resident::run`], the benchmark's loop), read them back
@@ -159,7 +171,8 @@ pub struct Resident {
     status: wgpu::Buffer,
     params: wgpu::Buffer,
     scratch: Option<wgpu::Buffer>,
-    output: wgpu::Buffer,
+    /// None: the caller's buffer ([`Resident::record_to`]).
+    output: Option<wgpu::Buffer>,
     entries: u32,
     origin: Vec<(usize, usize)>,
     placed: Vec<(usize, usize)>,
@@ -171,16 +184,41 @@ impl Resident {
     /// block table. `limit` bounds the decoded size a chunk header may
     /// declare. Every size is checked here, before anything runs.
     pub async fn new(gpu: &Gpu, chunks: &[&[u8]], elem: usize, limit: usize) -> Result<Resident> {
-        Self::numbered(gpu, chunks, (0, chunks.len() > 1), elem, limit).await
+        let how = How {
+            first: 0,
+            several: chunks.len() > 1,
+            own_output: true,
+            cutoff: None,
+        };
+        Self::with(gpu, chunks, how, elem, limit).await
     }
 
-    async fn numbered(
+    /// One frame's chunk of 4-byte counts, to be decoded into the caller's
+    /// buffer ([`Resident::record_to`]) with counts above `cutoff` set to
+    /// 0xffffffff (-1 as int32).
+    pub(crate) async fn frame(
+        gpu: &Gpu,
+        chunk: &[u8],
+        limit: usize,
+        cutoff: Option<u32>,
+    ) -> Result<Resident> {
+        let how = How {
+            first: 0,
+            several: false,
+            own_output: false,
+            cutoff,
+        };
+        Self::with(gpu, &[chunk], how, 4, limit).await
+    }
+
+    async fn with(
         gpu: &Gpu,
         chunks: &[&[u8]],
-        (first, several): (usize, bool),
+        how: How,
         elem: usize,
         limit: usize,
     ) -> Result<Resident> {
+        let (first, several) = (how.first, how.several);
         let plan = Plan::new(chunks, (first, several), elem, limit)?;
         let table_bytes = std::mem::size_of_val(plan.entries.as_slice()) as u64;
         let biggest = (plan.input.len() as u64)
@@ -203,7 +241,10 @@ impl Resident {
             let input = take(plan.input.len() as u64, "bslz4 input").await?;
             let table = take(table_bytes, "bslz4 table").await?;
             let status = take(16, "bslz4 status").await?;
-            let output = take(plan.output_bytes as u64, "bslz4 output").await?;
+            let output = match how.own_output {
+                true => Some(take(plan.output_bytes as u64, "bslz4 output").await?),
+                false => None,
+            };
             let scratch = match plan.large {
                 true => Some(take(plan.output_bytes as u64, "bslz4 scratch").await?),
                 false => None,
@@ -226,7 +267,7 @@ impl Resident {
         let params = gpu.uniform(&Params {
             entries,
             elem: elem as u32,
-            _pad0: 0,
+            cutoff: how.cutoff.unwrap_or(NO_CUTOFF),
             _pad1: 0,
         });
         Ok(Resident {
@@ -251,13 +292,22 @@ impl Resident {
 
     /// Records one decode of every chunk into the output buffer.
     pub(crate) fn record(&self, gpu: &Gpu, rec: &mut Recorder<'_>) -> Result<()> {
-        let mut buffers = vec![
-            &self.params,
-            &self.input,
-            &self.table,
-            &self.output,
-            &self.status,
-        ];
+        let output = self
+            .output
+            .as_ref()
+            .ok_or_else(|| Error::Device("a decode without its output buffer".into()))?;
+        self.record_to(gpu, rec, output)
+    }
+
+    /// Records one decode of every chunk into `output` (at least as large
+    /// as the decoded chunks, laid out as [`Resident::decoded`] says).
+    pub(crate) fn record_to(
+        &self,
+        gpu: &Gpu,
+        rec: &mut Recorder<'_>,
+        output: &wgpu::Buffer,
+    ) -> Result<()> {
+        let mut buffers = vec![&self.params, &self.input, &self.table, output, &self.status];
         let shader = match &self.scratch {
             Some(s) => {
                 buffers.push(s);
@@ -275,21 +325,9 @@ impl Resident {
     /// The status words read back: an error naming the first damaged block
     /// when the kernel flagged any.
     pub(crate) fn check_status(&self, status: &[u8]) -> Result<()> {
-        let words: Vec<u32> = status
-            .chunks_exact(4)
-            .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
-            .collect();
-        let [failed, first, codes, ..] = words[..] else {
-            return Err(Error::Device("the decoder's status came back short".into()));
-        };
-        if failed == 0 {
+        let Some((failed, first, what)) = failure(status)? else {
             return Ok(());
-        }
-        let what: Vec<&str> = CODES
-            .iter()
-            .filter(|(c, _)| codes & c != 0)
-            .map(|(_, m)| *m)
-            .collect();
+        };
         let (chunk, block) = self.origin.get(first as usize).copied().unwrap_or((0, 0));
         let chunk = if self.several {
             format!("chunk {chunk}, ")
@@ -297,9 +335,8 @@ impl Resident {
             String::new()
         };
         Err(damaged(format!(
-            "{chunk}block {block} and {} more blocks failed on the GPU: {}",
-            failed - 1,
-            what.join("; ")
+            "{chunk}block {block} and {} more blocks failed on the GPU: {what}",
+            failed - 1
         )))
     }
 
@@ -329,10 +366,25 @@ impl Resident {
         Ok(ns.map(|ns| ns as f64 / 1e6))
     }
 
+    /// Where each chunk lands in the output: byte offset, decoded bytes.
+    pub(crate) fn decoded(&self) -> &[(usize, usize)] {
+        &self.placed
+    }
+
+    /// The four status words, read back with a result and handed to
+    /// [`Resident::check_status`].
+    pub(crate) fn status(&self) -> &wgpu::Buffer {
+        &self.status
+    }
+
     /// The decoded chunks, read back.
     pub async fn read(&self, gpu: &Gpu) -> Result<Vec<Vec<u8>>> {
+        let output = self
+            .output
+            .as_ref()
+            .ok_or_else(|| Error::Device("a decode without its output buffer".into()))?;
         let end = self.placed.last().map_or(0, |&(at, len)| at + len);
-        let bytes = gpu.read(&self.output, end as u64).await?;
+        let bytes = gpu.read(output, end as u64).await?;
         Ok(self
             .placed
             .iter()
@@ -342,12 +394,44 @@ impl Resident {
 
     /// Returns the buffers to the pool.
     pub fn free(self, gpu: &Gpu) {
-        for b in [self.input, self.table, self.status, self.output] {
+        for b in [self.input, self.table, self.status] {
             gpu.recycle(b);
         }
-        if let Some(s) = self.scratch {
-            gpu.recycle(s);
+        for b in [self.output, self.scratch].into_iter().flatten() {
+            gpu.recycle(b);
         }
+    }
+}
+
+/// The failed blocks, the first failed entry and what went wrong, from
+/// the four status words; None when nothing failed.
+fn failure(status: &[u8]) -> Result<Option<(u32, u32, String)>> {
+    let words: Vec<u32> = status
+        .chunks_exact(4)
+        .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
+        .collect();
+    let [failed, first, codes, ..] = words[..] else {
+        return Err(Error::Device("the decoder's status came back short".into()));
+    };
+    if failed == 0 {
+        return Ok(None);
+    }
+    let what: Vec<&str> = CODES
+        .iter()
+        .filter(|(c, _)| codes & c != 0)
+        .map(|(_, m)| *m)
+        .collect();
+    Ok(Some((failed, first, what.join("; "))))
+}
+
+/// [`Resident::check_status`] for frame `z` of a series, decoded by a
+/// [`Resident::frame`] no longer held.
+pub(crate) fn check_frame_status(status: &[u8], z: usize) -> Result<()> {
+    match failure(status)? {
+        None => Ok(()),
+        Some((failed, _, what)) => Err(damaged(format!(
+            "frame {z}: {failed} blocks failed on the GPU: {what}"
+        ))),
     }
 }
 
@@ -383,8 +467,13 @@ pub async fn decode(
             (inb, outb, end) = (i, o, end + 1);
         }
         let batch = &chunks[start..end];
-        let resident =
-            Resident::numbered(gpu, batch, (start, chunks.len() > 1), elem, limit).await?;
+        let how = How {
+            first: start,
+            several: chunks.len() > 1,
+            own_output: true,
+            cutoff: None,
+        };
+        let resident = Resident::with(gpu, batch, how, elem, limit).await?;
         let decoded = async {
             resident.run(gpu, 1).await?;
             resident.read(gpu).await
@@ -407,7 +496,7 @@ mod wgsl_layouts {
         Params,
         crate::shaders::DECODE_BSLZ4,
         "Params",
-        [entries, elem, _pad0, _pad1]
+        [entries, elem, cutoff, _pad1]
     );
     mirror_layout!(
         entry_matches_wgsl,
@@ -478,6 +567,48 @@ mod kernel_checks {
             let m = pollster::block_on(r.run(&gpu, 1)).unwrap_err().to_string();
             assert!(m.contains("outside the buffers"), "{e:?}: {m}");
         }
+        r.free(&gpu);
+    }
+
+    /// A frame decoded with the count cutoff: counts above it (in blocks
+    /// and in the raw tail) become 0xffffffff, the others stay.
+    #[test]
+    fn the_count_cutoff_masks_counts_above_it() {
+        let gpu = pollster::block_on(Gpu::new(GpuOptions::default()))
+            .expect("GPU tests need a Vulkan driver (apt-get install mesa-vulkan-drivers)");
+        // 2053 counts: one block of 2048 and a raw tail of 5.
+        let counts: Vec<u32> = (0..2053u32).map(|i| (i * 7919) % 1000).collect();
+        let bytes: Vec<u8> = counts.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut stream = vec![0xf0];
+        let mut more = 8192 - 15;
+        while more >= 255 {
+            stream.push(255);
+            more -= 255;
+        }
+        stream.push(more as u8);
+        stream.extend(super::super::cpu::shuffle(&bytes[..8192], 4));
+        let mut chunk = (bytes.len() as u64).to_be_bytes().to_vec();
+        chunk.extend_from_slice(&0u32.to_be_bytes());
+        chunk.extend_from_slice(&(stream.len() as u32).to_be_bytes());
+        chunk.extend_from_slice(&stream);
+        chunk.extend_from_slice(&bytes[8192..]);
+        assert_eq!(
+            super::super::cpu::decode(&chunk, 4, 1 << 20).unwrap(),
+            bytes
+        );
+        let r = pollster::block_on(Resident::frame(&gpu, &chunk, 1 << 20, Some(300))).unwrap();
+        let out = pollster::block_on(gpu.storage(bytes.len() as u64, "test")).unwrap();
+        r.clear_status(&gpu);
+        let mut rec = gpu.recorder();
+        r.record_to(&gpu, &mut rec, &out).unwrap();
+        pollster::block_on(rec.submit()).unwrap();
+        let got: Vec<u32> = pollster::block_on(gpu.read_vec(&out, counts.len())).unwrap();
+        let want: Vec<u32> = counts
+            .iter()
+            .map(|&v| if v > 300 { u32::MAX } else { v })
+            .collect();
+        assert_eq!(got, want);
+        gpu.recycle(out);
         r.free(&gpu);
     }
 }

@@ -5,7 +5,15 @@
 
 use super::gpu::*;
 use super::*;
-use crate::engine::Gpu;
+use crate::engine::{Gpu, split_parts};
+
+/// A frame's counts on the host, made when first asked for: a frame
+/// decoded on the GPU is decoded on the host only where the exact slow
+/// path needs its counts.
+pub(super) type HostFrame<'a, 'f> = &'a dyn Fn() -> Result<Counts<'f>>;
+
+/// Bytes of the spot sums read back with every frame.
+const READ_BYTES: u64 = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
 
 /// The fast path's spots from the acc words (header included), ordered by
 /// their first pixel; None when the frame must take the full-frame path.
@@ -80,12 +88,13 @@ async fn collect_sums(
     gpu: &Gpu,
     b: &Buffers,
     s: &Setup<'_>,
-    frame: Counts<'_>,
+    frame: HostFrame<'_, '_>,
     z: usize,
     head: &[u32],
 ) -> Result<Vec<SpotSums>> {
     let count = head[2] as usize;
     if count > SPOT_CAP {
+        let frame = frame()?;
         // More spots than the GPU sums hold: sum on the host from the labels.
         let labels = words(&gpu.read(&b.parent, 4 * (s.h * s.w) as u64).await?);
         let mut sums = vec![SpotSums::default(); count];
@@ -109,9 +118,10 @@ async fn slow_frame(
     gpu: &Gpu,
     b: &Buffers,
     s: &Setup<'_>,
-    frame: Counts<'_>,
+    host_frame: HostFrame<'_, '_>,
     z: usize,
 ) -> Result<Vec<SpotSums>> {
+    let frame = host_frame()?;
     if !threshold_frame(gpu, b, s, frame).await? {
         // Too many undecided pixels: the host decides the whole frame.
         let strong = host::strong_pixels(frame, [s.h, s.w], s.mask, s.options)?;
@@ -123,7 +133,7 @@ async fn slow_frame(
     dispatch_spots(&mut rec, gpu, b, s, fmt_of(frame))?;
     rec.submit().await?;
     let head = words(&gpu.read(&b.acc, 4 * HEAD as u64).await?);
-    collect_sums(gpu, b, s, frame, z, &head).await
+    collect_sums(gpu, b, s, host_frame, z, &head).await
 }
 
 /// The device buffers of the frames in flight (one set per frame) and
@@ -239,17 +249,66 @@ impl Slots {
     /// Waits for frame `z` (submitted on `submit`) and returns its spot
     /// sums (ordered by first pixel) and, when `want_mask`, its strong
     /// pixels (empty otherwise).
+    #[allow(clippy::too_many_arguments)]
     pub(super) async fn collect(
         &self,
         gpu: &Gpu,
         s: &Setup<'_>,
-        frame: Counts<'_>,
+        frame: HostFrame<'_, '_>,
         z: usize,
         pending: crate::engine::Pending,
+        decoded: bool,
         want_mask: bool,
     ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
         let b = &self.bufs[z % self.sets];
-        collect_frame(gpu, b, s, frame, z, pending, want_mask).await
+        collect_frame(gpu, b, s, frame, z, (pending, decoded), want_mask).await
+    }
+
+    /// Frame `z` as its bitshuffle-LZ4 chunk: uploaded compressed, decoded
+    /// into the frame's image buffer and found spots in, in one
+    /// submission; the decoder's status comes back with the spot sums.
+    pub(super) async fn submit_compressed(
+        &mut self,
+        gpu: &Gpu,
+        z: usize,
+        s: &Setup<'_>,
+        chunk: &[u8],
+        cutoff: Option<u32>,
+    ) -> Result<crate::engine::Pending> {
+        // The frame sets; the upload buffers are not used by this path.
+        self.grow(gpu, s, z, 4).await?;
+        let bytes = 4 * s.h * s.w;
+        let r = crate::decode::gpu::Resident::frame(gpu, chunk, bytes, cutoff)
+            .await
+            .map_err(|e| match e {
+                Error::InvalidInput(m) => Error::InvalidInput(format!("frame {z}: {m}")),
+                e => e,
+            })?;
+        if r.decoded().first().map(|d| d.1) != Some(bytes) {
+            let got = r.decoded().first().map_or(0, |d| d.1);
+            r.free(gpu);
+            return Err(Error::InvalidInput(format!(
+                "frame {z}: its chunk decodes to {got} bytes, a frame of {} x {} uint32 counts is {bytes}",
+                s.h, s.w
+            )));
+        }
+        let b = &self.bufs[z % self.sets];
+        let fmt = if cutoff.is_some() { 0 } else { 2 };
+        let clock = gpu.host_clock();
+        clear_list(gpu, b);
+        r.clear_status(gpu);
+        let mut rec = gpu.recorder();
+        let recorded = r
+            .record_to(gpu, &mut rec, &b.image)
+            .and_then(|()| dispatch_frame(&mut rec, gpu, b, s, fmt));
+        let pending = recorded.map(|()| {
+            rec.submit_with_readback_parts(&[(&b.acc, 0, READ_BYTES), (r.status(), 0, 16)], None)
+        });
+        // Pooled again at once: later writes into them are queued after
+        // this submission.
+        r.free(gpu);
+        gpu.host_done("spots series: decode, record and submit", clock);
+        pending
     }
 }
 
@@ -262,12 +321,11 @@ fn submit_filled(
     frame: Counts<'_>,
 ) -> Result<crate::engine::Pending> {
     let clock = gpu.host_clock();
-    let read_bytes = 4 * (HEAD + READ_SPOTS * W_FAST) as u64;
     clear_list(gpu, b);
     let mut rec = gpu.recorder();
     rec.copy_in(up, &b.image, frame_bytes(frame).len() as u64);
     dispatch_frame(&mut rec, gpu, b, s, fmt_of(frame))?;
-    let pending = rec.submit_with_readback(&b.acc, read_bytes, Some(up));
+    let pending = rec.submit_with_readback(&b.acc, READ_BYTES, Some(up));
     gpu.host_done("spots series: record and submit", clock);
     Ok(pending)
 }
@@ -280,15 +338,26 @@ async fn collect_frame(
     gpu: &Gpu,
     b: &Buffers,
     s: &Setup<'_>,
-    frame: Counts<'_>,
+    frame: HostFrame<'_, '_>,
     z: usize,
-    pending: crate::engine::Pending,
+    (pending, decoded): (crate::engine::Pending, bool),
     want_mask: bool,
 ) -> Result<(Vec<bool>, Vec<SpotSums>)> {
     let n = s.h * s.w;
     let clock = gpu.host_clock();
-    let head = gpu.finish_with(pending, |bytes| Ok(words(bytes))).await?;
+    let (head, status) = gpu
+        .finish_with(pending, |bytes| {
+            if !decoded {
+                return Ok((words(bytes), None));
+            }
+            let parts = split_parts(bytes, &[READ_BYTES, 16])?;
+            Ok((words(parts[0]), Some(parts[1].to_vec())))
+        })
+        .await?;
     gpu.host_done("spots series: wait for a frame", clock);
+    if let Some(status) = status {
+        crate::decode::gpu::check_frame_status(&status, z)?;
+    }
     match fast_sums(gpu, b, &head, z).await? {
         Some(sums) => {
             let mask = if want_mask {
@@ -360,7 +429,10 @@ pub(super) async fn run_series(
                     break;
                 };
                 let b = &bufs[zf % sets];
-                done.push(collect_frame(gpu, b, s, frame(zf), z0 + zf, pending, want_mask).await?);
+                let host = || Ok(frame(zf));
+                done.push(
+                    collect_frame(gpu, b, s, &host, z0 + zf, (pending, false), want_mask).await?,
+                );
             }
             Ok::<_, Error>(done)
         };

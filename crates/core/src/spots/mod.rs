@@ -25,7 +25,7 @@ mod gpu;
 pub mod host;
 mod series;
 
-pub use series::{FrameBatch, FrameDone, SeriesResult, SpotSeries};
+pub use series::{CompressedFrames, FrameBatch, FrameDone, SeriesResult, SpotSeries};
 
 use crate::engine::Gpu;
 use crate::error::{Error, Result};

@@ -15,6 +15,7 @@
 //! column), as scipy.ndimage.label numbers the whole stack.
 
 use std::collections::VecDeque;
+use std::sync::OnceLock;
 
 use super::frames::Slots;
 use super::gpu::{check_window, setup};
@@ -22,25 +23,32 @@ use super::*;
 use crate::engine::{Gpu, Pending};
 
 /// Frames of one batch, owned, in the dtype they were read in: u16 and u32
-/// counts stay packed up to the GPU.
+/// counts stay packed up to the GPU; bitshuffle-LZ4 frames stay compressed.
 #[derive(Clone, Debug)]
 pub enum FrameBatch {
     U16(Vec<u16>),
     U32(Vec<u32>),
     I32(Vec<i32>),
+    Compressed(CompressedFrames),
 }
 
 impl FrameBatch {
-    pub fn counts(&self) -> Counts<'_> {
-        match self {
+    /// The counts as held; None for compressed frames.
+    pub fn counts(&self) -> Option<Counts<'_>> {
+        Some(match self {
             FrameBatch::U16(v) => Counts::U16(v),
             FrameBatch::U32(v) => Counts::U32(v),
             FrameBatch::I32(v) => Counts::I32(v),
-        }
+            FrameBatch::Compressed(_) => return None,
+        })
     }
 
+    /// Pixels of all frames.
     pub fn len(&self) -> usize {
-        self.counts().len()
+        match self {
+            FrameBatch::Compressed(c) => c.chunks.len() * c.pixels,
+            raw => raw.counts().map_or(0, |c| c.len()),
+        }
     }
 
     pub fn is_empty(&self) -> bool {
@@ -53,6 +61,88 @@ impl FrameBatch {
             FrameBatch::U16(v) => 2 * v.len(),
             FrameBatch::U32(v) => 4 * v.len(),
             FrameBatch::I32(v) => 4 * v.len(),
+            FrameBatch::Compressed(c) => c.chunks.iter().map(Vec::len).sum(),
+        }
+    }
+}
+
+/// Frames as their bitshuffle-LZ4 chunks (HDF5 filter 32008), one chunk a
+/// frame of uint32 counts: an Eiger series read without decoding. The GPU
+/// decodes them (the compressed bytes cross the bus); the host decodes a
+/// frame only where it needs its counts (the CPU reference, the exact
+/// slow path, 3-D joins), with [`crate::decode::cpu`].
+#[derive(Clone, Debug)]
+pub struct CompressedFrames {
+    chunks: Vec<Vec<u8>>,
+    pixels: usize,
+    cutoff: Option<u32>,
+    /// Frames decoded on the host, as they were asked for.
+    decoded: Vec<OnceLock<std::result::Result<FrameBatch, String>>>,
+}
+
+impl CompressedFrames {
+    /// Frames of `pixels` uint32 counts, one chunk each. With a `cutoff`
+    /// (a detector's count cutoff, below 2^31) counts above it read as -1
+    /// and the frames as int32, as a host reader masks them.
+    pub fn new(chunks: Vec<Vec<u8>>, pixels: usize, cutoff: Option<u32>) -> Result<Self> {
+        if cutoff.is_some_and(|c| c > i32::MAX as u32 - 1) {
+            return Err(Error::param(
+                "count cutoff",
+                "at or above 2^31 - 1 for compressed frames (frames are read as int32 under a cutoff)",
+            ));
+        }
+        let decoded = chunks.iter().map(|_| OnceLock::new()).collect();
+        Ok(CompressedFrames {
+            chunks,
+            pixels,
+            cutoff,
+            decoded,
+        })
+    }
+
+    pub fn frames(&self) -> usize {
+        self.chunks.len()
+    }
+
+    /// Adds `more`'s frames after these: frames of one source, of the same
+    /// size and cutoff (the cutoff of these applies to all).
+    pub fn append(&mut self, more: CompressedFrames) {
+        self.chunks.extend(more.chunks);
+        self.decoded.extend(more.decoded);
+    }
+
+    /// Frame `k`'s counts, decoded on the host the first time.
+    fn counts(&self, k: usize) -> Result<Counts<'_>> {
+        let (chunk, cell) = self
+            .chunks
+            .get(k)
+            .zip(self.decoded.get(k))
+            .ok_or_else(|| Error::Device(format!("no compressed frame {k}")))?;
+        let decoded = cell.get_or_init(|| {
+            let bytes =
+                crate::decode::cpu::decode(chunk, 4, 4 * self.pixels).map_err(|e| e.to_string())?;
+            if bytes.len() != 4 * self.pixels {
+                return Err(format!(
+                    "a chunk decodes to {} bytes, a frame is {}",
+                    bytes.len(),
+                    4 * self.pixels
+                ));
+            }
+            let counts = bytes
+                .chunks_exact(4)
+                .map(|b| u32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+            Ok(match self.cutoff {
+                None => FrameBatch::U32(counts.collect()),
+                Some(c) => {
+                    FrameBatch::I32(counts.map(|v| if v > c { -1 } else { v as i32 }).collect())
+                }
+            })
+        });
+        match decoded {
+            Ok(b) => b
+                .counts()
+                .ok_or_else(|| Error::Device("a decoded frame is compressed".into())),
+            Err(m) => Err(Error::InvalidInput(m.clone())),
         }
     }
 }
@@ -91,7 +181,8 @@ pub struct SpotSeries<'g> {
     three_d: bool,
     want_mask: bool,
     slots: Option<Slots>,
-    in_flight: VecDeque<(usize, Pending)>,
+    /// Frames submitted: index, result on its way, decoded on the GPU.
+    in_flight: VecDeque<(usize, Pending, bool)>,
     /// Batches (first frame, frames) still holding frames in flight.
     batches: VecDeque<(usize, FrameBatch)>,
     next_z: usize,
@@ -209,13 +300,21 @@ impl<'g> SpotSeries<'g> {
                     if self.in_flight.len() >= 2 {
                         done.push(self.collect_one(gpu).await?);
                     }
-                    let frame = frame_of(&self.batches, z, n)?;
                     let s = setup(self.h, self.w, &self.options, self.mask.as_deref());
                     let slots = self.slots.as_mut().ok_or_else(|| {
                         Error::Device("the spot series has no GPU buffers".into())
                     })?;
-                    let pending = slots.submit(gpu, z, &s, frame).await?;
-                    self.in_flight.push_back((z, pending));
+                    let pending = match compressed_of(&self.batches, z, n) {
+                        Some((c, k)) => {
+                            let p = slots.submit_compressed(gpu, z, &s, &c.chunks[k], c.cutoff);
+                            (p.await?, true)
+                        }
+                        None => {
+                            let frame = frame_of(&self.batches, z, n)?;
+                            (slots.submit(gpu, z, &s, frame).await?, false)
+                        }
+                    };
+                    self.in_flight.push_back((z, pending.0, pending.1));
                 }
             }
         }
@@ -260,18 +359,21 @@ impl<'g> SpotSeries<'g> {
     /// Waits for the oldest frame in flight and takes in its spots.
     async fn collect_one(&mut self, gpu: &Gpu) -> Result<FrameDone> {
         let n = self.h * self.w;
-        let (z, pending) = self
+        let (z, pending, decoded) = self
             .in_flight
             .pop_front()
             .ok_or_else(|| Error::Device("no frame in flight".into()))?;
-        let frame = frame_of(&self.batches, z, n)?;
+        let batches = &self.batches;
+        let frame = || frame_of(batches, z, n);
         let s = setup(self.h, self.w, &self.options, self.mask.as_deref());
         let slots = self
             .slots
             .as_ref()
             .ok_or_else(|| Error::Device("the spot series has no GPU buffers".into()))?;
         let need_mask = self.want_mask || self.three_d;
-        let (mask, sums) = slots.collect(gpu, &s, frame, z, pending, need_mask).await?;
+        let (mask, sums) = slots
+            .collect(gpu, &s, &frame, z, pending, decoded, need_mask)
+            .await?;
         if self.three_d {
             return self.joined_frame(z, mask);
         }
@@ -312,7 +414,7 @@ impl<'g> SpotSeries<'g> {
     /// Frees the batches whose frames are all collected.
     fn drop_done_batches(&mut self) {
         let n = self.h * self.w;
-        let oldest = self.in_flight.front().map_or(self.next_z, |(z, _)| *z);
+        let oldest = self.in_flight.front().map_or(self.next_z, |(z, ..)| *z);
         while let Some((z0, b)) = self.batches.front() {
             if z0 + b.len() / n > oldest {
                 break;
@@ -330,13 +432,36 @@ impl Drop for SpotSeries<'_> {
     }
 }
 
-/// Frame `z` among the batches held.
+/// Frame `z` among the batches held (compressed frames decoded on the
+/// host).
 fn frame_of(batches: &VecDeque<(usize, FrameBatch)>, z: usize, n: usize) -> Result<Counts<'_>> {
+    let (z0, b) = batches
+        .iter()
+        .find(|(z0, b)| z >= *z0 && z < z0 + b.len() / n)
+        .ok_or_else(|| Error::Device(format!("frame {z} is no longer held")))?;
+    match b {
+        FrameBatch::Compressed(c) => c.counts(z - z0),
+        raw => raw
+            .counts()
+            .map(|c| c.slice((z - z0) * n..(z - z0 + 1) * n))
+            .ok_or_else(|| Error::Device("a batch without counts".into())),
+    }
+}
+
+/// Frame `z` as a compressed batch's frame (the batch and the frame's
+/// index in it), None when its batch holds counts.
+fn compressed_of(
+    batches: &VecDeque<(usize, FrameBatch)>,
+    z: usize,
+    n: usize,
+) -> Option<(&CompressedFrames, usize)> {
     batches
         .iter()
         .find(|(z0, b)| z >= *z0 && z < z0 + b.len() / n)
-        .map(|(z0, b)| b.counts().slice((z - z0) * n..(z - z0 + 1) * n))
-        .ok_or_else(|| Error::Device(format!("frame {z} is no longer held")))
+        .and_then(|(z0, b)| match b {
+            FrameBatch::Compressed(c) => Some((c, z - z0)),
+            _ => None,
+        })
 }
 
 /// A spot not finished yet: its first pixel (index in the series) and sums.
