@@ -111,14 +111,21 @@ def device_rows(x, small, repeat):
         return [dict(workload="device arrays", error=f"{e!r}"[:200])]
     steps = [
         ("upload (asarray)", lambda: gpuscope.asarray(small)),
-        ("median 3x3 on the device", lambda: ndimage.median_filter(d_small, size=3)),
+        ("median 3x3 on the device", lambda: (ndimage.median_filter(d_small, size=3), gpuscope.synchronize())),
         ("download (get)", lambda: d_small.get()),
     ]
     for name, fn in steps:
         rows.append(dict(workload=f"per-call steps, 256² f32: {name}", who="gpuscope", ms=wall_ms(fn, 5 * repeat)))
     d = gpuscope.asarray(x)
+
+    def on_device(op):
+        def run():
+            op(d)
+            gpuscope.synchronize()
+        return run
+
     for name, op in device_ops(ndimage):
-        rows.append(dict(workload=f"on the device: {name}, 2048² f32", who="gpuscope", ms=wall_ms(lambda: op(d), repeat)))
+        rows.append(dict(workload=f"on the device: {name}, 2048² f32", who="gpuscope", ms=wall_ms(on_device(op), repeat)))
     return rows
 
 

@@ -2,6 +2,10 @@
 //! image is uploaded once, filtered, thresholded, labelled and measured on
 //! the device, and only what the caller asks for comes back.
 //!
+//! Operations on device arrays queue their work and return without waiting
+//! for the GPU, as CuPy's do; reading an array back (or
+//! [`Gpu::synchronize`]) waits for what it depends on.
+//!
 //! A device array is one storage buffer holding the whole array, so it must
 //! fit one binding; larger arrays go through the streamed paths that take
 //! host memory. The operations on device arrays live with their families
@@ -221,7 +225,8 @@ pub(crate) async fn apply_kernel<T: Pod>(
         }
     };
     let outcome = async {
-        let mut rec = gpu.recorder();
+        // Queued without waiting: the next operation or read follows it.
+        let mut rec = gpu.recorder_untimed();
         rec.copy(input, 0, &a, 0, bytes.div_ceil(4) * 4);
         let mut in_b = false;
         for c in &chunks {

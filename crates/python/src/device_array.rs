@@ -355,3 +355,16 @@ pub fn device_regionprops<'py>(
     let regions: Vec<_> = regions.into_iter().filter(|r| r.area > 0).collect();
     regions_dict(py, &regions, ndim)
 }
+
+/// Waits until the GPU in use has finished the work queued so far
+/// (operations on device arrays return before it is done, as CuPy's do);
+/// for timing. Nothing to wait for on the CPU path.
+#[pyfunction]
+pub fn synchronize(py: Python<'_>) -> PyResult<()> {
+    let engine = engine(py)?;
+    py.detach(move || match engine.as_ref() {
+        Engine::Gpu(gpu) => gpu.synchronize(),
+        Engine::Cpu => Ok(()),
+    })
+    .map_err(py_err)
+}

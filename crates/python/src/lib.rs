@@ -36,5 +36,6 @@ fn _gpuscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(device_array::device_filter, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::device_label, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::device_regionprops, m)?)?;
+    m.add_function(wrap_pyfunction!(device_array::synchronize, m)?)?;
     Ok(())
 }

@@ -72,6 +72,19 @@ def test_filters_equal_the_numpy_path(gpu, shape):
                                atol=1e-5 * float(np.abs(a).max()))
 
 
+def test_a_long_queue_of_operations_reads_back_right(gpu):
+    """Operations return before the GPU is done; reads and synchronize
+    wait for them, and results fed from one to the next are right."""
+    a = sky((256, 256), 6)
+    d = gpuscope.asarray(a)
+    want = a
+    for _ in range(20):
+        d = ndimage.gaussian_filter(d, 1.0)
+        want = ndimage.gaussian_filter(want, 1.0)
+    assert gpuscope.synchronize() is None
+    np.testing.assert_array_equal(d.get(), want)
+
+
 def test_remove_outliers_equals_the_numpy_path(gpu):
     a = sky((100, 120), 3)
     a[10, 10] = 60.0

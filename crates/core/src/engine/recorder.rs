@@ -422,6 +422,27 @@ pub(super) fn grid(threads: u64, max_per_dim: u32) -> Result<(u32, u32)> {
 }
 
 impl Gpu {
+    /// A recording without timestamp queries: its [`Recorder::submit`]
+    /// returns without waiting for the GPU (work on device arrays, which
+    /// queues behind what came before and is waited for only when read).
+    pub(crate) fn recorder_untimed(&self) -> Recorder<'_> {
+        Recorder {
+            gpu: self,
+            encoder: self
+                .device
+                .create_command_encoder(&wgpu::CommandEncoderDescriptor { label: None }),
+            queries: None,
+            passes: 0,
+            names: Vec::new(),
+        }
+    }
+
+    /// Waits until the GPU has finished everything submitted so far.
+    pub fn synchronize(&self) -> Result<()> {
+        let index = self.queue.submit([]);
+        self.wait_for(index)
+    }
+
     pub(crate) fn recorder(&self) -> Recorder<'_> {
         let encoder = self
             .device

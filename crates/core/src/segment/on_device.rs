@@ -33,7 +33,7 @@ pub async fn threshold_above(gpu: &Gpu, x: &DeviceArray, value: f64) -> Result<D
         key_hi: 0,
         _pad: 0,
     });
-    let mut rec = gpu.recorder();
+    let mut rec = gpu.recorder_untimed();
     rec.dispatch(
         &gpu.pipeline(Shader::Threshold, "threshold_f32")?,
         &[&params, &x.buffer, &mask.buffer],

@@ -16,7 +16,7 @@ the machine has no GPU adapter the CPU reference runs instead, with one
 
 from ._gpuscope import device, devices, set_device
 from ._catalogue import OPERATIONS as catalogue
-from ._device import DeviceArray, asarray
+from ._device import DeviceArray, asarray, synchronize
 from . import io, measure, ndimage, segmentation, spots, stats, tomo
 from .pipeline import Pipeline, bus_bytes
 from .widget import show
@@ -37,5 +37,6 @@ __all__ = [
     "show",
     "spots",
     "stats",
+    "synchronize",
     "tomo",
 ]

@@ -11,8 +11,11 @@ arrays and leave their results on the device; ``.get()`` brings one back::
     table = gpuscope.measure.regionprops_table(labels, smooth, properties=("label", "area"))
     labels.get()                                     # a numpy array, if wanted
 
-Device arrays hold float32, int32 (labels) or bool, fit one GPU buffer, and
-need a GPU adapter. Like CuPy, numpy's implicit conversion
+Operations on device arrays queue their work and return before the GPU has
+finished, as CuPy's do; ``.get()`` waits for what it reads, and
+``gpuscope.synchronize()`` for everything (for timing). Device arrays hold
+float32, int32 (labels) or bool, fit one GPU buffer, and need a GPU
+adapter. Like CuPy, numpy's implicit conversion
 (``np.asarray(x)``) is refused: ``.get()`` says where the bytes cross.
 """
 
@@ -21,6 +24,7 @@ import numpy as np
 from . import _gpuscope
 
 DeviceArray = _gpuscope.DeviceArray
+synchronize = _gpuscope.synchronize
 
 _KEPT = (np.dtype(np.float32), np.dtype(np.int32), np.dtype(np.bool_))
 

@@ -23,3 +23,6 @@ class DeviceArray:
 def asarray(a: numpy.ndarray | DeviceArray) -> DeviceArray:
     """``a`` on the GPU in use (float32, int32 or bool; a device array is
     returned as it is)."""
+
+def synchronize() -> None:
+    """Waits until the GPU has finished the work queued so far."""
