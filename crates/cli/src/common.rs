@@ -38,7 +38,8 @@ impl Engine {
         let options = GpuOptions {
             adapter: first.or_else(|| cli.adapter.clone()),
             memory_budget: cli.memory_budget,
-            max_binding_size: None,
+            // The command line reports GPU time (--json, GPUSCOPE_PROFILE).
+            ..GpuOptions::default()
         };
         match pollster::block_on(Gpu::new(options)) {
             Ok(gpu) => Ok(Engine::Gpu(Box::new(gpu))),
@@ -148,7 +149,7 @@ pub fn open_contexts_from(cli: &Cli, skip: usize) -> CliResult<Vec<Gpu>> {
             let options = GpuOptions {
                 adapter: Some(spec.clone()),
                 memory_budget: cli.memory_budget,
-                max_binding_size: None,
+                ..GpuOptions::default()
             };
             pollster::block_on(Gpu::new(options)).map_err(|e| Failure(format!("--adapters: {e}")))
         })

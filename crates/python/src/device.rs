@@ -55,6 +55,7 @@ pub fn engine(py: Python<'_>) -> PyResult<Arc<Engine>> {
 fn default_engine(py: Python<'_>, memory_budget: Option<u64>) -> PyResult<Engine> {
     let options = GpuOptions {
         memory_budget,
+        untimed: true,
         ..GpuOptions::default()
     };
     Ok(match pollster::block_on(Gpu::new(options)) {
@@ -285,6 +286,7 @@ fn open(adapter: String, memory_budget: Option<u64>) -> PyResult<Engine> {
     let options = GpuOptions {
         adapter: Some(adapter),
         memory_budget,
+        untimed: true,
         ..GpuOptions::default()
     };
     let gpu = pollster::block_on(Gpu::new(options)).map_err(py_err)?;

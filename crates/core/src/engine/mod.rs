@@ -61,6 +61,10 @@ pub struct GpuOptions {
     /// Cap on one storage binding below the device's own limit, in bytes.
     /// Tests use it to force the chunked paths on small inputs.
     pub max_binding_size: Option<u64>,
+    /// No timestamp queries, so no kernel times: a submission then returns
+    /// without reading them back, one wait fewer per call (front ends that
+    /// report no GPU time; `GPUSCOPE_PROFILE` turns them back on).
+    pub untimed: bool,
 }
 
 /// Description of the opened adapter, for `gpuscope devices` and reports.
@@ -130,7 +134,8 @@ impl Gpu {
         };
         let info = adapter.get_info();
         let limits = adapter.limits();
-        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY);
+        let timestamps = adapter.features().contains(wgpu::Features::TIMESTAMP_QUERY)
+            && (!options.untimed || profile::profiling_requested());
         let required_features = if timestamps {
             wgpu::Features::TIMESTAMP_QUERY
         } else {
