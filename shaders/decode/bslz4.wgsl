@@ -1,7 +1,9 @@
 // Bitshuffle-LZ4 chunks (HDF5 filter 32008) decoded on the GPU: one
-// workgroup per block. Invocation 0 decodes the block's LZ4 stream into a
-// zeroed scratch (the block's bit rows); then the whole workgroup undoes
-// the bit transpose, 8 elements per invocation at a time, into `output`.
+// workgroup per block. Invocation 0 parses the block's LZ4 stream a batch
+// of sequences at a time and the whole workgroup copies their literal runs
+// and matches, word by word, into a zeroed scratch (the block's bit rows);
+// then the workgroup undoes the bit transpose, 8 elements per invocation at
+// a time, into `output`.
 //
 // The host walked every chunk's header and block sizes (crates/core/src/
 // decode/mod.rs) and wrote one table entry per block and per raw tail;
@@ -80,14 +82,6 @@ fn sc_word(base: u32, p: u32) -> u32 {
     return (lo >> s) | (scratch_load(base + (p >> 2u) + 1u) << (32u - s));
 }
 
-// The scratch was zeroed and each byte is written once: zeros need no
-// write, others are OR-ed into their word.
-fn put_byte(base: u32, p: u32, v: u32) {
-    if (v != 0u) {
-        scratch_or(base + (p >> 2u), v << ((p & 3u) * 8u));
-    }
-}
-
 // An LZ4 length continuation from ip: bytes added while they are 255
 // (saturated, so that a long run cannot wrap around).
 struct Length {
@@ -113,86 +107,47 @@ fn more_length(start: u32, end: u32, value: u32) -> Length {
     return Length(v, ip, true);
 }
 
-// Copies `n` literal bytes from input byte ip to block byte op: bytes up
-// to a word boundary of the block, whole words, then the rest.
-fn copy_literals(base: u32, ip: u32, op: u32, n: u32) {
-    var k = 0u;
-    loop {
-        if (k >= n || ((op + k) & 3u) == 0u) {
-            break;
-        }
-        put_byte(base, op + k, in_byte(ip + k));
-        k += 1u;
-    }
-    loop {
-        if (n - k < 4u) {
-            break;
-        }
-        scratch_store(base + ((op + k) >> 2u), in_word(ip + k));
-        k += 4u;
-    }
-    loop {
-        if (k >= n) {
-            break;
-        }
-        put_byte(base, op + k, in_byte(ip + k));
-        k += 1u;
-    }
+// One LZ4 sequence, parsed: a literal run, then a match (none after the
+// last literal run: length 0).
+struct Seq {
+    // Input byte of the literal run, the block byte it goes to, its length.
+    lit: u32,
+    op: u32,
+    literals: u32,
+    // The match after it: bytes back and length.
+    offset: u32,
+    length: u32,
 }
 
-// Copies a match of `n` bytes from `offset` bytes back to block byte op.
-fn copy_match(base: u32, op: u32, offset: u32, n: u32) {
-    let back = op - offset;
-    // A repeat of zero bytes (the empty high bit rows of small counts)
-    // leaves the zeroed scratch as it is.
-    let period = min(offset, n);
-    if (period <= 8u) {
-        var zero = true;
-        for (var k = 0u; k < period; k += 1u) {
-            zero = zero && sc_byte(base, back + k) == 0u;
-        }
-        if (zero) {
-            return;
-        }
-    }
-    var k = 0u;
-    if (offset >= 4u) {
-        // Four bytes at a time never read bytes not yet written.
-        loop {
-            if (k >= n || ((op + k) & 3u) == 0u) {
-                break;
-            }
-            put_byte(base, op + k, sc_byte(base, back + k));
-            k += 1u;
-        }
-        loop {
-            if (n - k < 4u) {
-                break;
-            }
-            scratch_store(base + ((op + k) >> 2u), sc_word(base, back + k));
-            k += 4u;
-        }
-    }
-    loop {
-        if (k >= n) {
-            break;
-        }
-        put_byte(base, op + k, sc_byte(base, back + k));
-        k += 1u;
-    }
+// Sequences parsed by invocation 0 before the workgroup copies them.
+const BATCH: u32 = 32u;
+
+var<workgroup> seqs: array<Seq, 32>;
+// Sequences in `seqs`; 1 while the stream has more to parse.
+var<workgroup> batch: u32;
+var<workgroup> more: u32;
+
+// The parser's state between batches, and what a batch ended with: an
+// error code, or whether the stream is done.
+struct Parse {
+    ip: u32,
+    op: u32,
+    n: u32,
+    code: u32,
+    done: bool,
 }
 
-// Decodes the LZ4 stream at input bytes [src, src + len) into `cap` bytes
-// of scratch from word `base`: 0, or an error code. The checks are
-// lz4_flex's, so both decoders accept and refuse the same streams. Every
-// turn of the loop reads a token, so it ends within `len` turns.
-fn lz4_block(src: u32, len: u32, base: u32, cap: u32) -> u32 {
-    let end = src + len;
-    var ip = src;
-    var op = 0u;
-    loop {
+// Parses up to BATCH sequences of the stream ending at input byte `end`
+// from input byte ip and block byte op, into `seqs`; the block holds `cap`
+// bytes. The checks are lz4_flex's, in its order, so both decoders accept
+// and refuse the same streams. Every sequence reads a token, so a stream
+// of `len` bytes is done within `len` sequences.
+fn parse_batch(ip0: u32, op0: u32, end: u32, cap: u32) -> Parse {
+    var ip = ip0;
+    var op = op0;
+    for (var n = 0u; n < BATCH; n += 1u) {
         if (ip >= end) {
-            return E_INPUT;
+            return Parse(ip, op, n, E_INPUT, true);
         }
         let token = in_byte(ip);
         ip += 1u;
@@ -200,53 +155,119 @@ fn lz4_block(src: u32, len: u32, base: u32, cap: u32) -> u32 {
         if (literals == 15u) {
             let l = more_length(ip, end, literals);
             if (!l.ok) {
-                return E_INPUT;
+                return Parse(ip, op, n, E_INPUT, true);
             }
             literals = l.value;
             ip = l.ip;
         }
         if (literals > end - ip) {
-            return E_INPUT;
+            return Parse(ip, op, n, E_INPUT, true);
         }
         if (literals > cap - op) {
-            return E_OUTPUT;
+            return Parse(ip, op, n, E_OUTPUT, true);
         }
-        copy_literals(base, ip, op, literals);
+        let lit = ip;
+        let lop = op;
         ip += literals;
         op += literals;
         if (ip >= end) {
-            break;
+            seqs[n] = Seq(lit, lop, literals, 0u, 0u);
+            return Parse(ip, op, n + 1u, select(E_SHORT, 0u, op == cap), true);
         }
         if (end - ip < 2u) {
-            return E_INPUT;
+            return Parse(ip, op, n, E_INPUT, true);
         }
         let offset = in_byte(ip) | (in_byte(ip + 1u) << 8u);
         ip += 2u;
         if (offset == 0u) {
-            return E_OFFSET;
+            return Parse(ip, op, n, E_OFFSET, true);
         }
         var length = (token & 15u) + 4u;
         if (length == 19u) {
             let l = more_length(ip, end, length);
             if (!l.ok) {
-                return E_INPUT;
+                return Parse(ip, op, n, E_INPUT, true);
             }
             length = l.value;
             ip = l.ip;
         }
         if (length > cap - op) {
-            return E_OUTPUT;
+            return Parse(ip, op, n, E_OUTPUT, true);
         }
         if (offset > op) {
-            return E_OFFSET;
+            return Parse(ip, op, n, E_OFFSET, true);
         }
-        copy_match(base, op, offset, length);
+        seqs[n] = Seq(lit, lop, literals, offset, length);
         op += length;
     }
-    if (op != cap) {
-        return E_SHORT;
+    return Parse(ip, op, BATCH, 0u, false);
+}
+
+// Writes bytes [lo, hi) of block word w (hi - lo <= 4), their values in
+// `v`. Each byte is written once into the zeroed scratch: a whole word is
+// stored, a part OR-ed in (its other bytes may be another run's), zeros
+// need no write.
+fn put_word(base: u32, w: u32, lo: u32, hi: u32, v: u32) {
+    if (hi - lo == 4u) {
+        scratch_store(base + w, v);
+    } else if (v != 0u) {
+        scratch_or(base + w, v);
     }
-    return 0u;
+}
+
+// This invocation's words of the literal run of `s`. Runs of different
+// sequences share no word (a match of 4 bytes or more lies between), so
+// the runs of a batch are copied at once.
+fn copy_literals(base: u32, s: Seq, lid: u32) {
+    if (s.literals == 0u) {
+        return;
+    }
+    let stop = s.op + s.literals;
+    let last = (stop - 1u) >> 2u;
+    for (var w = (s.op >> 2u) + lid; w <= last; w += WG) {
+        let lo = max(4u * w, s.op);
+        let hi = min(4u * w + 4u, stop);
+        var v = 0u;
+        if (hi - lo == 4u) {
+            v = in_word(s.lit + lo - s.op);
+        } else {
+            for (var p = lo; p < hi; p += 1u) {
+                v = v | (in_byte(s.lit + p - s.op) << ((p & 3u) * 8u));
+            }
+        }
+        put_word(base, w, lo, hi, v);
+    }
+}
+
+// This invocation's words of the match of `s`. A match `offset` bytes back
+// repeats the `offset` bytes before it: byte k of the match is byte
+// k % offset of those, all written before the match starts.
+fn copy_match(base: u32, s: Seq, lid: u32) {
+    if (s.length == 0u) {
+        return;
+    }
+    let start = s.op + s.literals;
+    let back = start - s.offset;
+    let stop = start + s.length;
+    let last = (stop - 1u) >> 2u;
+    for (var w = (start >> 2u) + lid; w <= last; w += WG) {
+        let lo = max(4u * w, start);
+        let hi = min(4u * w + 4u, stop);
+        var r = (lo - start) % s.offset;
+        var v = 0u;
+        if (hi - lo == 4u && r + 4u <= s.offset) {
+            v = sc_word(base, back + r);
+        } else {
+            for (var p = lo; p < hi; p += 1u) {
+                v = v | (sc_byte(base, back + r) << ((p & 3u) * 8u));
+                r += 1u;
+                if (r == s.offset) {
+                    r = 0u;
+                }
+            }
+        }
+        put_word(base, w, lo, hi, v);
+    }
 }
 
 // A 4-byte element through the count cutoff.
@@ -363,23 +384,52 @@ fn decode(
             scratch_store(base + w, 0u);
         }
     }
-    scratch_sync();
     if (lid == 0u) {
-        var code = 0u;
-        if (!fits) {
-            code = E_ENTRY;
-        } else if (raw) {
+        failed = select(0u, E_ENTRY, !fits);
+        more = select(0u, 1u, fits && !raw);
+        if (fits && raw) {
             copy_raw(e, len);
-        } else {
-            code = lz4_block(e.src, e.src_len, base, len);
         }
-        if (code != 0u) {
-            flag(index, code);
-        }
-        failed = code;
     }
     scratch_sync();
+    // Invocation 0 parses a batch of sequences, then the workgroup copies
+    // their literal runs at once and their matches one after the other (a
+    // match may repeat the bytes of the one before). A batch is BATCH
+    // sequences or the stream's end, so the loop ends.
+    var ip = e.src;
+    var op = 0u;
+    loop {
+        let go = workgroupUniformLoad(&more);
+        // Everyone has read `more` and the last batch before it changes.
+        workgroupBarrier();
+        if (go == 0u) {
+            break;
+        }
+        if (lid == 0u) {
+            let p = parse_batch(ip, op, e.src + e.src_len, len);
+            ip = p.ip;
+            op = p.op;
+            batch = p.n;
+            failed = p.code;
+            more = select(1u, 0u, p.done);
+        }
+        let n = workgroupUniformLoad(&batch);
+        if (workgroupUniformLoad(&failed) != 0u) {
+            break;
+        }
+        for (var i = 0u; i < n; i += 1u) {
+            copy_literals(base, seqs[i], lid);
+        }
+        scratch_sync();
+        for (var i = 0u; i < n; i += 1u) {
+            copy_match(base, seqs[i], lid);
+            scratch_sync();
+        }
+    }
     let code = workgroupUniformLoad(&failed);
+    if (lid == 0u && code != 0u) {
+        flag(index, code);
+    }
     if (code != 0u || raw) {
         return;
     }
