@@ -358,6 +358,41 @@ fn unshuffle_group(base: u32, row: u32, g: u32, out: u32) {
     }
 }
 
+// Elements 32h..32h+31 of a block of 4-byte elements (the Eiger case)
+// whose bit rows are whole words (`rw` words each), written to output word
+// `out` on: word h of each of the 32 bit rows holds byte u of group 4h+u,
+// so a word is read where unshuffle_group reads four bytes.
+fn unshuffle4(base: u32, rw: u32, h: u32, out: u32) {
+    var words: array<u32, 32>;
+    for (var r = 0u; r < 32u; r += 1u) {
+        words[r] = scratch_load(base + r * rw + h);
+    }
+    let limit = arrayLength(&output);
+    let at = vec4<u32>(0u, 8u, 16u, 24u);
+    for (var u = 0u; u < 4u; u += 1u) {
+        // Elements 0-3 and 4-7 of group 4h+u, byte b added per turn.
+        var lo = vec4<u32>(0u);
+        var hi = vec4<u32>(0u);
+        for (var b = 0u; b < 4u; b += 1u) {
+            var x = 0u;
+            var y = 0u;
+            for (var j = 0u; j < 4u; j += 1u) {
+                x = x | (((words[8u * b + j] >> (8u * u)) & 0xffu) << (8u * j));
+                y = y | (((words[8u * b + j + 4u] >> (8u * u)) & 0xffu) << (8u * j));
+            }
+            // Byte m of t.x (t.y) is byte b of element m (m + 4).
+            let t = transpose8(vec2<u32>(x, y));
+            lo = lo | (((vec4<u32>(t.x) >> at) & vec4<u32>(0xffu)) << vec4<u32>(8u * b));
+            hi = hi | (((vec4<u32>(t.y) >> at) & vec4<u32>(0xffu)) << vec4<u32>(8u * b));
+        }
+        let o = out + 8u * u;
+        for (var m = 0u; m < 4u; m += 1u) {
+            output[min(o + m, limit - 1u)] = cut(lo[m]);
+            output[min(o + 4u + m, limit - 1u)] = cut(hi[m]);
+        }
+    }
+}
+
 fn flag(index: u32, code: u32) {
     atomicAdd(&status[0], 1u);
     atomicMin(&status[1], index);
@@ -434,6 +469,12 @@ fn decode(
         return;
     }
     let row = len / (8u * params.elem);
+    if (params.elem == 4u && row % 4u == 0u) {
+        for (var h = lid; h < row / 4u; h += WG) {
+            unshuffle4(base, row / 4u, h, e.dst / 4u + 32u * h);
+        }
+        return;
+    }
     for (var g = lid; g < row; g += WG) {
         unshuffle_group(base, row, g, e.dst / 4u + 2u * params.elem * g);
     }
