@@ -1,9 +1,8 @@
 // Bitshuffle-LZ4 chunks (HDF5 filter 32008) decoded on the GPU: one
-// workgroup per block. Invocation 0 parses the block's LZ4 stream a batch
-// of sequences at a time and the whole workgroup copies their literal runs
-// and matches, word by word, into a zeroed scratch (the block's bit rows);
-// then the workgroup undoes the bit transpose, 8 elements per invocation at
-// a time, into `output`.
+// workgroup per block. Invocation 0 parses the block's LZ4 stream one
+// sequence ahead of half the workgroup, which copies each literal run and
+// match word by word into a zeroed scratch (the block's bit rows); then the
+// workgroup undoes the bit transpose into `output`.
 //
 // The host walked every chunk's header and block sizes (crates/core/src/
 // decode/mod.rs) and wrote one table entry per block and per raw tail;
@@ -119,93 +118,90 @@ struct Seq {
     length: u32,
 }
 
-// Sequences parsed by invocation 0 before the workgroup copies them.
-const BATCH: u32 = 32u;
+// Invocation 0 parses sequence t into seqs[t % 2] while the second half of
+// the workgroup copies sequence t - 1 from the other slot; ctl[t % 2] says
+// how step t ended. Two of each, so that step t + 1 never writes what step
+// t's barrier published and others may still read.
+var<workgroup> seqs: array<Seq, 2>;
+var<workgroup> ctl: array<u32, 2>;
 
-var<workgroup> seqs: array<Seq, 32>;
-// Sequences in `seqs`; 1 while the stream has more to parse.
-var<workgroup> batch: u32;
-var<workgroup> more: u32;
+// ctl bits besides the error code (shifted up by 2).
+const PARSED: u32 = 1u;
 
-// The parser's state between batches, and what a batch ended with: an
-// error code, or whether the stream is done.
+// The parser's state between sequences.
 struct Parse {
     ip: u32,
     op: u32,
-    n: u32,
     code: u32,
     done: bool,
 }
 
-// Parses up to BATCH sequences of the stream ending at input byte `end`
-// from input byte ip and block byte op, into `seqs`; the block holds `cap`
-// bytes. The checks are lz4_flex's, in its order, so both decoders accept
-// and refuse the same streams. Every sequence reads a token, so a stream
-// of `len` bytes is done within `len` sequences.
-fn parse_batch(ip0: u32, op0: u32, end: u32, cap: u32) -> Parse {
+// Parses one sequence of the stream ending at input byte `end` from input
+// byte ip and block byte op into seqs[slot]; the block holds `cap` bytes.
+// The checks are lz4_flex's, in its order, so both decoders accept and
+// refuse the same streams. Every sequence reads a token, so a stream of
+// `len` bytes is done within `len` sequences.
+fn parse_one(ip0: u32, op0: u32, end: u32, cap: u32, slot: u32) -> Parse {
     var ip = ip0;
     var op = op0;
-    for (var n = 0u; n < BATCH; n += 1u) {
-        if (ip >= end) {
-            return Parse(ip, op, n, E_INPUT, true);
-        }
-        let token = in_byte(ip);
-        ip += 1u;
-        var literals = token >> 4u;
-        if (literals == 15u) {
-            let l = more_length(ip, end, literals);
-            if (!l.ok) {
-                return Parse(ip, op, n, E_INPUT, true);
-            }
-            literals = l.value;
-            ip = l.ip;
-        }
-        if (literals > end - ip) {
-            return Parse(ip, op, n, E_INPUT, true);
-        }
-        if (literals > cap - op) {
-            return Parse(ip, op, n, E_OUTPUT, true);
-        }
-        let lit = ip;
-        let lop = op;
-        ip += literals;
-        op += literals;
-        if (ip >= end) {
-            seqs[n] = Seq(lit, lop, literals, 0u, 0u);
-            return Parse(ip, op, n + 1u, select(E_SHORT, 0u, op == cap), true);
-        }
-        if (end - ip < 2u) {
-            return Parse(ip, op, n, E_INPUT, true);
-        }
-        let offset = in_byte(ip) | (in_byte(ip + 1u) << 8u);
-        ip += 2u;
-        if (offset == 0u) {
-            return Parse(ip, op, n, E_OFFSET, true);
-        }
-        var length = (token & 15u) + 4u;
-        if (length == 19u) {
-            let l = more_length(ip, end, length);
-            if (!l.ok) {
-                return Parse(ip, op, n, E_INPUT, true);
-            }
-            length = l.value;
-            ip = l.ip;
-        }
-        if (length > cap - op) {
-            return Parse(ip, op, n, E_OUTPUT, true);
-        }
-        if (offset > op) {
-            return Parse(ip, op, n, E_OFFSET, true);
-        }
-        seqs[n] = Seq(lit, lop, literals, offset, length);
-        op += length;
+    if (ip >= end) {
+        return Parse(ip, op, E_INPUT, true);
     }
-    return Parse(ip, op, BATCH, 0u, false);
+    let token = in_byte(ip);
+    ip += 1u;
+    var literals = token >> 4u;
+    if (literals == 15u) {
+        let l = more_length(ip, end, literals);
+        if (!l.ok) {
+            return Parse(ip, op, E_INPUT, true);
+        }
+        literals = l.value;
+        ip = l.ip;
+    }
+    if (literals > end - ip) {
+        return Parse(ip, op, E_INPUT, true);
+    }
+    if (literals > cap - op) {
+        return Parse(ip, op, E_OUTPUT, true);
+    }
+    let lit = ip;
+    let lop = op;
+    ip += literals;
+    op += literals;
+    if (ip >= end) {
+        seqs[slot] = Seq(lit, lop, literals, 0u, 0u);
+        return Parse(ip, op, select(E_SHORT, 0u, op == cap), true);
+    }
+    if (end - ip < 2u) {
+        return Parse(ip, op, E_INPUT, true);
+    }
+    let offset = in_byte(ip) | (in_byte(ip + 1u) << 8u);
+    ip += 2u;
+    if (offset == 0u) {
+        return Parse(ip, op, E_OFFSET, true);
+    }
+    var length = (token & 15u) + 4u;
+    if (length == 19u) {
+        let l = more_length(ip, end, length);
+        if (!l.ok) {
+            return Parse(ip, op, E_INPUT, true);
+        }
+        length = l.value;
+        ip = l.ip;
+    }
+    if (length > cap - op) {
+        return Parse(ip, op, E_OUTPUT, true);
+    }
+    if (offset > op) {
+        return Parse(ip, op, E_OFFSET, true);
+    }
+    seqs[slot] = Seq(lit, lop, literals, offset, length);
+    return Parse(ip, op + length, 0u, false);
 }
 
 // Writes bytes [lo, hi) of block word w (hi - lo <= 4), their values in
 // `v`. Each byte is written once into the zeroed scratch: a whole word is
-// stored, a part OR-ed in (its other bytes may be another run's), zeros
+// stored, a part OR-ed in (its other bytes are another sequence's), zeros
 // need no write.
 fn put_word(base: u32, w: u32, lo: u32, hi: u32, v: u32) {
     if (hi - lo == 4u) {
@@ -215,55 +211,47 @@ fn put_word(base: u32, w: u32, lo: u32, hi: u32, v: u32) {
     }
 }
 
-// This invocation's words of the literal run of `s`. Runs of different
-// sequences share no word (a match of 4 bytes or more lies between), so
-// the runs of a batch are copied at once.
-fn copy_literals(base: u32, s: Seq, lid: u32) {
-    if (s.literals == 0u) {
+// Copies sequence `s`, its literal run and match together, one word per
+// invocation of `lanes` at a time (this is `lane`). A match `offset` bytes
+// back repeats the `offset` bytes before it: byte k of the match is byte
+// k % offset of those. Those of this sequence's literal run are read from
+// the input (other invocations write them now), the rest from the scratch
+// (written in earlier steps).
+fn copy_seq(base: u32, s: Seq, lane: u32, lanes: u32) {
+    let start = s.op + s.literals;
+    let stop = start + s.length;
+    if (stop == s.op) {
         return;
     }
-    let stop = s.op + s.literals;
+    let d = max(s.offset, 1u);
+    let back = start - min(s.offset, start);
     let last = (stop - 1u) >> 2u;
-    for (var w = (s.op >> 2u) + lid; w <= last; w += WG) {
+    for (var w = (s.op >> 2u) + lane; w <= last; w += lanes) {
         let lo = max(4u * w, s.op);
         let hi = min(4u * w + 4u, stop);
         var v = 0u;
-        if (hi - lo == 4u) {
+        var r = (max(lo, start) - start) % d;
+        if (hi - lo == 4u && hi <= start) {
             v = in_word(s.lit + lo - s.op);
-        } else {
-            for (var p = lo; p < hi; p += 1u) {
-                v = v | (in_byte(s.lit + p - s.op) << ((p & 3u) * 8u));
-            }
-        }
-        put_word(base, w, lo, hi, v);
-    }
-}
-
-// This invocation's words of the match of `s`. A match `offset` bytes back
-// repeats the `offset` bytes before it: byte k of the match is byte
-// k % offset of those, all written before the match starts.
-fn copy_match(base: u32, s: Seq, lid: u32) {
-    if (s.length == 0u) {
-        return;
-    }
-    let start = s.op + s.literals;
-    let back = start - s.offset;
-    let stop = start + s.length;
-    let last = (stop - 1u) >> 2u;
-    for (var w = (start >> 2u) + lid; w <= last; w += WG) {
-        let lo = max(4u * w, start);
-        let hi = min(4u * w + 4u, stop);
-        var r = (lo - start) % s.offset;
-        var v = 0u;
-        if (hi - lo == 4u && r + 4u <= s.offset) {
+        } else if (hi - lo == 4u && lo >= start && r + 4u <= d && back + r + 4u <= s.op) {
             v = sc_word(base, back + r);
         } else {
             for (var p = lo; p < hi; p += 1u) {
-                v = v | (sc_byte(base, back + r) << ((p & 3u) * 8u));
-                r += 1u;
-                if (r == s.offset) {
-                    r = 0u;
+                var q = p;
+                if (p >= start) {
+                    q = back + r;
+                    r += 1u;
+                    if (r == d) {
+                        r = 0u;
+                    }
                 }
+                var b = 0u;
+                if (q >= s.op) {
+                    b = in_byte(s.lit + q - s.op);
+                } else {
+                    b = sc_byte(base, q);
+                }
+                v = v | (b << ((p & 3u) * 8u));
             }
         }
         put_word(base, w, lo, hi, v);
@@ -421,45 +409,45 @@ fn decode(
     }
     if (lid == 0u) {
         failed = select(0u, E_ENTRY, !fits);
-        more = select(0u, 1u, fits && !raw);
         if (fits && raw) {
             copy_raw(e, len);
         }
     }
     scratch_sync();
-    // Invocation 0 parses a batch of sequences, then the workgroup copies
-    // their literal runs at once and their matches one after the other (a
-    // match may repeat the bytes of the one before). A batch is BATCH
-    // sequences or the stream's end, so the loop ends.
+    // Step t: invocation 0 parses sequence t while invocations WG/2 on
+    // (another subgroup where subgroups have 32 or fewer) copy sequence
+    // t - 1, then a barrier. A step without a new sequence is the last, so
+    // the loop ends within the stream's length in steps.
     var ip = e.src;
     var op = 0u;
+    var parsing = fits && !raw;
+    var have = false;
+    var t = 0u;
     loop {
-        let go = workgroupUniformLoad(&more);
-        // Everyone has read `more` and the last batch before it changes.
-        workgroupBarrier();
-        if (go == 0u) {
-            break;
-        }
         if (lid == 0u) {
-            let p = parse_batch(ip, op, e.src + e.src_len, len);
-            ip = p.ip;
-            op = p.op;
-            batch = p.n;
-            failed = p.code;
-            more = select(1u, 0u, p.done);
+            var c = 0u;
+            if (parsing) {
+                let p = parse_one(ip, op, e.src + e.src_len, len, t % 2u);
+                ip = p.ip;
+                op = p.op;
+                parsing = !p.done;
+                c = (p.code << 2u) | select(PARSED, 0u, p.code != 0u);
+            }
+            ctl[t % 2u] = c;
         }
-        let n = workgroupUniformLoad(&batch);
-        if (workgroupUniformLoad(&failed) != 0u) {
+        if (have && lid >= WG / 2u) {
+            copy_seq(base, seqs[(t + 1u) % 2u], lid - WG / 2u, WG / 2u);
+        }
+        scratch_publish();
+        let c = workgroupUniformLoad(&ctl[t % 2u]);
+        if (lid == 0u && c >= 4u) {
+            failed = c >> 2u;
+        }
+        if ((c & PARSED) == 0u) {
             break;
         }
-        for (var i = 0u; i < n; i += 1u) {
-            copy_literals(base, seqs[i], lid);
-        }
-        scratch_sync();
-        for (var i = 0u; i < n; i += 1u) {
-            copy_match(base, seqs[i], lid);
-            scratch_sync();
-        }
+        have = true;
+        t += 1u;
     }
     let code = workgroupUniformLoad(&failed);
     if (lid == 0u && code != 0u) {
