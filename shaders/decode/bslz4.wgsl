@@ -200,13 +200,16 @@ fn parse_one(ip0: u32, op0: u32, end: u32, cap: u32, slot: u32) -> Parse {
 }
 
 // Writes bytes [lo, hi) of block word w (hi - lo <= 4), their values in
-// `v`. Each byte is written once into the zeroed scratch: a whole word is
-// stored, a part OR-ed in (its other bytes are another sequence's), zeros
-// need no write.
+// `v`. Each byte is written once into the zeroed scratch: zeros need no
+// write, a whole word is stored, a part OR-ed in (its other bytes are
+// another sequence's).
 fn put_word(base: u32, w: u32, lo: u32, hi: u32, v: u32) {
+    if (v == 0u) {
+        return;
+    }
     if (hi - lo == 4u) {
         scratch_store(base + w, v);
-    } else if (v != 0u) {
+    } else {
         scratch_or(base + w, v);
     }
 }
