@@ -1,7 +1,8 @@
 // Bitshuffle-LZ4 chunks (HDF5 filter 32008) decoded on the GPU: one
-// workgroup per block. Invocation 0 decodes the block's LZ4 stream into a
-// zeroed scratch (the block's bit rows); then the whole workgroup undoes
-// the bit transpose, 8 elements per invocation at a time, into `output`.
+// workgroup per block. Invocation 0 parses the block's LZ4 stream one
+// sequence ahead of half the workgroup, which copies each literal run and
+// match word by word into a zeroed scratch (the block's bit rows); then the
+// workgroup undoes the bit transpose into `output`.
 //
 // The host walked every chunk's header and block sizes (crates/core/src/
 // decode/mod.rs) and wrote one table entry per block and per raw tail;
@@ -80,14 +81,6 @@ fn sc_word(base: u32, p: u32) -> u32 {
     return (lo >> s) | (scratch_load(base + (p >> 2u) + 1u) << (32u - s));
 }
 
-// The scratch was zeroed and each byte is written once: zeros need no
-// write, others are OR-ed into their word.
-fn put_byte(base: u32, p: u32, v: u32) {
-    if (v != 0u) {
-        scratch_or(base + (p >> 2u), v << ((p & 3u) * 8u));
-    }
-}
-
 // An LZ4 length continuation from ip: bytes added while they are 255
 // (saturated, so that a long run cannot wrap around).
 struct Length {
@@ -113,140 +106,159 @@ fn more_length(start: u32, end: u32, value: u32) -> Length {
     return Length(v, ip, true);
 }
 
-// Copies `n` literal bytes from input byte ip to block byte op: bytes up
-// to a word boundary of the block, whole words, then the rest.
-fn copy_literals(base: u32, ip: u32, op: u32, n: u32) {
-    var k = 0u;
-    loop {
-        if (k >= n || ((op + k) & 3u) == 0u) {
-            break;
-        }
-        put_byte(base, op + k, in_byte(ip + k));
-        k += 1u;
+// One LZ4 sequence, parsed: a literal run, then a match (none after the
+// last literal run: length 0).
+struct Seq {
+    // Input byte of the literal run, the block byte it goes to, its length.
+    lit: u32,
+    op: u32,
+    literals: u32,
+    // The match after it: bytes back and length.
+    offset: u32,
+    length: u32,
+}
+
+// Invocation 0 parses sequence t into seqs[t % 2] while the second half of
+// the workgroup copies sequence t - 1 from the other slot; ctl[t % 2] says
+// how step t ended. Two of each, so that step t + 1 never writes what step
+// t's barrier published and others may still read.
+var<workgroup> seqs: array<Seq, 2>;
+var<workgroup> ctl: array<u32, 2>;
+
+// ctl bits besides the error code (shifted up by 2).
+const PARSED: u32 = 1u;
+
+// The parser's state between sequences.
+struct Parse {
+    ip: u32,
+    op: u32,
+    code: u32,
+    done: bool,
+}
+
+// Parses one sequence of the stream ending at input byte `end` from input
+// byte ip and block byte op into seqs[slot]; the block holds `cap` bytes.
+// The checks are lz4_flex's, in its order, so both decoders accept and
+// refuse the same streams. Every sequence reads a token, so a stream of
+// `len` bytes is done within `len` sequences.
+fn parse_one(ip0: u32, op0: u32, end: u32, cap: u32, slot: u32) -> Parse {
+    var ip = ip0;
+    var op = op0;
+    if (ip >= end) {
+        return Parse(ip, op, E_INPUT, true);
     }
-    loop {
-        if (n - k < 4u) {
-            break;
+    let token = in_byte(ip);
+    ip += 1u;
+    var literals = token >> 4u;
+    if (literals == 15u) {
+        let l = more_length(ip, end, literals);
+        if (!l.ok) {
+            return Parse(ip, op, E_INPUT, true);
         }
-        scratch_store(base + ((op + k) >> 2u), in_word(ip + k));
-        k += 4u;
+        literals = l.value;
+        ip = l.ip;
     }
-    loop {
-        if (k >= n) {
-            break;
+    if (literals > end - ip) {
+        return Parse(ip, op, E_INPUT, true);
+    }
+    if (literals > cap - op) {
+        return Parse(ip, op, E_OUTPUT, true);
+    }
+    let lit = ip;
+    let lop = op;
+    ip += literals;
+    op += literals;
+    if (ip >= end) {
+        seqs[slot] = Seq(lit, lop, literals, 0u, 0u);
+        return Parse(ip, op, select(E_SHORT, 0u, op == cap), true);
+    }
+    if (end - ip < 2u) {
+        return Parse(ip, op, E_INPUT, true);
+    }
+    let offset = in_byte(ip) | (in_byte(ip + 1u) << 8u);
+    ip += 2u;
+    if (offset == 0u) {
+        return Parse(ip, op, E_OFFSET, true);
+    }
+    var length = (token & 15u) + 4u;
+    if (length == 19u) {
+        let l = more_length(ip, end, length);
+        if (!l.ok) {
+            return Parse(ip, op, E_INPUT, true);
         }
-        put_byte(base, op + k, in_byte(ip + k));
-        k += 1u;
+        length = l.value;
+        ip = l.ip;
+    }
+    if (length > cap - op) {
+        return Parse(ip, op, E_OUTPUT, true);
+    }
+    if (offset > op) {
+        return Parse(ip, op, E_OFFSET, true);
+    }
+    seqs[slot] = Seq(lit, lop, literals, offset, length);
+    return Parse(ip, op + length, 0u, false);
+}
+
+// Writes bytes [lo, hi) of block word w (hi - lo <= 4), their values in
+// `v`. Each byte is written once into the zeroed scratch: zeros need no
+// write, a whole word is stored, a part OR-ed in (its other bytes are
+// another sequence's).
+fn put_word(base: u32, w: u32, lo: u32, hi: u32, v: u32) {
+    if (v == 0u) {
+        return;
+    }
+    if (hi - lo == 4u) {
+        scratch_store(base + w, v);
+    } else {
+        scratch_or(base + w, v);
     }
 }
 
-// Copies a match of `n` bytes from `offset` bytes back to block byte op.
-fn copy_match(base: u32, op: u32, offset: u32, n: u32) {
-    let back = op - offset;
-    // A repeat of zero bytes (the empty high bit rows of small counts)
-    // leaves the zeroed scratch as it is.
-    let period = min(offset, n);
-    if (period <= 8u) {
-        var zero = true;
-        for (var k = 0u; k < period; k += 1u) {
-            zero = zero && sc_byte(base, back + k) == 0u;
-        }
-        if (zero) {
-            return;
-        }
+// Copies sequence `s`, its literal run and match together, one word per
+// invocation of `lanes` at a time (this is `lane`). A match `offset` bytes
+// back repeats the `offset` bytes before it: byte k of the match is byte
+// k % offset of those. Those of this sequence's literal run are read from
+// the input (other invocations write them now), the rest from the scratch
+// (written in earlier steps).
+fn copy_seq(base: u32, s: Seq, lane: u32, lanes: u32) {
+    let start = s.op + s.literals;
+    let stop = start + s.length;
+    if (stop == s.op) {
+        return;
     }
-    var k = 0u;
-    if (offset >= 4u) {
-        // Four bytes at a time never read bytes not yet written.
-        loop {
-            if (k >= n || ((op + k) & 3u) == 0u) {
-                break;
+    let d = max(s.offset, 1u);
+    let back = start - min(s.offset, start);
+    let last = (stop - 1u) >> 2u;
+    for (var w = (s.op >> 2u) + lane; w <= last; w += lanes) {
+        let lo = max(4u * w, s.op);
+        let hi = min(4u * w + 4u, stop);
+        var v = 0u;
+        var r = (max(lo, start) - start) % d;
+        if (hi - lo == 4u && hi <= start) {
+            v = in_word(s.lit + lo - s.op);
+        } else if (hi - lo == 4u && lo >= start && r + 4u <= d && back + r + 4u <= s.op) {
+            v = sc_word(base, back + r);
+        } else {
+            for (var p = lo; p < hi; p += 1u) {
+                var q = p;
+                if (p >= start) {
+                    q = back + r;
+                    r += 1u;
+                    if (r == d) {
+                        r = 0u;
+                    }
+                }
+                var b = 0u;
+                if (q >= s.op) {
+                    b = in_byte(s.lit + q - s.op);
+                } else {
+                    b = sc_byte(base, q);
+                }
+                v = v | (b << ((p & 3u) * 8u));
             }
-            put_byte(base, op + k, sc_byte(base, back + k));
-            k += 1u;
         }
-        loop {
-            if (n - k < 4u) {
-                break;
-            }
-            scratch_store(base + ((op + k) >> 2u), sc_word(base, back + k));
-            k += 4u;
-        }
+        put_word(base, w, lo, hi, v);
     }
-    loop {
-        if (k >= n) {
-            break;
-        }
-        put_byte(base, op + k, sc_byte(base, back + k));
-        k += 1u;
-    }
-}
-
-// Decodes the LZ4 stream at input bytes [src, src + len) into `cap` bytes
-// of scratch from word `base`: 0, or an error code. The checks are
-// lz4_flex's, so both decoders accept and refuse the same streams. Every
-// turn of the loop reads a token, so it ends within `len` turns.
-fn lz4_block(src: u32, len: u32, base: u32, cap: u32) -> u32 {
-    let end = src + len;
-    var ip = src;
-    var op = 0u;
-    loop {
-        if (ip >= end) {
-            return E_INPUT;
-        }
-        let token = in_byte(ip);
-        ip += 1u;
-        var literals = token >> 4u;
-        if (literals == 15u) {
-            let l = more_length(ip, end, literals);
-            if (!l.ok) {
-                return E_INPUT;
-            }
-            literals = l.value;
-            ip = l.ip;
-        }
-        if (literals > end - ip) {
-            return E_INPUT;
-        }
-        if (literals > cap - op) {
-            return E_OUTPUT;
-        }
-        copy_literals(base, ip, op, literals);
-        ip += literals;
-        op += literals;
-        if (ip >= end) {
-            break;
-        }
-        if (end - ip < 2u) {
-            return E_INPUT;
-        }
-        let offset = in_byte(ip) | (in_byte(ip + 1u) << 8u);
-        ip += 2u;
-        if (offset == 0u) {
-            return E_OFFSET;
-        }
-        var length = (token & 15u) + 4u;
-        if (length == 19u) {
-            let l = more_length(ip, end, length);
-            if (!l.ok) {
-                return E_INPUT;
-            }
-            length = l.value;
-            ip = l.ip;
-        }
-        if (length > cap - op) {
-            return E_OUTPUT;
-        }
-        if (offset > op) {
-            return E_OFFSET;
-        }
-        copy_match(base, op, offset, length);
-        op += length;
-    }
-    if (op != cap) {
-        return E_SHORT;
-    }
-    return 0u;
 }
 
 // A 4-byte element through the count cutoff.
@@ -337,6 +349,41 @@ fn unshuffle_group(base: u32, row: u32, g: u32, out: u32) {
     }
 }
 
+// Elements 32h..32h+31 of a block of 4-byte elements (the Eiger case)
+// whose bit rows are whole words (`rw` words each), written to output word
+// `out` on: word h of each of the 32 bit rows holds byte u of group 4h+u,
+// so a word is read where unshuffle_group reads four bytes.
+fn unshuffle4(base: u32, rw: u32, h: u32, out: u32) {
+    var words: array<u32, 32>;
+    for (var r = 0u; r < 32u; r += 1u) {
+        words[r] = scratch_load(base + r * rw + h);
+    }
+    let limit = arrayLength(&output);
+    let at = vec4<u32>(0u, 8u, 16u, 24u);
+    for (var u = 0u; u < 4u; u += 1u) {
+        // Elements 0-3 and 4-7 of group 4h+u, byte b added per turn.
+        var lo = vec4<u32>(0u);
+        var hi = vec4<u32>(0u);
+        for (var b = 0u; b < 4u; b += 1u) {
+            var x = 0u;
+            var y = 0u;
+            for (var j = 0u; j < 4u; j += 1u) {
+                x = x | (((words[8u * b + j] >> (8u * u)) & 0xffu) << (8u * j));
+                y = y | (((words[8u * b + j + 4u] >> (8u * u)) & 0xffu) << (8u * j));
+            }
+            // Byte m of t.x (t.y) is byte b of element m (m + 4).
+            let t = transpose8(vec2<u32>(x, y));
+            lo = lo | (((vec4<u32>(t.x) >> at) & vec4<u32>(0xffu)) << vec4<u32>(8u * b));
+            hi = hi | (((vec4<u32>(t.y) >> at) & vec4<u32>(0xffu)) << vec4<u32>(8u * b));
+        }
+        let o = out + 8u * u;
+        for (var m = 0u; m < 4u; m += 1u) {
+            output[min(o + m, limit - 1u)] = cut(lo[m]);
+            output[min(o + 4u + m, limit - 1u)] = cut(hi[m]);
+        }
+    }
+}
+
 fn flag(index: u32, code: u32) {
     atomicAdd(&status[0], 1u);
     atomicMin(&status[1], index);
@@ -363,27 +410,62 @@ fn decode(
             scratch_store(base + w, 0u);
         }
     }
-    scratch_sync();
     if (lid == 0u) {
-        var code = 0u;
-        if (!fits) {
-            code = E_ENTRY;
-        } else if (raw) {
+        failed = select(0u, E_ENTRY, !fits);
+        if (fits && raw) {
             copy_raw(e, len);
-        } else {
-            code = lz4_block(e.src, e.src_len, base, len);
         }
-        if (code != 0u) {
-            flag(index, code);
-        }
-        failed = code;
     }
     scratch_sync();
+    // Step t: invocation 0 parses sequence t while invocations WG/2 on
+    // (another subgroup where subgroups have 32 or fewer) copy sequence
+    // t - 1, then a barrier. A step without a new sequence is the last, so
+    // the loop ends within the stream's length in steps.
+    var ip = e.src;
+    var op = 0u;
+    var parsing = fits && !raw;
+    var have = false;
+    var t = 0u;
+    loop {
+        if (lid == 0u) {
+            var c = 0u;
+            if (parsing) {
+                let p = parse_one(ip, op, e.src + e.src_len, len, t % 2u);
+                ip = p.ip;
+                op = p.op;
+                parsing = !p.done;
+                c = (p.code << 2u) | select(PARSED, 0u, p.code != 0u);
+            }
+            ctl[t % 2u] = c;
+        }
+        if (have && lid >= WG / 2u) {
+            copy_seq(base, seqs[(t + 1u) % 2u], lid - WG / 2u, WG / 2u);
+        }
+        scratch_publish();
+        let c = workgroupUniformLoad(&ctl[t % 2u]);
+        if (lid == 0u && c >= 4u) {
+            failed = c >> 2u;
+        }
+        if ((c & PARSED) == 0u) {
+            break;
+        }
+        have = true;
+        t += 1u;
+    }
     let code = workgroupUniformLoad(&failed);
+    if (lid == 0u && code != 0u) {
+        flag(index, code);
+    }
     if (code != 0u || raw) {
         return;
     }
     let row = len / (8u * params.elem);
+    if (params.elem == 4u && row % 4u == 0u) {
+        for (var h = lid; h < row / 4u; h += WG) {
+            unshuffle4(base, row / 4u, h, e.dst / 4u + 32u * h);
+        }
+        return;
+    }
     for (var g = lid; g < row; g += WG) {
         unshuffle_group(base, row, g, e.dst / 4u + 2u * params.elem * g);
     }

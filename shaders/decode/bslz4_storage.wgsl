@@ -31,3 +31,9 @@ fn scratch_sync() {
     storageBarrier();
     workgroupBarrier();
 }
+
+// Scratch writes before a workgroupUniformLoad, whose barrier covers
+// workgroup memory only.
+fn scratch_publish() {
+    storageBarrier();
+}

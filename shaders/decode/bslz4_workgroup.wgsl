@@ -31,3 +31,7 @@ fn scratch_or(w: u32, v: u32) {
 fn scratch_sync() {
     workgroupBarrier();
 }
+
+// Scratch writes before a workgroupUniformLoad: its barrier publishes
+// workgroup memory.
+fn scratch_publish() {}
