@@ -191,7 +191,7 @@ impl DeviceArray {
     }
 
     /// Checks that this array holds `elements`, naming the operation.
-    pub(crate) fn expect(&self, elements: Elements, what: &str) -> Result<()> {
+    pub(crate) fn require(&self, elements: Elements, what: &str) -> Result<()> {
         if self.elements != elements {
             return Err(Error::InvalidInput(format!(
                 "{what} takes a {} device array, not {}",

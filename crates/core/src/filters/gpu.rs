@@ -155,7 +155,7 @@ pub async fn apply_on_device(
     input: &DeviceArray,
     boundary: Boundary,
 ) -> Result<DeviceArray> {
-    input.expect(Elements::F32, "this filter")?;
+    input.require(Elements::F32, "this filter")?;
     let shape = input.shape().to_vec();
     let mut source = MemorySource::new(&[], input.shape3()?);
     let mut sink: Vec<f32> = Vec::new();

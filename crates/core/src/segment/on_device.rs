@@ -16,7 +16,7 @@ use super::sources::ThresholdParams;
 /// `x > value` of a float32 device array, as a mask (NaN is not above
 /// anything, as in numpy).
 pub async fn threshold_above(gpu: &Gpu, x: &DeviceArray, value: f64) -> Result<DeviceArray> {
-    x.expect(Elements::F32, "a threshold")?;
+    x.require(Elements::F32, "a threshold")?;
     check_value(value)?;
     let n = x.len();
     let mask = DeviceArray::alloc(gpu, x.shape(), Elements::Bool).await?;
@@ -50,7 +50,7 @@ pub async fn label(
     mask: &DeviceArray,
     connectivity: usize,
 ) -> Result<(DeviceArray, usize)> {
-    mask.expect(Elements::Bool, "label")?;
+    mask.require(Elements::Bool, "label")?;
     let s = label::check(mask.len(), mask.shape(), connectivity)?;
     let n = mask.len();
     let labels = DeviceArray::alloc(gpu, mask.shape(), Elements::I32).await?;
@@ -100,8 +100,8 @@ pub async fn regionprops(
     labels: &DeviceArray,
     values: &DeviceArray,
 ) -> Result<Vec<Region>> {
-    labels.expect(Elements::I32, "regionprops' label image")?;
-    values.expect(Elements::F32, "regionprops' intensity image")?;
+    labels.require(Elements::I32, "regionprops' label image")?;
+    values.require(Elements::F32, "regionprops' intensity image")?;
     if labels.shape() != values.shape() {
         return Err(Error::InvalidInput(format!(
             "label image of shape {:?} and intensity image of shape {:?}: the shapes must match",

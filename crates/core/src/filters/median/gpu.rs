@@ -333,7 +333,7 @@ pub async fn median_on_device(
     boundary: Boundary,
     removal: Option<&OutlierRemoval>,
 ) -> Result<DeviceArray> {
-    input.expect(Elements::F32, "the median filter")?;
+    input.require(Elements::F32, "the median filter")?;
     let shape = input.shape().to_vec();
     let s = stream_shape(&shape, footprint)?;
     let none: &[f32] = &[];
