@@ -12,6 +12,8 @@
 //! (`filters::gpu::apply_on_device`, `median::gpu::median_on_device`,
 //! `segment::on_device`) and give the answers of their host-memory twins.
 
+use std::mem::MaybeUninit;
+
 use bytemuck::Pod;
 
 use crate::chunk::{self, Shape3, shape3};
@@ -166,6 +168,18 @@ impl DeviceArray {
     /// the array's element type: f32 for `F32`, i32 for `I32`, u8 (0 or 1)
     /// for `Bool`.
     pub async fn read_into<T: Pod>(&self, gpu: &Gpu, out: &mut [T]) -> Result<()> {
+        // SAFETY: same layout; only initialised values are stored through it.
+        let out = unsafe { &mut *(out as *mut [T] as *mut [MaybeUninit<T>]) };
+        self.read_into_uninit(gpu, out).await
+    }
+
+    /// [`DeviceArray::read_into`] into memory not yet initialised (a fresh
+    /// numpy array): every element is written when it returns Ok.
+    pub async fn read_into_uninit<T: Pod>(
+        &self,
+        gpu: &Gpu,
+        out: &mut [MaybeUninit<T>],
+    ) -> Result<()> {
         let size = std::mem::size_of::<T>() as u64;
         if size != self.elements.size() || out.len() != self.len() {
             return Err(Error::InvalidInput(format!(
@@ -175,18 +189,24 @@ impl DeviceArray {
                 self.len()
             )));
         }
-        let bytes: &mut [u8] = bytemuck::cast_slice_mut(out);
-        if bytes.len().is_multiple_of(4) {
-            return gpu.read_into_bytes(&self.buffer, 0, bytes).await;
-        }
+        let len = std::mem::size_of_val(out);
+        // SAFETY: the same memory as bytes; T is Pod, so any bytes written
+        // make valid values.
+        let bytes = unsafe {
+            std::slice::from_raw_parts_mut(out.as_mut_ptr().cast::<MaybeUninit<u8>>(), len)
+        };
         // Masks of a length not a multiple of 4: whole words, then the tail.
-        let whole = bytes.len() / 4 * 4;
+        let whole = len / 4 * 4;
         let (head, tail) = bytes.split_at_mut(whole);
         if !head.is_empty() {
-            gpu.read_into_bytes(&self.buffer, 0, head).await?;
+            gpu.read_into(&self.buffer, 0, head).await?;
         }
-        let last = gpu.read_at(&self.buffer, whole as u64, 4).await?;
-        tail.copy_from_slice(&last[..tail.len()]);
+        if !tail.is_empty() {
+            let last = gpu.read_at(&self.buffer, whole as u64, 4).await?;
+            for (t, &b) in tail.iter_mut().zip(&last) {
+                t.write(b);
+            }
+        }
         Ok(())
     }
 

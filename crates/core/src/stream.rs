@@ -14,9 +14,7 @@ use bytemuck::Pod;
 
 use crate::boundary::Mode;
 use crate::chunk::{self, Chunk, Shape3};
-use crate::copies::{
-    STREAM_UPLOAD_THREADS, as_uninit, copy_threads, parallel_copy_with, upload_threads,
-};
+use crate::copies::{STREAM_UPLOAD_THREADS, copy_threads, parallel_copy_with, upload_threads};
 pub use crate::copies::{parallel_copy, zeroed_output};
 use crate::engine::{Gpu, Pending, Recorder, UploadBuffer};
 use crate::error::{Error, Result};
@@ -87,12 +85,21 @@ impl<T: Copy> SliceSink<T> for Vec<T> {
 
 /// A sink filling a preallocated array in order (copies in parallel).
 pub struct MemorySink<'a, T> {
-    data: &'a mut [T],
+    data: &'a mut [std::mem::MaybeUninit<T>],
     filled: usize,
 }
 
 impl<'a, T> MemorySink<'a, T> {
     pub fn new(data: &'a mut [T]) -> Self {
+        // SAFETY: same layout; the sink only stores initialised values, so
+        // `data` stays initialised.
+        let data = unsafe { &mut *(data as *mut [T] as *mut [std::mem::MaybeUninit<T>]) };
+        MemorySink { data, filled: 0 }
+    }
+
+    /// A sink into memory not yet initialised (a fresh numpy array): the
+    /// stream writes every element before the caller may read it.
+    pub fn uninit(data: &'a mut [std::mem::MaybeUninit<T>]) -> Self {
         MemorySink { data, filled: 0 }
     }
 }
@@ -117,11 +124,16 @@ impl<T: Pod> MemorySink<'_, T> {
                 self.data.len()
             )));
         };
-        parallel_copy_with(
-            as_uninit(bytemuck::cast_slice_mut(dst)),
-            bytemuck::cast_slice(slices),
-            threads.max(1),
-        );
+        let bytes = std::mem::size_of_val(dst);
+        // SAFETY: `dst` is `bytes` bytes of memory we may write; T is Pod,
+        // so its bytes may be written one by one.
+        let dst = unsafe {
+            std::slice::from_raw_parts_mut(
+                dst.as_mut_ptr().cast::<std::mem::MaybeUninit<u8>>(),
+                bytes,
+            )
+        };
+        parallel_copy_with(dst, bytemuck::cast_slice(slices), threads.max(1));
         self.filled = end;
         Ok(())
     }

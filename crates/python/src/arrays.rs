@@ -243,7 +243,7 @@ pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
 /// thread; Python sees it only once the work is done.
 pub struct OutF32 {
     _owner: Py<PyAny>,
-    ptr: *mut f32,
+    ptr: *mut std::mem::MaybeUninit<f32>,
     len: usize,
 }
 
@@ -252,20 +252,28 @@ pub struct OutF32 {
 unsafe impl Send for OutF32 {}
 
 impl OutF32 {
-    pub fn as_mut_slice(&mut self) -> &mut [f32] {
-        // SAFETY: see `zeros_f32`: a zeroed C-contiguous float32 buffer of
-        // `len` elements, alive while `_owner` is.
+    /// The array's memory, to be written in full before the array is
+    /// handed to Python.
+    pub fn as_mut_slice(&mut self) -> &mut [std::mem::MaybeUninit<f32>] {
+        // SAFETY: see `empty_f32`: a C-contiguous float32 buffer of `len`
+        // elements, alive while `_owner` is, written only through this.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
 
-/// A zeroed float32 array of `shape` (numpy's calloc: pages are touched
-/// only when the results are written) and its writer.
-pub fn zeros_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
-    let a = PyArrayDyn::<f32>::zeros(py, shape.to_vec(), false);
+/// A float32 array of `shape`, not initialised (numpy's `empty`), and its
+/// writer: the caller fills every element before Python sees the array,
+/// and drops the array unseen when the work fails. (numpy's `zeros` asked
+/// calloc for memory that glibc serves from its heap once a block of the
+/// size has been freed, and zeroed it first: most of a 2048² call's host
+/// time, by a profile on the GPU machine.)
+pub fn empty_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
+    // SAFETY: the elements are not read before the caller has written them
+    // all (see above).
+    let a = unsafe { PyArrayDyn::<f32>::new(py, shape.to_vec(), false) };
     let out = OutF32 {
         _owner: a.clone().into_any().unbind(),
-        ptr: a.data(),
+        ptr: a.data().cast(),
         len: shape.iter().product(),
     };
     (a.into_any(), out)

@@ -124,9 +124,9 @@ impl PyDeviceArray {
         let shape = slf.get().shape.clone();
         match slf.get().elements {
             Elements::F32 => {
-                let (out, mut w) = arrays::zeros_f32(py, &shape);
+                let (out, mut w) = arrays::empty_f32(py, &shape);
                 Self::with(slf, move |gpu, a| {
-                    pollster::block_on(a.read_into(gpu, w.as_mut_slice()))
+                    pollster::block_on(a.read_into_uninit(gpu, w.as_mut_slice()))
                 })?;
                 Ok(out)
             }

@@ -197,7 +197,7 @@ fn filter_f32<'py>(
         }
         _ => return Ok(None),
     };
-    let (result, mut out) = arrays::zeros_f32(py, &shape);
+    let (result, mut out) = arrays::empty_f32(py, &shape);
     let run_shape = shape.clone();
     let n = shared.as_slice().len();
     let done: Result<()> = interruptible(py, n, move || {

@@ -207,19 +207,6 @@ impl Gpu {
         Ok(out)
     }
 
-    /// [`Gpu::read_into`] into initialised memory (a caller's array).
-    pub(crate) async fn read_into_bytes(
-        &self,
-        buffer: &wgpu::Buffer,
-        offset: u64,
-        out: &mut [u8],
-    ) -> Result<()> {
-        // SAFETY: MaybeUninit<u8> has u8's layout, and `read_into` only
-        // stores initialised bytes, so `out` stays initialised.
-        let out = unsafe { &mut *(out as *mut [u8] as *mut [std::mem::MaybeUninit<u8>]) };
-        self.read_into(buffer, offset, out).await
-    }
-
     /// Copies `out.len()` bytes of `buffer` from byte `offset` into `out`.
     /// Large reads go through two pooled readback buffers of READ_CHUNK
     /// bytes in turn (the GPU copies the next part while the host copies

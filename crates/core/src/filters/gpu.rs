@@ -69,13 +69,25 @@ pub async fn apply(
     if filter.passes.is_empty() {
         return Ok(input.to_vec());
     }
-    let mut result = vec![0f32; input.len()];
-    apply_into(gpu, filter, input, shape, boundary, output, &mut result).await?;
+    let mut result: Vec<f32> = Vec::with_capacity(input.len());
+    apply_into(
+        gpu,
+        filter,
+        input,
+        shape,
+        boundary,
+        output,
+        &mut result.spare_capacity_mut()[..input.len()],
+    )
+    .await?;
+    // SAFETY: `apply_into` returned Ok, so it wrote every value.
+    unsafe { result.set_len(input.len()) };
     Ok(result)
 }
 
-/// [`apply`] into `out` of the input's length (a caller's buffer: a numpy
-/// array, no intermediate vector).
+/// [`apply`] into `out` of the input's length (a caller's buffer: a fresh
+/// numpy array, no intermediate vector), every value of which is written
+/// when it returns Ok: memory not yet initialised will do.
 pub async fn apply_into(
     gpu: &Gpu,
     filter: &Filter,
@@ -83,7 +95,7 @@ pub async fn apply_into(
     shape: &[usize],
     boundary: Boundary,
     output: Output,
-    out: &mut [f32],
+    out: &mut [std::mem::MaybeUninit<f32>],
 ) -> Result<()> {
     let s = shape3(shape)?;
     if shape.len() != filter.ndim {
@@ -101,11 +113,13 @@ pub async fn apply_into(
         )));
     }
     if filter.passes.is_empty() {
-        out.copy_from_slice(input);
+        for (o, &v) in out.iter_mut().zip(input) {
+            o.write(v);
+        }
         return Ok(());
     }
     let mut source = MemorySource::new(input, s);
-    let mut sink = MemorySink::new(out);
+    let mut sink = MemorySink::uninit(out);
     apply_stream(
         gpu,
         filter,

@@ -1,6 +1,8 @@
 //! The median's GPU driver: parameters, chunked streaming through
 //! [`crate::stream`], and the choice of entry point per chunk.
 
+use std::mem::MaybeUninit;
+
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{self, Shape3, shape3};
@@ -76,7 +78,7 @@ pub async fn median_filter_f32_into(
     shape: &[usize],
     footprint: &Footprint,
     boundary: Boundary,
-    output: &mut [f32],
+    output: &mut [MaybeUninit<f32>],
 ) -> Result<()> {
     let s = check_input(Samples::F32(input), shape, footprint)?;
     if output.len() != input.len() {
@@ -153,10 +155,17 @@ async fn run_into(
     }
     if let (Samples::F32(v), SampleVec::F32(out)) = (input, &mut *output) {
         let s = check_input(input, shape, footprint)?;
-        return run_f32(gpu, v, s, footprint, boundary, removal, out).await;
+        return run_f32(gpu, v, s, footprint, boundary, removal, init_as_uninit(out)).await;
     }
     let result = run(gpu, input, shape, footprint, boundary, removal).await?;
     output.copy_from(&result)
+}
+
+/// Initialised memory seen as memory to write: sound because the sinks
+/// only store initialised values.
+fn init_as_uninit(v: &mut [f32]) -> &mut [MaybeUninit<f32>] {
+    // SAFETY: same layout; only initialised values are stored through it.
+    unsafe { &mut *(v as *mut [f32] as *mut [MaybeUninit<f32>]) }
 }
 
 /// f32 samples stream as their raw bits (converted to keys in the kernel)
@@ -168,10 +177,12 @@ async fn run_f32(
     footprint: &Footprint,
     boundary: Boundary,
     removal: Option<&OutlierRemoval>,
-    output: &mut [f32],
+    output: &mut [MaybeUninit<f32>],
 ) -> Result<()> {
     let mut source = MemorySource::new(bytemuck::cast_slice::<f32, u32>(input), shape);
-    let mut sink = MemorySink::new(bytemuck::cast_slice_mut::<f32, u32>(output));
+    // SAFETY: f32 and u32 have one layout; the words are f32 bits.
+    let words = unsafe { &mut *(output as *mut [MaybeUninit<f32>] as *mut [MaybeUninit<u32>]) };
+    let mut sink = MemorySink::uninit(words);
     stream_keys(
         gpu,
         Samples::F32(input),
@@ -200,7 +211,16 @@ async fn run(
     let mut none = |_: usize, _: usize| {};
     if let Samples::F32(v) = input {
         let mut out: Vec<f32> = crate::stream::zeroed_output(v.len());
-        run_f32(gpu, v, s, footprint, boundary, removal, &mut out).await?;
+        run_f32(
+            gpu,
+            v,
+            s,
+            footprint,
+            boundary,
+            removal,
+            init_as_uninit(&mut out),
+        )
+        .await?;
         return Ok(SampleVec::F32(out));
     }
     let out = match input.keys(0..input.len()) {
