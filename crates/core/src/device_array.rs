@@ -84,6 +84,15 @@ impl DeviceArray {
         shape3(&self.shape)
     }
 
+    /// An array over a buffer an operation produced.
+    pub(crate) fn wrap(buffer: wgpu::Buffer, shape: &[usize], elements: Elements) -> Self {
+        DeviceArray {
+            buffer,
+            shape: shape.to_vec(),
+            elements,
+        }
+    }
+
     /// Returns the buffer to the device's pool.
     pub fn free(self, gpu: &Gpu) {
         gpu.recycle(self.buffer);
@@ -269,17 +278,6 @@ pub(crate) async fn apply_kernel<T: Pod>(
             gpu.recycle(a);
             gpu.recycle(b);
             Err(e)
-        }
-    }
-}
-
-impl DeviceArray {
-    /// An array over a buffer an operation produced.
-    pub(crate) fn wrap(buffer: wgpu::Buffer, shape: &[usize], elements: Elements) -> Self {
-        DeviceArray {
-            buffer,
-            shape: shape.to_vec(),
-            elements,
         }
     }
 }

@@ -5,8 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use gpuscope_core::filters::median::{self, OutlierRemoval};
-use gpuscope_core::filters::{self, ConvolveParams, GaussianParams, MedianParams, NdArray};
+use gpuscope_core::filters::{self, median};
 use gpuscope_core::segment::{LabelParams, on_device};
 use gpuscope_core::{DeviceArray, Elements, Gpu};
 use numpy::{PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
@@ -17,7 +16,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::arrays;
 use crate::device::{Engine, engine, interruptible, parse, py_err};
-use crate::ops::regions_dict;
+use crate::ops::{FilterKind, filter_kind, regions_dict};
 
 /// An array on the GPU of the engine that made it.
 #[pyclass(module = "gpuscope._gpuscope", name = "DeviceArray", frozen)]
@@ -244,11 +243,6 @@ pub fn to_device<'py>(
     Bound::new(py, PyDeviceArray::new(engine, array))
 }
 
-fn nd_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<NdArray> {
-    let (values, shape) = arrays::typed::<f64>(obj, what)?;
-    Ok(NdArray { shape, values })
-}
-
 /// `gaussian_filter`, `convolve`, `correlate`, `median_filter` and
 /// `remove_outliers` of a float32 device array (options as [`crate::ops::filter`]).
 #[pyfunction]
@@ -260,44 +254,12 @@ pub fn device_filter<'py>(
     array: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyDeviceArray>> {
     let ndim = input.get().shape.len();
-    enum Kind {
-        Linear(filters::Filter, filters::Boundary),
-        Median(median::Footprint, filters::Boundary, Option<OutlierRemoval>),
-    }
-    let kind = match op {
-        "gaussian_filter" => {
-            let p: GaussianParams = parse(options)?;
-            p.validate().map_err(py_err)?;
-            Kind::Linear(p.filter(ndim).map_err(py_err)?, p.boundary())
-        }
-        "convolve" | "correlate" => {
-            let mut p: ConvolveParams = parse(options)?;
-            if let Some(w) = array {
-                p.weights = nd_array(w, "weights")?;
-            }
-            p.validate().map_err(py_err)?;
-            let f = p.filter(ndim, op == "convolve").map_err(py_err)?;
-            Kind::Linear(f, p.boundary())
-        }
-        "median_filter" => {
-            let mut p: MedianParams = parse(options)?;
-            if let Some(f) = array {
-                p.footprint = Some(nd_array(f, "footprint")?);
-            }
-            p.validate().map_err(py_err)?;
-            Kind::Median(p.footprint(ndim).map_err(py_err)?, p.boundary(), None)
-        }
-        "remove_outliers" => {
-            let p: OutlierRemoval = parse(options)?;
-            p.validate().map_err(py_err)?;
-            let fp = p.footprint(ndim).map_err(py_err)?;
-            Kind::Median(fp, OutlierRemoval::boundary(), Some(p))
-        }
-        other => return Err(PyValueError::new_err(format!("no filter named {other}"))),
+    let Some(kind) = filter_kind(op, options, array, ndim)? else {
+        return Err(PyValueError::new_err(format!("no filter named {op}")));
     };
     let result = PyDeviceArray::with(input, move |gpu, a| match &kind {
-        Kind::Linear(f, b) => pollster::block_on(filters::apply_on_device(gpu, f, a, *b)),
-        Kind::Median(fp, b, removal) => {
+        FilterKind::Linear(f, b) => pollster::block_on(filters::apply_on_device(gpu, f, a, *b)),
+        FilterKind::Median(fp, b, removal) => {
             pollster::block_on(median::median_on_device(gpu, a, fp, *b, removal.as_ref()))
         }
     })?;

@@ -146,6 +146,54 @@ pub fn filter<'py>(
     arrays::cast_array(py, result.map_err(py_err)?, &shape, &dtype)
 }
 
+/// A float32 filter parsed from its catalogue options, for the paths that
+/// hand the core whole arrays (numpy in place, device arrays).
+pub(crate) enum FilterKind {
+    Linear(filters::Filter, filters::Boundary),
+    /// A median, or with the removal, outlier removal.
+    Median(median::Footprint, filters::Boundary, Option<OutlierRemoval>),
+}
+
+/// `op`'s filter for `ndim` axes (`None`: not one of these filters).
+pub(crate) fn filter_kind(
+    op: &str,
+    options: &str,
+    array: Option<&Bound<'_, PyAny>>,
+    ndim: usize,
+) -> PyResult<Option<FilterKind>> {
+    Ok(Some(match op {
+        "gaussian_filter" => {
+            let p: GaussianParams = params(options)?;
+            p.validate().map_err(py_err)?;
+            FilterKind::Linear(p.filter(ndim).map_err(py_err)?, p.boundary())
+        }
+        "convolve" | "correlate" => {
+            let mut p: ConvolveParams = params(options)?;
+            if let Some(w) = array {
+                p.weights = nd_array(w, "weights")?;
+            }
+            p.validate().map_err(py_err)?;
+            let f = p.filter(ndim, op == "convolve").map_err(py_err)?;
+            FilterKind::Linear(f, p.boundary())
+        }
+        "median_filter" => {
+            let mut p: MedianParams = params(options)?;
+            if let Some(f) = array {
+                p.footprint = Some(nd_array(f, "footprint")?);
+            }
+            p.validate().map_err(py_err)?;
+            FilterKind::Median(p.footprint(ndim).map_err(py_err)?, p.boundary(), None)
+        }
+        "remove_outliers" => {
+            let p: OutlierRemoval = params(options)?;
+            p.validate().map_err(py_err)?;
+            let fp = p.footprint(ndim).map_err(py_err)?;
+            FilterKind::Median(fp, OutlierRemoval::boundary(), Some(p))
+        }
+        _ => return Ok(None),
+    }))
+}
+
 /// The float32-to-float32 filters on the GPU without host copies: the
 /// kernels read the caller's array in place and write into a fresh numpy
 /// array (`None`: another dtype, engine or operation takes the general
@@ -168,34 +216,12 @@ fn filter_f32<'py>(
     if !matches!(engine.as_ref(), Engine::Gpu(_)) || shared.as_slice().is_empty() {
         return Ok(None);
     }
-    enum Kind {
-        Linear(filters::Filter, filters::Boundary),
-        Median(median::Footprint, filters::Boundary),
+    // Outlier removal takes the general path here.
+    if op == "remove_outliers" {
+        return Ok(None);
     }
-    let kind = match op {
-        "gaussian_filter" => {
-            let p: GaussianParams = params(options)?;
-            p.validate().map_err(py_err)?;
-            Kind::Linear(p.filter(shape.len()).map_err(py_err)?, p.boundary())
-        }
-        "convolve" | "correlate" => {
-            let mut p: ConvolveParams = params(options)?;
-            if let Some(w) = array {
-                p.weights = nd_array(w, "weights")?;
-            }
-            p.validate().map_err(py_err)?;
-            let f = p.filter(shape.len(), op == "convolve").map_err(py_err)?;
-            Kind::Linear(f, p.boundary())
-        }
-        "median_filter" => {
-            let mut p: MedianParams = params(options)?;
-            if let Some(f) = array {
-                p.footprint = Some(nd_array(f, "footprint")?);
-            }
-            p.validate().map_err(py_err)?;
-            Kind::Median(p.footprint(shape.len()).map_err(py_err)?, p.boundary())
-        }
-        _ => return Ok(None),
+    let Some(kind) = filter_kind(op, options, array, shape.len())? else {
+        return Ok(None);
     };
     let (result, mut out) = arrays::empty_f32(py, &shape);
     let run_shape = shape.clone();
@@ -207,7 +233,7 @@ fn filter_f32<'py>(
         let x = shared.as_slice();
         let y = out.as_mut_slice();
         match &kind {
-            Kind::Linear(f, b) => pollster::block_on(filters::apply_into(
+            FilterKind::Linear(f, b) => pollster::block_on(filters::apply_into(
                 gpu,
                 f,
                 x,
@@ -216,7 +242,7 @@ fn filter_f32<'py>(
                 Output::Float,
                 y,
             )),
-            Kind::Median(fp, b) => pollster::block_on(median::median_filter_f32_into(
+            FilterKind::Median(fp, b, _) => pollster::block_on(median::median_filter_f32_into(
                 gpu, x, &run_shape, fp, *b, y,
             )),
         }
