@@ -1,8 +1,12 @@
-// Correlation of a (z, y, x) box with a weights box, scipy.ndimage semantics.
-// One thread per output element. The input box may carry a halo on split
-// axes (gathered by the host); `offset` is where the output's core starts in
-// the input box. Coordinates that still fall outside the input are mapped
-// through the boundary mode, as happens on axes passed whole.
+// Correlation of a (z, y, x) box with a weights box, scipy.ndimage semantics:
+// the value of one output element (`value_at`). The input box may carry a
+// halo on split axes (gathered by the host); `offset` is where the output's
+// core starts in the input box. Coordinates that still fall outside the
+// input are mapped through the boundary mode, as happens on axes passed
+// whole. The buffers and entry points come after this file:
+// correlate_words.wgsl (an output per invocation) or correlate_quads.wgsl
+// (vec4 words, four outputs along x per invocation); both define
+// `src_word(i)`, the input's word i.
 
 struct Params {
     in_shape: vec4<u32>,   // x, y, z, - (x fastest)
@@ -30,11 +34,9 @@ struct Params {
 }
 
 @group(0) @binding(0) var<uniform> p: Params;
-@group(0) @binding(1) var<storage, read> src: array<f32>;
 // Float output: one f32 per tap. Integer output: four per tap, w1 + w2 +
 // w3 + w4 = the f64 weight, w1..w3 with 12-bit significands (exact_sum).
 @group(0) @binding(2) var<storage, read> weights: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dst: array<f32>;
 
 // Integer outputs: the window sum in two-word ("double-f32") arithmetic,
 // about 44 bits, so that scipy's truncation of its f64 sum is reproduced
@@ -86,7 +88,7 @@ fn exact_sum(o: vec3<u32>) -> vec2<f32> {
                 let cx = map_coordinate(i32(o.x + p.offset.x + kx) - i32(p.left.x), in_n.x, p.mode);
                 var v = p.cval;
                 if (cz >= 0 && cy >= 0 && cx >= 0) {
-                    v = src[(u32(cz) * p.in_shape.y + u32(cy)) * p.in_shape.x + u32(cx)];
+                    v = src_word((u32(cz) * p.in_shape.y + u32(cy)) * p.in_shape.x + u32(cx));
                 }
                 acc = exact_tap(acc, w, v);
                 w++;
@@ -147,7 +149,7 @@ fn interior_sum(base: u32) -> f32 {
         for (var ky = 0u; ky < p.klen.y; ky++) {
             let row = base + (kz * p.in_shape.y + ky) * p.in_shape.x;
             for (var kx = 0u; kx < p.klen.x; kx++) {
-                acc += weights[w] * src[row + kx];
+                acc += weights[w] * src_word(row + kx);
                 w++;
             }
         }
@@ -156,41 +158,16 @@ fn interior_sum(base: u32) -> f32 {
 }
 // ---- GENERATED: end ----
 
-// One thread per output element on a 3-D grid (no index division: measured
-// faster), or on a 1-D grid for boxes whose grid would exceed the
-// per-dimension workgroup limit (long 1-D signals).
-@compute @workgroup_size(32, 8, 1)
-fn correlate_grid(@builtin(global_invocation_id) gid: vec3<u32>) {
-    if (any(gid >= p.out_shape.xyz)) {
-        return;
-    }
-    correlate_at(gid, (gid.z * p.out_shape.y + gid.y) * p.out_shape.x + gid.x);
-}
-
-@compute @workgroup_size(256)
-fn correlate(@builtin(global_invocation_id) gid: vec3<u32>,
-             @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = gid.x + gid.y * groups.x * 256u;
-    let nx = p.out_shape.x;
-    let ny = p.out_shape.y;
-    if (i >= nx * ny * p.out_shape.z) {
-        return;
-    }
-    correlate_at(vec3<u32>(i % nx, (i / nx) % ny, i / (nx * ny)), i);
-}
-
-// Output element o (x, y, z), at index i of the output box.
-fn correlate_at(o: vec3<u32>, i: u32) {
+// Output element o (x, y, z) of the output box.
+fn value_at(o: vec3<u32>) -> f32 {
     let ox = o.x;
     let oy = o.y;
     let oz = o.z;
     if (p.mode == 4u && (any(o < p.valid_lo.xyz) || any(o >= p.valid_hi.xyz))) {
-        dst[i] = p.cval;
-        return;
+        return p.cval;
     }
     if (p.quantize_bits != 0u) {
-        dst[i] = quantize_exact(exact_sum(o));
-        return;
+        return quantize_exact(exact_sum(o));
     }
     let in_n = vec3<i32>(p.in_shape.xyz);
     var acc = 0.0;
@@ -200,8 +177,7 @@ fn correlate_at(o: vec3<u32>, i: u32) {
     let start = vec3<i32>(o + p.offset.xyz) - vec3<i32>(p.left.xyz);
     if (all(start >= vec3<i32>(0)) && all(start + vec3<i32>(p.klen.xyz) <= in_n)) {
         let base = (u32(start.z) * p.in_shape.y + u32(start.y)) * p.in_shape.x + u32(start.x);
-        dst[i] = interior_sum(base);
-        return;
+        return interior_sum(base);
     }
     for (var kz = 0u; kz < p.klen.z; kz++) {
         let cz = map_coordinate(i32(oz + p.offset.z + kz) - i32(p.left.z), in_n.z, p.mode);
@@ -211,12 +187,12 @@ fn correlate_at(o: vec3<u32>, i: u32) {
                 let cx = map_coordinate(i32(ox + p.offset.x + kx) - i32(p.left.x), in_n.x, p.mode);
                 var v = p.cval;
                 if (cz >= 0 && cy >= 0 && cx >= 0) {
-                    v = src[(u32(cz) * p.in_shape.y + u32(cy)) * p.in_shape.x + u32(cx)];
+                    v = src_word((u32(cz) * p.in_shape.y + u32(cy)) * p.in_shape.x + u32(cx));
                 }
                 acc += weights[w] * v;
                 w++;
             }
         }
     }
-    dst[i] = acc;
+    return acc;
 }

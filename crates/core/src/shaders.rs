@@ -9,7 +9,18 @@ macro_rules! shader {
     };
 }
 
-pub const CORRELATE: &str = shader!("common/boundary.wgsl", "filters/correlate.wgsl");
+pub const CORRELATE: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/correlate.wgsl",
+    "filters/correlate_words.wgsl"
+);
+/// The correlation on buffers of vec4 words, four outputs per invocation;
+/// `filters` splices each kernel's unrolled quad interior into it.
+pub const CORRELATE_QUADS: &str = shader!(
+    "common/boundary.wgsl",
+    "filters/correlate.wgsl",
+    "filters/correlate_quads.wgsl"
+);
 pub const THRESHOLD: &str = shader!("segment/threshold.wgsl");
 /// The median template with 32-bit and 64-bit keys; `filters::median`
 /// splices generated selection networks into it.
@@ -76,6 +87,7 @@ pub const DECODE_BSLZ4_LARGE: &str = shader!("decode/bslz4_storage.wgsl", "decod
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Shader {
     Correlate,
+    CorrelateQuads,
     Threshold,
     Median32,
     Median64,
@@ -102,8 +114,9 @@ pub enum Shader {
 
 impl Shader {
     /// Every shader, in the order of [`ALL`].
-    pub const EVERY: [Shader; 23] = [
+    pub const EVERY: [Shader; 24] = [
         Shader::Correlate,
+        Shader::CorrelateQuads,
         Shader::Threshold,
         Shader::Median32,
         Shader::Median64,
@@ -132,6 +145,7 @@ impl Shader {
     pub const fn source(self) -> &'static str {
         match self {
             Shader::Correlate => CORRELATE,
+            Shader::CorrelateQuads => CORRELATE_QUADS,
             Shader::Threshold => THRESHOLD,
             Shader::Median32 => MEDIAN32,
             Shader::Median64 => MEDIAN64,
@@ -161,6 +175,7 @@ impl Shader {
     pub const fn name(self) -> &'static str {
         match self {
             Shader::Correlate => "filters/correlate.wgsl",
+            Shader::CorrelateQuads => "filters/correlate_quads.wgsl",
             Shader::Threshold => "segment/threshold.wgsl",
             Shader::Median32 => "filters/median.wgsl (32-bit keys)",
             Shader::Median64 => "filters/median.wgsl (64-bit keys)",
@@ -214,11 +229,17 @@ pub fn generated() -> Vec<(String, String)> {
 /// Replaces the text between the GENERATED markers of a template with `body`
 /// (kernels specialised on the host: median networks, unrolled correlations).
 pub(crate) fn splice_generated(template: &str, body: &str) -> String {
-    const BEGIN: &str = "// ---- GENERATED: begin ----\n";
-    const END: &str = "// ---- GENERATED: end ----";
-    match (template.find(BEGIN), template.find(END)) {
+    splice_section(template, "GENERATED", body)
+}
+
+/// [`splice_generated`] for the section named `name` (`// ---- {name}:
+/// begin ----`), where a template has more than one.
+pub(crate) fn splice_section(template: &str, name: &str, body: &str) -> String {
+    let begin = format!("// ---- {name}: begin ----\n");
+    let end = format!("// ---- {name}: end ----");
+    match (template.find(&begin), template.find(&end)) {
         (Some(b), Some(e)) if b < e => {
-            format!("{}{body}{}", &template[..b + BEGIN.len()], &template[e..])
+            format!("{}{body}{}", &template[..b + begin.len()], &template[e..])
         }
         // The markers are part of the committed shaders; a test checks them.
         _ => template.to_string(),

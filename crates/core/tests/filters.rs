@@ -346,3 +346,37 @@ fn integer_outputs_of_large_values_equal_the_reference_exactly() {
     let c = filters::cpu::apply(&f, &v, &[9, 20, 23], b, out).unwrap();
     assert_eq!(g.iter().map(|&x| f64::from(x)).collect::<Vec<_>>(), c);
 }
+
+#[test]
+fn quad_kernels_equal_reference_at_every_edge() {
+    // Widths that are whole vec4 words run four outputs per invocation
+    // (correlate_quads.wgsl); images narrower than a window, heights that
+    // leave a partial group of rows, and every mode's edges take its
+    // lane-by-lane path.
+    let k3: Vec<f64> = noise(9, 31).iter().map(|v| v - 0.4).collect();
+    let k27: Vec<f64> = noise(27, 32).iter().map(|v| v - 0.4).collect();
+    let k14: Vec<f64> = noise(14, 33).iter().map(|v| v - 0.4).collect();
+    let filters = [
+        ("gaussian sigma 2", Filter::gaussian(2, &[2.0], 4.0).unwrap()),
+        ("gaussian sigma 0.6, 1.3", Filter::gaussian(2, &[0.6, 1.3], 4.0).unwrap()),
+        ("3x3", Filter::correlate(2, &k3, &[3, 3]).unwrap()),
+        ("2x7, even", Filter::convolve(2, &k14, &[2, 7]).unwrap()),
+    ];
+    for mode in MODES {
+        let boundary = Boundary { mode, cval: 1.5 };
+        for (what, f) in &filters {
+            for shape in [[1, 4], [5, 4], [9, 8], [13, 12], [37, 64], [6, 20]] {
+                let (g, c) = run_both(gpu(), f, &shape, boundary, 30);
+                assert_close(&g, &c, &format!("{what} {mode:?} {shape:?}"));
+            }
+        }
+        let f3 = Filter::correlate(3, &k27, &[3, 3, 3]).unwrap();
+        let g3 = Filter::gaussian(3, &[1.0, 2.0, 0.8], 4.0).unwrap();
+        for (what, f) in [("3x3x3", &f3), ("gaussian 3-D", &g3)] {
+            for shape in [[4, 6, 8], [3, 9, 24]] {
+                let (g, c) = run_both(gpu(), f, &shape, boundary, 34);
+                assert_close(&g, &c, &format!("{what} {mode:?} {shape:?}"));
+            }
+        }
+    }
+}

@@ -78,14 +78,20 @@ impl Recorder<'_> {
     /// signal's single row) would leave most invocations idle: they, and
     /// grids over the per-dimension limit, use the 1-D entry.
     pub(crate) fn grid_fits(&self, extent: [usize; 3]) -> bool {
+        let filled =
+            extent[0] >= GRID_WORKGROUP[0] as usize && extent[1] >= GRID_WORKGROUP[1] as usize;
+        filled && self.grid_in_limits(extent)
+    }
+
+    /// Whether a grid of `extent` is within the per-dimension workgroup
+    /// limit, filled or not: for kernels that have no 1-D entry point.
+    pub(crate) fn grid_in_limits(&self, extent: [usize; 3]) -> bool {
         let max = self
             .gpu
             .device
             .limits()
             .max_compute_workgroups_per_dimension as usize;
-        let filled =
-            extent[0] >= GRID_WORKGROUP[0] as usize && extent[1] >= GRID_WORKGROUP[1] as usize;
-        filled && (0..3).all(|a| extent[a].div_ceil(GRID_WORKGROUP[a] as usize) <= max)
+        (0..3).all(|a| extent[a].div_ceil(GRID_WORKGROUP[a] as usize) <= max)
     }
 
     /// One invocation per cell of `extent` (x, y, z) for a `_grid` entry
@@ -99,7 +105,7 @@ impl Recorder<'_> {
         if extent.contains(&0) {
             return Ok(());
         }
-        if !self.grid_fits(extent) {
+        if !self.grid_in_limits(extent) {
             return Err(Error::InvalidInput(format!(
                 "a {extent:?} grid exceeds one dispatch; the caller should use the 1-D entry point"
             )));

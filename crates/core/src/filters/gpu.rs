@@ -2,20 +2,18 @@
 //! each chunk uploaded once, every pass run on the GPU (ping-pong between
 //! two buffers), the core downloaded once.
 
-use std::fmt::Write as _;
-
 use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{Chunk, Shape3, shape3};
 use crate::device_array::{self, DeviceArray, Elements};
 use crate::engine::{Gpu, Module, Recorder};
 use crate::error::{Error, Result};
-use crate::shaders::{self, Shader};
 use crate::stream::{
     self, Drive, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
     StreamSpec,
 };
 
+use super::wgsl::{default_quad_rows, pass_module, quads_module, quads_suit};
 use super::{Boundary, Filter, Mode, Output, Pass};
 
 #[repr(C)]
@@ -257,6 +255,15 @@ async fn run(
         .iter()
         .map(|p| pass_module(gpu, p))
         .collect::<Result<Vec<_>>>()?;
+    // Float passes of small kernels also get the quad kernel, run where a
+    // chunk's rows are whole vec4 words.
+    let quads = passes
+        .iter()
+        .map(|p| match quad_rows(p, output) {
+            Some(rows) => quads_module(gpu, p, rows).map(|m| Some((m, rows))),
+            None => Ok(None),
+        })
+        .collect::<Result<Vec<_>>>()?;
     let mut weight_buffers = Vec::with_capacity(passes.len());
     for pass in &passes {
         let w: Vec<f32> = match output {
@@ -285,6 +292,7 @@ async fn run(
             gpu,
             rec,
             &modules,
+            &quads,
             &passes,
             &weight_buffers,
             [src, dst],
@@ -407,81 +415,22 @@ fn split_weight(w: f64) -> [f32; 4] {
     [w1, w2, w3, (r2 - f64::from(w3)) as f32]
 }
 
-/// Kernels up to this many taps get their window sum unrolled with the
-/// weights as literals; larger ones loop over the weights buffer.
-const MAX_UNROLLED_TAPS: usize = 512;
-
-/// Generated correlation shaders, named by kernel shape (z, y, x): a
-/// Gaussian's 1-D pass, 2-D and 3-D boxes unrolled, and a kernel too large
-/// to unroll (the template's loop).
-pub(crate) fn generated_shaders() -> Vec<(String, String)> {
-    let mut passes = Vec::new();
-    if let Ok(f) = Filter::gaussian(1, &[1.5], 4.0) {
-        passes.extend(f.passes);
+/// Rows of quads per invocation for `pass` (correlate_quads.wgsl), or None
+/// where it has no quad kernel: integer outputs (exact sums), large kernels.
+/// `GPUSCOPE_QUAD_ROWS` sets the rows for benchmarks (0: no quads); the
+/// values do not change.
+fn quad_rows(pass: &Pass, output: Output) -> Option<usize> {
+    if output != Output::Float || !quads_suit(pass) {
+        return None;
     }
-    for shape in [[1, 3, 3], [3, 3, 3], [1, 1, MAX_UNROLLED_TAPS + 1]] {
-        let n: usize = shape.iter().product();
-        let weights: Vec<f64> = (0..n).map(|i| (i as f64 + 1.0) / n as f64).collect();
-        if let Ok(f) = Filter::correlate(3, &weights, &shape) {
-            passes.extend(f.passes);
-        }
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(rows) = std::env::var("GPUSCOPE_QUAD_ROWS")
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+    {
+        return (rows > 0).then_some(rows.min(16));
     }
-    passes
-        .iter()
-        .map(|p| {
-            let [z, y, x] = p.shape;
-            (format!("correlate/{z}x{y}x{x}.wgsl"), pass_source(p))
-        })
-        .collect()
-}
-
-/// The correlation kernel for `pass`, generated once per device for each
-/// kernel shape and set of weights (see [`pass_source`]).
-fn pass_module(gpu: &Gpu, pass: &Pass) -> Result<Module> {
-    if !unrolled(pass) {
-        return Ok(Shader::Correlate.into());
-    }
-    let bits: Vec<u32> = pass.weights.iter().map(|&v| (v as f32).to_bits()).collect();
-    let key = format!("correlate {:?} {bits:?}", pass.shape);
-    gpu.generated(key, || pass_source(pass))
-}
-
-/// Whether `pass`'s interior window sum is unrolled: a small kernel with
-/// finite weights (a WGSL literal cannot be an infinity).
-fn unrolled(pass: &Pass) -> bool {
-    pass.weights.len() <= MAX_UNROLLED_TAPS && pass.weights.iter().all(|&w| (w as f32).is_finite())
-}
-
-/// The correlation shader for `pass`: the template, with the interior window
-/// sum unrolled when the kernel is small enough and its weights finite (a
-/// WGSL literal cannot be an infinity).
-fn pass_source(pass: &Pass) -> String {
-    let weights: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
-    if !unrolled(pass) {
-        return shaders::CORRELATE.to_string();
-    }
-    let [nz, ny, nx] = pass.shape;
-    let mut f = String::new();
-    // Writing to a String cannot fail. Same order of the sum as the loop.
-    let _ = writeln!(f, "fn interior_sum(base: u32) -> f32 {{");
-    let _ = writeln!(
-        f,
-        "    let sy = p.in_shape.x;\n    let sz = p.in_shape.x * p.in_shape.y;"
-    );
-    let _ = writeln!(f, "    var acc = 0.0;");
-    for z in 0..nz {
-        for y in 0..ny {
-            for x in 0..nx {
-                let w = weights[(z * ny + y) * nx + x];
-                let _ = writeln!(
-                    f,
-                    "    acc += {w:e}f * src[base + {z}u * sz + {y}u * sy + {x}u];"
-                );
-            }
-        }
-    }
-    let _ = writeln!(f, "    return acc;\n}}");
-    shaders::splice_generated(shaders::CORRELATE, &f)
+    Some(default_quad_rows(pass))
 }
 
 /// Records every pass for chunk `c`, ping-ponging between the two buffers;
@@ -491,6 +440,7 @@ fn record_chunk(
     gpu: &Gpu,
     rec: &mut Recorder<'_>,
     modules: &[Module],
+    quads: &[Option<(Module, usize)>],
     passes: &[Pass],
     weights: &[wgpu::Buffer],
     buffers: [&wgpu::Buffer; 2],
@@ -547,7 +497,14 @@ fn record_chunk(
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
         let buffers = [&uniform, src, &weights[i], dst];
         let extent = [out_shape[2], out_shape[1], out_shape[0]];
-        if rec.grid_fits(extent) {
+        let whole_quads = in_shape[2] % 4 == 0 && out_shape[2] % 4 == 0 && offset[2] % 4 == 0;
+        let quad_grid = quads[i].map(|(module, rows)| {
+            (module, [out_shape[2] / 4, out_shape[1].div_ceil(rows), out_shape[0]])
+        });
+        if let Some((module, grid)) = quad_grid.filter(|(_, g)| whole_quads && rec.grid_in_limits(*g)) {
+            let pipeline = gpu.pipeline(module, "correlate_quads")?;
+            rec.dispatch_grid(&pipeline, &buffers, grid)?;
+        } else if rec.grid_fits(extent) {
             let grid = gpu.pipeline(modules[i], "correlate_grid")?;
             rec.dispatch_grid(&grid, &buffers, extent)?;
         } else {
@@ -627,33 +584,6 @@ mod tests {
         };
         assert_eq!(gpu_passes(&g, constant(1.0), Output::Float).len(), 1);
         assert_eq!(gpu_passes(&g, constant(0.0), Output::Float).len(), 2);
-    }
-
-    #[test]
-    fn unrolled_shaders_validate() {
-        let k: Vec<f64> = (0..27).map(|i| f64::from(i) - 13.5).collect();
-        let big = vec![1.0; MAX_UNROLLED_TAPS + 1];
-        for (weights, shape) in [
-            (vec![1e-30, -0.0, 2.5], vec![3]),
-            (k.clone(), vec![3, 3, 3]),
-            (big, vec![MAX_UNROLLED_TAPS + 1]),
-        ] {
-            let f = Filter::correlate(shape.len(), &weights, &shape).unwrap();
-            let src = pass_source(&f.passes[0]);
-            assert_eq!(
-                src.contains("f * src[base + "),
-                weights.len() <= MAX_UNROLLED_TAPS,
-                "{shape:?}: unrolled only when small"
-            );
-            let module = naga::front::wgsl::parse_str(&src)
-                .unwrap_or_else(|e| panic!("{shape:?}: {}", e.emit_to_string(&src)));
-            naga::valid::Validator::new(
-                naga::valid::ValidationFlags::all(),
-                naga::valid::Capabilities::empty(),
-            )
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{shape:?}: {e:?}"));
-        }
     }
 }
 

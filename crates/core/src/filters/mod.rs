@@ -11,8 +11,9 @@ mod gpu;
 pub mod host;
 pub mod median;
 mod params;
+mod wgsl;
 
-pub(crate) use gpu::generated_shaders;
+pub(crate) use wgsl::generated_shaders;
 pub use gpu::{apply, apply_into, apply_on_device, apply_stream, kernel_ms};
 pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
 
