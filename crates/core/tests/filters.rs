@@ -357,8 +357,14 @@ fn quad_kernels_equal_reference_at_every_edge() {
     let k27: Vec<f64> = noise(27, 32).iter().map(|v| v - 0.4).collect();
     let k14: Vec<f64> = noise(14, 33).iter().map(|v| v - 0.4).collect();
     let filters = [
-        ("gaussian sigma 2", Filter::gaussian(2, &[2.0], 4.0).unwrap()),
-        ("gaussian sigma 0.6, 1.3", Filter::gaussian(2, &[0.6, 1.3], 4.0).unwrap()),
+        (
+            "gaussian sigma 2",
+            Filter::gaussian(2, &[2.0], 4.0).unwrap(),
+        ),
+        (
+            "gaussian sigma 0.6, 1.3",
+            Filter::gaussian(2, &[0.6, 1.3], 4.0).unwrap(),
+        ),
         ("3x3", Filter::correlate(2, &k3, &[3, 3]).unwrap()),
         ("2x7, even", Filter::convolve(2, &k14, &[2, 7]).unwrap()),
     ];

@@ -497,11 +497,18 @@ fn record_chunk(
         let (src, dst) = (buffers[i % 2], buffers[(i + 1) % 2]);
         let buffers = [&uniform, src, &weights[i], dst];
         let extent = [out_shape[2], out_shape[1], out_shape[0]];
-        let whole_quads = in_shape[2] % 4 == 0 && out_shape[2] % 4 == 0 && offset[2] % 4 == 0;
+        let whole_quads = [in_shape[2], out_shape[2], offset[2]]
+            .iter()
+            .all(|n| n.is_multiple_of(4));
         let quad_grid = quads[i].map(|(module, rows)| {
-            (module, [out_shape[2] / 4, out_shape[1].div_ceil(rows), out_shape[0]])
+            (
+                module,
+                [out_shape[2] / 4, out_shape[1].div_ceil(rows), out_shape[0]],
+            )
         });
-        if let Some((module, grid)) = quad_grid.filter(|(_, g)| whole_quads && rec.grid_in_limits(*g)) {
+        if let Some((module, grid)) =
+            quad_grid.filter(|(_, g)| whole_quads && rec.grid_in_limits(*g))
+        {
             let pipeline = gpu.pipeline(module, "correlate_quads")?;
             rec.dispatch_grid(&pipeline, &buffers, grid)?;
         } else if rec.grid_fits(extent) {

@@ -13,9 +13,9 @@ pub mod median;
 mod params;
 mod wgsl;
 
-pub(crate) use wgsl::generated_shaders;
 pub use gpu::{apply, apply_into, apply_on_device, apply_stream, kernel_ms};
 pub use params::{ConvolveParams, GaussianParams, MedianParams, NdArray};
+pub(crate) use wgsl::generated_shaders;
 
 pub use crate::boundary::{MODES, Mode};
 use crate::chunk::Shape3;

@@ -97,7 +97,6 @@ fn pass_source(pass: &Pass) -> String {
     shaders::splice_generated(shaders::CORRELATE, &f)
 }
 
-
 /// Quad kernels: kernels with at most this many taps, and window rows of at
 /// most this many vec4 words (registers: a row's words are held at once).
 const QUAD_MAX_TAPS: usize = 81;
@@ -128,7 +127,10 @@ pub(super) fn default_quad_rows(pass: &Pass) -> usize {
 /// once per device for each kernel (see [`quads_source`]).
 pub(super) fn quads_module(gpu: &Gpu, pass: &Pass, rows: usize) -> Result<Module> {
     let bits: Vec<u32> = pass.weights.iter().map(|&v| (v as f32).to_bits()).collect();
-    let key = format!("correlate quads {rows} {:?} {:?} {bits:?}", pass.shape, pass.left);
+    let key = format!(
+        "correlate quads {rows} {:?} {:?} {bits:?}",
+        pass.shape, pass.left
+    );
     gpu.generated(key, || quads_source(pass, rows))
 }
 
@@ -173,7 +175,7 @@ fn quads_source(pass: &Pass, rows: usize) -> String {
                     let w = weights[(z * ny + ky) * nx + x];
                     // Lane l's word: 4 * words_left + l + x - left words into the row.
                     let d0 = 4 * words_left + x - left;
-                    let value = if d0 % 4 == 0 {
+                    let value = if d0.is_multiple_of(4) {
                         format!("q{}", d0 / 4)
                     } else {
                         let parts: Vec<String> = (d0..d0 + 4)
@@ -188,7 +190,10 @@ fn quads_source(pass: &Pass, rows: usize) -> String {
         }
     }
     let _ = writeln!(f, "    let so = p.out_shape.x >> 2u;");
-    let _ = writeln!(f, "    let out = (o.z * p.out_shape.y + o.y) * so + (o.x >> 2u);");
+    let _ = writeln!(
+        f,
+        "    let out = (o.z * p.out_shape.y + o.y) * so + (o.x >> 2u);"
+    );
     for j in 0..rows {
         let _ = writeln!(f, "    dst[out + {j}u * so] = a{j};");
     }
@@ -249,16 +254,26 @@ mod tests {
             for rows in [1, 4] {
                 let src = quads_source(pass, rows);
                 let what = format!("{shape:?}, {rows} rows");
-                assert!(src.contains("fn quad_interior(o: vec3<u32>) {\n    let sy"), "{what}: spliced");
+                assert!(
+                    src.contains("fn quad_interior(o: vec3<u32>) {\n    let sy"),
+                    "{what}: spliced"
+                );
                 validate(&src, &what);
                 let (_, _, words) = quad_words(pass);
                 let rows_read = shape[0] * (shape[1] + rows - 1);
-                assert_eq!(src.matches("= src[row + ").count(), rows_read * words, "{what}");
+                assert_eq!(
+                    src.matches("= src[row + ").count(),
+                    rows_read * words,
+                    "{what}"
+                );
                 assert_eq!(src.matches("f * ").count(), weights.len() * rows, "{what}");
             }
         }
         let big = Filter::correlate(1, &[1.0; 41], &[41]).unwrap();
-        assert!(!quads_suit(&big.passes[0]), "41 taps along x: too many words per row");
+        assert!(
+            !quads_suit(&big.passes[0]),
+            "41 taps along x: too many words per row"
+        );
         validate(shaders::CORRELATE_QUADS, "the template");
     }
 }
