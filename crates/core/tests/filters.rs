@@ -349,24 +349,23 @@ fn integer_outputs_of_large_values_equal_the_reference_exactly() {
 
 #[test]
 fn quad_kernels_equal_reference_at_every_edge() {
-    // Widths that are whole vec4 words run four outputs per invocation
-    // (correlate_quads.wgsl); images narrower than a window, heights that
-    // leave a partial group of rows, and every mode's edges take its
-    // lane-by-lane path.
+    // Kernels of up to nine taps on widths that are whole vec4 words run
+    // four outputs per invocation (correlate_quads.wgsl); images narrower
+    // than a window, and every mode's edges, take its lane-by-lane path.
     let k3: Vec<f64> = noise(9, 31).iter().map(|v| v - 0.4).collect();
-    let k27: Vec<f64> = noise(27, 32).iter().map(|v| v - 0.4).collect();
-    let k14: Vec<f64> = noise(14, 33).iter().map(|v| v - 0.4).collect();
+    let k8: Vec<f64> = noise(8, 33).iter().map(|v| v - 0.4).collect();
     let filters = [
         (
-            "gaussian sigma 2",
-            Filter::gaussian(2, &[2.0], 4.0).unwrap(),
+            "gaussian sigma 1",
+            Filter::gaussian(2, &[1.0], 4.0).unwrap(),
         ),
         (
             "gaussian sigma 0.6, 1.3",
             Filter::gaussian(2, &[0.6, 1.3], 4.0).unwrap(),
         ),
         ("3x3", Filter::correlate(2, &k3, &[3, 3]).unwrap()),
-        ("2x7, even", Filter::convolve(2, &k14, &[2, 7]).unwrap()),
+        ("2x4, even", Filter::convolve(2, &k8, &[2, 4]).unwrap()),
+        ("1x1", Filter::correlate(2, &[0.75], &[1, 1]).unwrap()),
     ];
     for mode in MODES {
         let boundary = Boundary { mode, cval: 1.5 };
@@ -376,13 +375,17 @@ fn quad_kernels_equal_reference_at_every_edge() {
                 assert_close(&g, &c, &format!("{what} {mode:?} {shape:?}"));
             }
         }
-        let f3 = Filter::correlate(3, &k27, &[3, 3, 3]).unwrap();
-        let g3 = Filter::gaussian(3, &[1.0, 2.0, 0.8], 4.0).unwrap();
-        for (what, f) in [("3x3x3", &f3), ("gaussian 3-D", &g3)] {
+        // Taps along z and x of a 3-D array, whole and split into chunks.
+        let k9: Vec<f64> = noise(9, 32).iter().map(|v| v - 0.4).collect();
+        let f3 = Filter::correlate(3, &k9, &[3, 1, 3]).unwrap();
+        let g3 = Filter::gaussian(3, &[1.0, 0.0, 0.8], 4.0).unwrap();
+        for (what, f) in [("3x1x3", &f3), ("gaussian 3-D", &g3)] {
             for shape in [[4, 6, 8], [3, 9, 24]] {
                 let (g, c) = run_both(gpu(), f, &shape, boundary, 34);
                 assert_close(&g, &c, &format!("{what} {mode:?} {shape:?}"));
             }
+            let (g, c) = run_both(tiny_gpu(), f, &[12, 70, 60], boundary, 35);
+            assert_close(&g, &c, &format!("{what} {mode:?} chunked"));
         }
     }
 }

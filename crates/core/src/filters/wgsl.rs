@@ -97,13 +97,15 @@ fn pass_source(pass: &Pass) -> String {
     shaders::splice_generated(shaders::CORRELATE, &f)
 }
 
-/// Quad kernels: kernels with at most this many taps, and window rows of at
-/// most this many vec4 words (registers: a row's words are held at once).
-const QUAD_MAX_TAPS: usize = 81;
+/// Kernels of at most this many taps run as quads: one to nine taps along
+/// x or y measured faster as quads; 5x5 no faster; 7x7, and 15 or 17 taps
+/// along y of a 2-D image, slower (BENCHMARKS.md, dropped ideas).
+const QUAD_MAX_TAPS: usize = 9;
+/// Window rows of at most this many vec4 words (held in registers at once).
 const QUAD_MAX_WORDS: usize = 8;
 
-/// Whether `pass` has a quad kernel: unrolled, and small enough that a
-/// window row's words and the outputs' sums stay in registers.
+/// Whether `pass` has a quad kernel: unrolled, and small enough that the
+/// quads measured faster than an output per invocation.
 pub(super) fn quads_suit(pass: &Pass) -> bool {
     unrolled(pass) && pass.weights.len() <= QUAD_MAX_TAPS && quad_words(pass).2 <= QUAD_MAX_WORDS
 }
@@ -117,10 +119,11 @@ fn quad_words(pass: &Pass) -> (usize, usize, usize) {
     (words_left, words_right, words_left + words_right + 1)
 }
 
-/// Rows of quads per invocation: where taps run along y, neighbouring
-/// output rows share the window rows they load.
-pub(super) fn default_quad_rows(pass: &Pass) -> usize {
-    if pass.shape[1] > 1 { 4 } else { 1 }
+/// Rows of quads per invocation. More rows share the window rows they
+/// load where taps run along y, but measured slower (2, 4 and 8 rows on an
+/// H200): fewer invocations hide less of the loads' latency.
+pub(super) fn default_quad_rows(_pass: &Pass) -> usize {
+    1
 }
 
 /// The quad kernel of `pass` with `rows` rows per invocation, generated
@@ -238,9 +241,11 @@ mod tests {
 
     #[test]
     fn quad_kernels_validate_and_read_each_word_once_per_row() {
-        // Odd and even kernels, centred and not, 1-D along each axis and n-D.
+        // Odd and even kernels, centred and not, 1-D along each axis and n-D;
+        // also kernels above the size that runs as quads (the generator
+        // itself has no such limit).
         for (weights, shape) in [
-            (vec![1.0; 17], vec![1, 1, 17]),
+            (vec![1.0; 9], vec![1, 1, 9]),
             (vec![1.0; 17], vec![1, 17, 1]),
             (vec![1.0; 5], vec![5, 1, 1]),
             (vec![0.5; 4], vec![1, 1, 4]),
@@ -250,7 +255,11 @@ mod tests {
         ] {
             let f = Filter::correlate(3, &weights, &shape).unwrap();
             let pass = &f.passes[0];
-            assert!(quads_suit(pass), "{shape:?}");
+            assert_eq!(
+                quads_suit(pass),
+                weights.len() <= QUAD_MAX_TAPS,
+                "{shape:?}"
+            );
             for rows in [1, 4] {
                 let src = quads_source(pass, rows);
                 let what = format!("{shape:?}, {rows} rows");
@@ -269,11 +278,6 @@ mod tests {
                 assert_eq!(src.matches("f * ").count(), weights.len() * rows, "{what}");
             }
         }
-        let big = Filter::correlate(1, &[1.0; 41], &[41]).unwrap();
-        assert!(
-            !quads_suit(&big.passes[0]),
-            "41 taps along x: too many words per row"
-        );
         validate(shaders::CORRELATE_QUADS, "the template");
     }
 }
