@@ -93,13 +93,10 @@ pub fn interruptible<T: Send + 'static>(
         return Ok(py.detach(work));
     }
     let (tx, mut rx) = mpsc::channel();
-    std::thread::Builder::new()
-        .name("gpuscope".into())
-        .spawn(move || {
-            // The caller may have gone (KeyboardInterrupt): nobody to tell.
-            let _ = tx.send(work());
-        })
-        .map_err(|e| PyRuntimeError::new_err(format!("could not start a thread: {e}")))?;
+    run_on_worker(Box::new(move || {
+        // The caller may have gone (KeyboardInterrupt): nobody to tell.
+        let _ = tx.send(work());
+    }))?;
     loop {
         let (back, got) = py.detach(move || {
             let got = rx.recv_timeout(Duration::from_millis(20));
@@ -116,6 +113,48 @@ pub fn interruptible<T: Send + 'static>(
             }
         }
     }
+}
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Worker threads waiting for a job. A thread's start measured a sizeable
+/// share of a short operation's host time, so threads are kept; a job
+/// goes to an idle one, or to a new one while every other is busy (one
+/// still finishing work abandoned by a KeyboardInterrupt, another Python
+/// thread's call), so that no call waits behind another's work.
+static IDLE: Mutex<Vec<mpsc::Sender<Job>>> = Mutex::new(Vec::new());
+
+fn idle_workers() -> std::sync::MutexGuard<'static, Vec<mpsc::Sender<Job>>> {
+    IDLE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn run_on_worker(job: Job) -> PyResult<()> {
+    let mut job = job;
+    while let Some(worker) = idle_workers().pop() {
+        match worker.send(job) {
+            Ok(()) => return Ok(()),
+            // That thread has ended: try the next one.
+            Err(mpsc::SendError(back)) => job = back,
+        }
+    }
+    let (tx, rx) = mpsc::channel::<Job>();
+    tx.send(job)
+        .map_err(|_| PyRuntimeError::new_err("could not hand work to a thread"))?;
+    std::thread::Builder::new()
+        .name("gpuscope".into())
+        .spawn(move || {
+            while let Ok(job) = rx.recv() {
+                job();
+                let mut idle = idle_workers();
+                // Enough threads kept for a few Python threads' calls.
+                if idle.len() >= 4 {
+                    return;
+                }
+                idle.push(tx.clone());
+            }
+        })
+        .map_err(|e| PyRuntimeError::new_err(format!("could not start a thread: {e}")))?;
+    Ok(())
 }
 
 /// The core's messages name the command line's flags; say what a Python

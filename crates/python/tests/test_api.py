@@ -62,10 +62,12 @@ def test_device_choice():
 
 
 def test_threads_get_right_answers():
-    """The GIL is released during GPU work: two threads at once, each with
-    its own right answer."""
+    """The GIL is released during GPU work: threads at once, each with its
+    own right answer. The large images run on gpuscope's kept worker
+    threads, more at once than it keeps idle."""
     rng = np.random.default_rng(11)
     images = [rng.normal(0, 1, (64, 64)).astype(np.float32) for _ in range(4)]
+    images += [rng.normal(0, 1, (520, 520)).astype(np.float32) for _ in range(6)]
     want = [scipy.ndimage.median_filter(x, 3) for x in images]
     got = [None] * len(images)
 
