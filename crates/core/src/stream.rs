@@ -174,6 +174,19 @@ const SLOTS: usize = 2;
 /// small enough that several chunks of a large stack overlap.
 pub(crate) const STREAM_CHUNK_BYTES: u64 = 64 << 20;
 
+/// [`STREAM_CHUNK_BYTES`], or for benchmarks `GPUSCOPE_STREAM_CHUNK_BYTES`
+/// (at least 1 MiB); the results do not change.
+pub(crate) fn stream_chunk_bytes() -> u64 {
+    #[cfg(not(target_arch = "wasm32"))]
+    if let Some(b) = std::env::var("GPUSCOPE_STREAM_CHUNK_BYTES")
+        .ok()
+        .and_then(|v| v.trim().parse::<u64>().ok())
+    {
+        return b.max(1 << 20);
+    }
+    STREAM_CHUNK_BYTES
+}
+
 /// Streams `source` through `kernel` into `sink`. Chunks hold at most
 /// `max_elements` words (halved on out-of-memory before anything is written).
 pub(crate) async fn run<T: Pod>(

@@ -9,8 +9,7 @@ use crate::device_array::{self, DeviceArray, Elements};
 use crate::engine::{Gpu, Module, Recorder};
 use crate::error::{Error, Result};
 use crate::stream::{
-    self, Drive, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
-    StreamSpec,
+    self, Drive, MemorySink, MemorySource, Progress, SliceSink, SliceSource, StreamSpec,
 };
 
 use super::wgsl::{default_quad_rows, pass_module, quads_module, quads_suit};
@@ -306,7 +305,7 @@ async fn run(
     // Two ping-pong buffers per chunk, two chunks in flight.
     let max_elements = (gpu.max_binding_size() / 4)
         .min(gpu.memory_budget() / 16)
-        .min(STREAM_CHUNK_BYTES / 4);
+        .min(stream::stream_chunk_bytes() / 4);
     let spec = StreamSpec {
         shape: s,
         halo: filter.halo(),

@@ -8,10 +8,7 @@ use crate::chunk::{Chunk, shape3};
 use crate::engine::{Gpu, Recorder};
 use crate::error::{Error, Result};
 use crate::shaders::Shader;
-use crate::stream::{
-    self, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
-    StreamSpec,
-};
+use crate::stream::{self, MemorySink, MemorySource, Progress, SliceSink, SliceSource, StreamSpec};
 
 #[repr(C)]
 #[derive(Clone, Copy, Pod, Zeroable)]
@@ -131,7 +128,7 @@ pub async fn normalize_stream(
     // In and out buffers of two chunks in flight, beside the two fields.
     let max_elements = (gpu.max_binding_size() / 4)
         .min(gpu.memory_budget().saturating_sub(2 * field_bytes) / 16)
-        .clamp(1 << 16, STREAM_CHUNK_BYTES / 4);
+        .clamp(1 << 16, stream::stream_chunk_bytes() / 4);
     let outcome = stream::run(gpu, spec, source, sink, &kernel, max_elements, progress).await;
     gpu.recycle(dark);
     gpu.recycle(denominator);

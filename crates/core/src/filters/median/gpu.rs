@@ -12,8 +12,7 @@ use crate::error::{Error, Result};
 use crate::keys::{Keys, SampleVec, Samples, unkey_f32};
 use crate::shaders::Shader;
 use crate::stream::{
-    self, Drive, MemorySink, MemorySource, Progress, STREAM_CHUNK_BYTES, SliceSink, SliceSource,
-    StreamSpec,
+    self, Drive, MemorySink, MemorySource, Progress, SliceSink, SliceSource, StreamSpec,
 };
 
 use super::wgsl::{network_source, tile_extent};
@@ -565,7 +564,7 @@ async fn stream_keys<T: Pod>(
     // In and out buffers of two chunks in flight.
     let max_elements = (gpu.max_binding_size() / word)
         .min(gpu.memory_budget() / (4 * word))
-        .min(STREAM_CHUNK_BYTES / word);
+        .min(stream::stream_chunk_bytes() / word);
     // Halo words gathered on the host are in the buffers' encoding.
     let cval_bits = if params.f32_bits != 0 {
         u64::from(unkey_f32(cval as u32).to_bits())
