@@ -146,6 +146,20 @@ pub fn gather_with<'a, T: Copy + 'a>(
     mode: Mode,
     cval: T,
 ) -> Vec<T> {
+    let mut out = Vec::new();
+    gather_into(slice, shape, chunk, mode, cval, &mut out);
+    out
+}
+
+/// [`gather_with`] into `out` (cleared first; its memory is reused).
+pub fn gather_into<'a, T: Copy + 'a>(
+    slice: impl Fn(usize) -> &'a [T],
+    shape: Shape3,
+    chunk: &Chunk,
+    mode: Mode,
+    cval: T,
+    out: &mut Vec<T>,
+) {
     let bs = chunk.box_shape();
     let (zs, ys, xs) = (
         box_coordinates(shape, chunk, mode, 0),
@@ -153,7 +167,8 @@ pub fn gather_with<'a, T: Copy + 'a>(
         box_coordinates(shape, chunk, mode, 2),
     );
     let contiguous_rows = chunk.pad[2] == 0 && chunk.core_lo[2] == 0 && bs[2] == shape[2];
-    let mut out = Vec::with_capacity(bs.iter().product());
+    out.clear();
+    out.reserve(bs.iter().product());
     for z in &zs {
         let plane = z.map(&slice);
         for y in &ys {
@@ -170,7 +185,6 @@ pub fn gather_with<'a, T: Copy + 'a>(
             }
         }
     }
-    out
 }
 
 /// The array coordinate of each box position on `axis` (`None`: the constant).

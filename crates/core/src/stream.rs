@@ -44,6 +44,20 @@ pub trait SliceSink<T> {
     fn write_alone(&mut self, slices: &[T]) -> Result<()> {
         self.write(slices)
     }
+
+    /// Writes `values` at element `offset` of the array (whole rows of a
+    /// slice not yet written), where the sink can take part of a slice: an
+    /// array in memory. Ok(false) when it cannot; the stream then
+    /// assembles whole slices and writes them in order.
+    fn write_at(&mut self, _offset: usize, _values: &[T], _alone: bool) -> Result<bool> {
+        Ok(false)
+    }
+
+    /// After [`SliceSink::write_at`] filled the next `n` elements whole:
+    /// the next [`SliceSink::write`] goes after them.
+    fn skip(&mut self, _n: usize) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// An array in memory as a source.
@@ -113,12 +127,46 @@ impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
     fn write_alone(&mut self, slices: &[T]) -> Result<()> {
         self.write_on(slices, copy_threads())
     }
+
+    fn write_at(&mut self, offset: usize, values: &[T], alone: bool) -> Result<bool> {
+        if offset < self.filled {
+            return Err(Error::InvalidInput(format!(
+                "values written at {offset}, before the {} already written",
+                self.filled
+            )));
+        }
+        let threads = if alone {
+            copy_threads()
+        } else {
+            copy_threads().saturating_sub(STREAM_UPLOAD_THREADS)
+        };
+        self.copy_at(offset, values, threads)?;
+        Ok(true)
+    }
+
+    fn skip(&mut self, n: usize) -> Result<()> {
+        let end = self.filled + n;
+        if end > self.data.len() {
+            return Err(Error::InvalidInput(format!(
+                "{end} values written into an array of {}",
+                self.data.len()
+            )));
+        }
+        self.filled = end;
+        Ok(())
+    }
 }
 
 impl<T: Pod> MemorySink<'_, T> {
     fn write_on(&mut self, slices: &[T], threads: usize) -> Result<()> {
-        let end = self.filled + slices.len();
-        let Some(dst) = self.data.get_mut(self.filled..end) else {
+        self.copy_at(self.filled, slices, threads)?;
+        self.filled += slices.len();
+        Ok(())
+    }
+
+    fn copy_at(&mut self, offset: usize, slices: &[T], threads: usize) -> Result<()> {
+        let end = offset + slices.len();
+        let Some(dst) = self.data.get_mut(offset..end) else {
             return Err(Error::InvalidInput(format!(
                 "{end} values written into an array of {}",
                 self.data.len()
@@ -134,7 +182,6 @@ impl<T: Pod> MemorySink<'_, T> {
             )
         };
         parallel_copy_with(dst, bytemuck::cast_slice(slices), threads.max(1));
-        self.filled = end;
         Ok(())
     }
 }
@@ -286,6 +333,8 @@ async fn stream_chunks<T: Pod>(
     let mut cache: BTreeMap<usize, Vec<T>> = BTreeMap::new();
     let mut in_flight: VecDeque<(Chunk, Pending)> = VecDeque::new();
     let mut output = Assembly::new(shape);
+    // The gathered box, its memory kept from chunk to chunk.
+    let mut gathered: Vec<T> = Vec::new();
     let largest_core = chunks
         .iter()
         .map(|c| c.core_shape().iter().product::<usize>())
@@ -308,12 +357,13 @@ async fn stream_chunks<T: Pod>(
             && c.core_hi[2] - c.core_lo[2] == shape[2];
         let first = zs.first().copied().flatten().unwrap_or(0);
         let consecutive = zs.iter().enumerate().all(|(k, z)| *z == Some(first + k));
-        let direct = (whole_planes && consecutive)
-            .then(|| source.borrow_range(first..first + zs.len()))
-            .flatten();
+        let direct = if whole_planes && consecutive {
+            source.borrow_range(first..first + zs.len())
+        } else {
+            rows_in_place(&*source, shape, c, spec.mode)
+        };
         let up = &mut uploads[slot];
         let box_bytes = word * c.box_shape().iter().product::<usize>() as u64;
-        let gathered;
         let bytes: &[u8] = if let Some(run) = direct {
             // In memory and contiguous: no gather.
             bytemuck::cast_slice(run)
@@ -336,16 +386,15 @@ async fn stream_chunks<T: Pod>(
                     }
                 }
             }
-            let data = {
+            {
                 let src: &dyn SliceSource<T> = source;
                 let slice = |z: usize| -> &[T] {
                     src.borrow(z)
                         .or_else(|| cache.get(&z).map(Vec::as_slice))
                         .unwrap_or(&[])
                 };
-                chunk::gather_with(slice, shape, c, spec.mode, spec.cval)
+                chunk::gather_into(slice, shape, c, spec.mode, spec.cval, &mut gathered);
             };
-            gathered = data;
             bytemuck::cast_slice(&gathered)
         };
         let collect = async {
@@ -385,11 +434,37 @@ async fn stream_chunks<T: Pod>(
     output.flush(sink, progress, true)
 }
 
-/// Output slices being assembled from chunks that split y or x.
+/// The box of `c` as rows of one slice in the source's memory, without a
+/// gather: a chunk that splits y only, whose halo rows all lie inside the
+/// array (the boundary mode maps none of them).
+fn rows_in_place<'s, T>(
+    source: &'s dyn SliceSource<T>,
+    shape: Shape3,
+    c: &Chunk,
+    mode: Mode,
+) -> Option<&'s [T]> {
+    let box_shape = c.box_shape();
+    if box_shape[0] != 1 || c.pad[0] != 0 || c.pad[2] != 0 || box_shape[2] != shape[2] {
+        return None;
+    }
+    let ys = chunk::box_coordinates(shape, c, mode, 1);
+    let y0 = ys.first().copied().flatten()?;
+    if !ys.iter().enumerate().all(|(k, y)| *y == Some(y0 + k)) {
+        return None;
+    }
+    let plane = source.borrow(c.core_lo[0])?;
+    plane.get(y0 * shape[2]..(y0 + box_shape[1]) * shape[2])
+}
+
+/// Output slices being assembled from chunks that split y or x: in the
+/// sink itself where it takes part of a slice (rows written in place), or
+/// in a slab written whole.
 struct Assembly<T> {
     shape: Shape3,
     z: Range<usize>,
     slab: Vec<T>,
+    /// Rows of slice `z` written into the sink in place (None: the slab).
+    in_place: Option<usize>,
     written: usize,
 }
 
@@ -399,8 +474,45 @@ impl<T: Pod> Assembly<T> {
             shape,
             z: 0..0,
             slab: Vec::new(),
+            in_place: None,
             written: 0,
         }
+    }
+
+    /// Chunk `c`'s core of whole rows of one slice, written into the sink
+    /// in place when it can take them: Ok(true) when written.
+    fn place_rows(
+        &mut self,
+        c: &Chunk,
+        part: &[T],
+        sink: &mut dyn SliceSink<T>,
+        progress: Progress<'_>,
+        alone: bool,
+    ) -> Result<bool> {
+        let [_, ny, nx] = self.shape;
+        let z = c.core_lo[0];
+        let rows_whole = c.core_hi[0] == z + 1 && c.core_lo[2] == 0 && c.core_hi[2] == nx;
+        if !rows_whole || (self.z == (z..z + 1) && self.in_place.is_none()) {
+            return Ok(false);
+        }
+        if self.z != (z..z + 1) {
+            self.flush(sink, progress, alone)?;
+        }
+        let offset = (z * ny + c.core_lo[1]) * nx;
+        if !sink.write_at(offset, part, alone)? {
+            return Ok(false);
+        }
+        self.z = z..z + 1;
+        let rows = self.in_place.unwrap_or(0) + (c.core_hi[1] - c.core_lo[1]);
+        self.in_place = Some(rows);
+        if rows == ny {
+            sink.skip(ny * nx)?;
+            self.z = 0..0;
+            self.in_place = None;
+            self.written += 1;
+            progress(self.written, self.shape[0]);
+        }
+        Ok(true)
     }
 
     /// [`Assembly::place`] from mapped bytes, without an extra copy when
@@ -431,6 +543,9 @@ impl<T: Pod> Assembly<T> {
         alone: bool,
     ) -> Result<()> {
         let z = c.core_lo[0]..c.core_hi[0];
+        if self.place_rows(c, part, sink, progress, alone)? {
+            return Ok(());
+        }
         let whole_planes = c.core_lo[1] == 0
             && c.core_hi[1] == self.shape[1]
             && c.core_lo[2] == 0
@@ -459,6 +574,12 @@ impl<T: Pod> Assembly<T> {
     ) -> Result<()> {
         if self.z.is_empty() {
             return Ok(());
+        }
+        if let Some(rows) = self.in_place {
+            return Err(Error::Device(format!(
+                "slice {} left with {rows} of its {} rows written (an internal error of gpuscope; please report it)",
+                self.z.start, self.shape[1]
+            )));
         }
         let slab = std::mem::take(&mut self.slab);
         let n = self.z.len();
