@@ -335,6 +335,8 @@ async fn stream_chunks<T: Pod>(
     let mut output = Assembly::new(shape);
     // The gathered box, its memory kept from chunk to chunk.
     let mut gathered: Vec<T> = Vec::new();
+    // A row of the constant, for the halo rows of constant mode.
+    let constant_row = vec![spec.cval; shape[2]];
     let largest_core = chunks
         .iter()
         .map(|c| c.core_shape().iter().product::<usize>())
@@ -358,15 +360,17 @@ async fn stream_chunks<T: Pod>(
         let first = zs.first().copied().flatten().unwrap_or(0);
         let consecutive = zs.iter().enumerate().all(|(k, z)| *z == Some(first + k));
         let direct = if whole_planes && consecutive {
-            source.borrow_range(first..first + zs.len())
+            source
+                .borrow_range(first..first + zs.len())
+                .map(|run| vec![run])
         } else {
-            rows_in_place(&*source, shape, c, spec.mode)
+            row_runs(&*source, shape, c, spec.mode, &constant_row)
         };
         let up = &mut uploads[slot];
         let box_bytes = word * c.box_shape().iter().product::<usize>() as u64;
-        let bytes: &[u8] = if let Some(run) = direct {
-            // In memory and contiguous: no gather.
-            bytemuck::cast_slice(run)
+        let pieces: Vec<&[u8]> = if let Some(runs) = direct {
+            // In memory: copied from where they lie, no gather.
+            runs.into_iter().map(bytemuck::cast_slice).collect()
         } else {
             let zs: Vec<usize> = zs.into_iter().flatten().collect();
             if source.borrow(0).is_none() {
@@ -395,7 +399,7 @@ async fn stream_chunks<T: Pod>(
                 };
                 chunk::gather_into(slice, shape, c, spec.mode, spec.cval, &mut gathered);
             };
-            bytemuck::cast_slice(&gathered)
+            vec![bytemuck::cast_slice(&gathered)]
         };
         let collect = async {
             match oldest {
@@ -414,7 +418,8 @@ async fn stream_chunks<T: Pod>(
         } else {
             STREAM_UPLOAD_THREADS
         };
-        gpu.fill_during(up, bytes, threads, collect).await??;
+        gpu.fill_pieces_during(up, &pieces, threads, collect)
+            .await??;
         let mut rec = gpu.recorder();
         rec.copy_in(up, src, box_bytes);
         let in_dst = kernel(&mut rec, src, dst, c)?;
@@ -434,26 +439,44 @@ async fn stream_chunks<T: Pod>(
     output.flush(sink, progress, true)
 }
 
-/// The box of `c` as rows of one slice in the source's memory, without a
-/// gather: a chunk that splits y only, whose halo rows all lie inside the
-/// array (the boundary mode maps none of them).
-fn rows_in_place<'s, T>(
+/// The box of `c` as runs of rows of one slice in the source's memory (or
+/// `constant_row`), without a gather: a chunk that splits y only. Rows
+/// next to each other in the source form one run; halo rows the boundary
+/// mode maps elsewhere, or to the constant, runs of their own.
+fn row_runs<'s, T>(
     source: &'s dyn SliceSource<T>,
     shape: Shape3,
     c: &Chunk,
     mode: Mode,
-) -> Option<&'s [T]> {
+    constant_row: &'s [T],
+) -> Option<Vec<&'s [T]>> {
     let box_shape = c.box_shape();
     if box_shape[0] != 1 || c.pad[0] != 0 || c.pad[2] != 0 || box_shape[2] != shape[2] {
         return None;
     }
-    let ys = chunk::box_coordinates(shape, c, mode, 1);
-    let y0 = ys.first().copied().flatten()?;
-    if !ys.iter().enumerate().all(|(k, y)| *y == Some(y0 + k)) {
-        return None;
-    }
+    let nx = shape[2];
     let plane = source.borrow(c.core_lo[0])?;
-    plane.get(y0 * shape[2]..(y0 + box_shape[1]) * shape[2])
+    let mut runs: Vec<&[T]> = Vec::new();
+    // The run being extended: its first source row and row count.
+    let mut open: Option<(usize, usize)> = None;
+    for y in chunk::box_coordinates(shape, c, mode, 1) {
+        match (y, open) {
+            (Some(y), Some((y0, n))) if y == y0 + n => open = Some((y0, n + 1)),
+            _ => {
+                if let Some((y0, n)) = open.take() {
+                    runs.push(plane.get(y0 * nx..(y0 + n) * nx)?);
+                }
+                match y {
+                    Some(y) => open = Some((y, 1)),
+                    None => runs.push(constant_row),
+                }
+            }
+        }
+    }
+    if let Some((y0, n)) = open {
+        runs.push(plane.get(y0 * nx..(y0 + n) * nx)?);
+    }
+    Some(runs)
 }
 
 /// Output slices being assembled from chunks that split y or x: in the

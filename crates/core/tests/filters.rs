@@ -402,7 +402,10 @@ fn chunks_of_rows_equal_the_reference_into_every_kind_of_sink() {
         let boundary = Boundary { mode, cval: 0.5 };
         let (g, c) = run_both(tiny_gpu(), &f, &[300, 200], boundary, 40);
         assert_close(&g, &c, &format!("in place {mode:?}"));
-        let input: Vec<f32> = noise(300 * 200, 40).iter().map(|v| (v * 10.0 - 3.0) as f32).collect();
+        let input: Vec<f32> = noise(300 * 200, 40)
+            .iter()
+            .map(|v| (v * 10.0 - 3.0) as f32)
+            .collect();
         let mut whole_slices: Vec<f32> = Vec::new();
         let mut source = MemorySource::new(&input, [1, 300, 200]);
         pollster::block_on(filters::apply_stream(
@@ -416,7 +419,10 @@ fn chunks_of_rows_equal_the_reference_into_every_kind_of_sink() {
             &mut |_, _| {},
         ))
         .unwrap();
-        assert_eq!(whole_slices, g, "{mode:?}: assembled slices against rows in place");
+        assert_eq!(
+            whole_slices, g,
+            "{mode:?}: assembled slices against rows in place"
+        );
         let g3 = Filter::gaussian(3, &[0.0, 1.5, 1.5], 4.0).unwrap();
         let stack: Vec<f32> = [input.clone(), input.iter().map(|v| -v).collect()].concat();
         let mut out = vec![0f32; stack.len()];
@@ -436,7 +442,11 @@ fn chunks_of_rows_equal_the_reference_into_every_kind_of_sink() {
         assert_eq!(&out[..g.len()], &g[..], "{mode:?}: slice 0 of the stack");
         let negated: Vec<f32> = g.iter().map(|v| -v).collect();
         if mode != Mode::Constant {
-            assert_eq!(&out[g.len()..], &negated[..], "{mode:?}: slice 1 of the stack");
+            assert_eq!(
+                &out[g.len()..],
+                &negated[..],
+                "{mode:?}: slice 1 of the stack"
+            );
         }
     }
 }

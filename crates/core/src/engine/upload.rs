@@ -89,6 +89,19 @@ impl Gpu {
         threads: usize,
         meanwhile: impl std::future::Future<Output = R>,
     ) -> Result<R> {
+        self.fill_pieces_during(up, &[bytes], threads, meanwhile)
+            .await
+    }
+
+    /// [`Gpu::fill_during`] from `pieces` laid end to end (a box's rows
+    /// from wherever they lie, without gathering them first).
+    pub(crate) async fn fill_pieces_during<R>(
+        &self,
+        up: &mut UploadBuffer,
+        pieces: &[&[u8]],
+        threads: usize,
+        meanwhile: impl std::future::Future<Output = R>,
+    ) -> Result<R> {
         let clock = self.host_clock();
         if let Some((mapped, index)) = up.ready.take() {
             self.wait_for(index)?;
@@ -99,10 +112,10 @@ impl Gpu {
         }
         self.host_done("upload: wait for its buffer", clock);
         let clock = self.host_clock();
-        if bytes.len() as u64 > up.buffer.size() {
+        let len: usize = pieces.iter().map(|p| p.len()).sum();
+        if len as u64 > up.buffer.size() {
             return Err(Error::Device("an upload larger than its buffer".into()));
         }
-        let len = bytes.len();
         self.count_bus(true, len as u64);
         let end = (len as u64).div_ceil(4) * 4;
         let mut view = up
@@ -111,9 +124,21 @@ impl Gpu {
             .get_mapped_range_mut()
             .map_err(|e| Error::Device(format!("mapping an upload buffer failed: {e}")))?;
         let dst = view.slice(..len).as_raw_ptr().as_ptr().cast::<u8>();
-        let plan = crate::copies::plan(bytes.as_ptr(), dst, len, threads);
+        let mut plan = crate::copies::Plan {
+            parts: Vec::new(),
+            workers: 1,
+        };
+        let mut at = 0;
+        for piece in pieces {
+            // Pointer arithmetic only; the pieces' lengths sum to `len`.
+            let part =
+                crate::copies::plan(piece.as_ptr(), dst.wrapping_add(at), piece.len(), threads);
+            plan.parts.extend(part.parts);
+            at += piece.len();
+        }
+        plan.workers = threads.max(1).min(plan.parts.len());
         // SAFETY: the parts tile the mapped view (alive until after the
-        // copy) and `bytes`; `meanwhile` touches neither.
+        // copy) and the pieces; `meanwhile` touches neither.
         #[cfg(not(target_arch = "wasm32"))]
         let r = unsafe { crate::copies::copy_during(&plan, || pollster::block_on(meanwhile)) };
         #[cfg(target_arch = "wasm32")]
