@@ -1,5 +1,6 @@
 """Host to host, numpy in and out, one 2048 x 2048 float32 image: median
-3x3 and Gaussian sigma 2 under the stream chunk size in the environment
+3x3 and Gaussian sigma 2, and tomo.normalize of 16 512 x 512 uint16
+projections, under the stream chunk size in the environment
 (GPUSCOPE_STREAM_CHUNK_BYTES; the default when unset). One line of ms
 (median of --repeat runs after warm-ups) for bench/history.
 
@@ -13,7 +14,7 @@ import time
 
 import numpy as np
 
-from gpuscope import ndimage
+from gpuscope import ndimage, tomo
 
 
 def wall_ms(fn, repeat, warmup=3):
@@ -35,7 +36,12 @@ def main():
     chunk = os.environ.get("GPUSCOPE_STREAM_CHUNK_BYTES", "default")
     med = wall_ms(lambda: ndimage.median_filter(x, size=3), args.repeat)
     gauss = wall_ms(lambda: ndimage.gaussian_filter(x, 2), args.repeat)
-    print(f"chunk {chunk}: median 3x3 {med:.3f} ms, gaussian sigma 2 {gauss:.3f} ms")
+    rng = np.random.default_rng(1)
+    proj = rng.integers(100, 4000, (16, 512, 512), dtype=np.uint16)
+    flat = rng.integers(3000, 4000, (4, 512, 512), dtype=np.uint16)
+    dark = rng.integers(0, 100, (4, 512, 512), dtype=np.uint16)
+    norm = wall_ms(lambda: tomo.normalize(proj, flat, dark), args.repeat)
+    print(f"chunk {chunk}: median 3x3 {med:.3f} ms, gaussian sigma 2 {gauss:.3f} ms, normalize {norm:.3f} ms")
 
 
 if __name__ == "__main__":

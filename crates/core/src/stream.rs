@@ -58,6 +58,11 @@ pub trait SliceSink<T> {
     fn skip(&mut self, _n: usize) -> Result<()> {
         Ok(())
     }
+
+    /// Whether [`SliceSink::write_at`] takes rows (an array in memory).
+    fn takes_rows(&self) -> bool {
+        false
+    }
 }
 
 /// An array in memory as a source.
@@ -144,6 +149,10 @@ impl<T: Pod> SliceSink<T> for MemorySink<'_, T> {
         Ok(true)
     }
 
+    fn takes_rows(&self) -> bool {
+        true
+    }
+
     fn skip(&mut self, n: usize) -> Result<()> {
         let end = self.filled + n;
         if end > self.data.len() {
@@ -222,16 +231,38 @@ const SLOTS: usize = 2;
 pub(crate) const STREAM_CHUNK_BYTES: u64 = 64 << 20;
 
 /// [`STREAM_CHUNK_BYTES`], or for benchmarks `GPUSCOPE_STREAM_CHUNK_BYTES`
-/// (at least 1 MiB); the results do not change.
+/// (at least 1 MiB; it also turns [`overlap_elements`] off); the results
+/// do not change.
 pub(crate) fn stream_chunk_bytes() -> u64 {
+    chunk_bytes_set().unwrap_or(STREAM_CHUNK_BYTES)
+}
+
+fn chunk_bytes_set() -> Option<u64> {
     #[cfg(not(target_arch = "wasm32"))]
-    if let Some(b) = std::env::var("GPUSCOPE_STREAM_CHUNK_BYTES")
+    return std::env::var("GPUSCOPE_STREAM_CHUNK_BYTES")
         .ok()
         .and_then(|v| v.trim().parse::<u64>().ok())
-    {
-        return b.max(1 << 20);
-    }
-    STREAM_CHUNK_BYTES
+        .map(|b| b.max(1 << 20));
+    #[cfg(target_arch = "wasm32")]
+    None
+}
+
+/// Arrays from this size up to twice [`STREAM_CHUNK_BYTES`] are cut into
+/// about three chunks where the source and the sink are in memory.
+const OVERLAP_FROM_BYTES: u64 = 12 << 20;
+
+/// The chunk size (elements) that cuts an array of `elements` words of
+/// `word` bytes into about three chunks, so that one chunk's upload, kernel
+/// and download overlap the others' (a 2048² float32 image measured faster
+/// so than whole, from memory to memory: BENCHMARKS.md); None where the
+/// array is smaller or larger, either end is not in memory (reading or
+/// writing a file, a chunk that is part of a slice costs a gather or an
+/// assembly), or the stencil reaches across slices (3-D boxes would be
+/// gathered).
+fn overlap_elements(elements: u64, word: u64, eligible: bool) -> Option<u64> {
+    let bytes = elements.saturating_mul(word);
+    let fits = (OVERLAP_FROM_BYTES..=2 * STREAM_CHUNK_BYTES).contains(&bytes);
+    (fits && eligible && chunk_bytes_set().is_none()).then(|| elements.div_ceil(2))
 }
 
 /// Streams `source` through `kernel` into `sink`. Chunks hold at most
@@ -246,6 +277,11 @@ pub(crate) async fn run<T: Pod>(
     progress: Progress<'_>,
 ) -> Result<()> {
     let word = std::mem::size_of::<T>() as u64;
+    let elements = spec.shape.iter().product::<usize>() as u64;
+    let eligible = source.borrow(0).is_some() && sink.takes_rows() && spec.halo[0] == 0;
+    if let Some(overlap) = overlap_elements(elements, word, eligible) {
+        max_elements = max_elements.min(overlap);
+    }
     loop {
         let chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
         let largest = chunks

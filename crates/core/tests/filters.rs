@@ -450,3 +450,80 @@ fn chunks_of_rows_equal_the_reference_into_every_kind_of_sink() {
         }
     }
 }
+
+#[test]
+fn images_cut_into_three_chunks_for_overlap_equal_the_whole_image() {
+    // From 12 MiB, an image from memory into memory runs in about three
+    // chunks (one's upload, kernel and download overlapping the others');
+    // into a sink that takes whole slices only it runs whole. Same values.
+    use gpuscope_core::Samples;
+    use gpuscope_core::filters::median::{self, Footprint};
+    use gpuscope_core::stream::MemorySource;
+    let shape = [1700, 2000];
+    let n = 1700 * 2000;
+    assert!(4 * n >= 12 << 20);
+    let input: Vec<f32> = noise(n, 41)
+        .iter()
+        .map(|v| (v * 10.0 - 3.0) as f32)
+        .collect();
+    let f = Filter::gaussian(2, &[2.0], 4.0).unwrap();
+    let footprint = Footprint::size(2, &[3]).unwrap();
+    for mode in [Mode::Reflect, Mode::Constant, Mode::Wrap] {
+        let boundary = Boundary { mode, cval: 0.5 };
+        let cut = pollster::block_on(filters::apply(
+            gpu(),
+            &f,
+            &input,
+            &shape,
+            boundary,
+            Output::Float,
+        ))
+        .unwrap();
+        let mut whole: Vec<f32> = Vec::new();
+        let mut source = MemorySource::new(&input, [1, 1700, 2000]);
+        pollster::block_on(filters::apply_stream(
+            gpu(),
+            &f,
+            &shape,
+            boundary,
+            Output::Float,
+            &mut source,
+            &mut whole,
+            &mut |_, _| {},
+        ))
+        .unwrap();
+        assert!(cut == whole, "gaussian {mode:?}: cut against whole");
+
+        let mut cut = vec![std::mem::MaybeUninit::<f32>::uninit(); n];
+        pollster::block_on(median::median_filter_f32_into(
+            gpu(),
+            &input,
+            &shape,
+            &footprint,
+            boundary,
+            &mut cut,
+        ))
+        .unwrap();
+        // SAFETY: Ok means every value was written.
+        let cut: Vec<f32> = cut
+            .into_iter()
+            .map(|v| unsafe { v.assume_init() })
+            .collect();
+        let bits: Vec<u32> = input.iter().map(|v| v.to_bits()).collect();
+        let mut source = MemorySource::new(&bits, [1, 1700, 2000]);
+        let mut whole: Vec<u32> = Vec::new();
+        pollster::block_on(median::median_filter_stream(
+            gpu(),
+            Samples::F32(&input),
+            &shape,
+            &footprint,
+            boundary,
+            &mut source,
+            &mut whole,
+            &mut |_, _| {},
+        ))
+        .unwrap();
+        let whole: Vec<f32> = whole.into_iter().map(f32::from_bits).collect();
+        assert!(cut == whole, "median {mode:?}: cut against whole");
+    }
+}
