@@ -239,16 +239,20 @@ pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
     ))
 }
 
-/// A fresh float32 numpy array the GPU work writes into from a worker
-/// thread; Python sees it only once the work is done.
+/// A float32 numpy array the GPU work writes into from a worker thread: a
+/// fresh one, which Python sees only once the work is done, or the
+/// caller's `output=` array ([`output_f32`]).
 pub struct OutF32 {
     _owner: Py<PyAny>,
     ptr: *mut std::mem::MaybeUninit<f32>,
     len: usize,
 }
 
-// SAFETY: the array is new and not yet handed to Python: this is the only
-// writer, and nobody reads it until the work has finished.
+// SAFETY: a new array is not yet handed to Python: this is the only
+// writer, and nobody reads it until the work has finished. A caller's
+// `output=` array is writeable and shares no memory with the input
+// (checked in `output_f32`); Python code in another thread may touch it
+// meanwhile, as with numpy's own operations that release the GIL.
 unsafe impl Send for OutF32 {}
 
 impl OutF32 {
@@ -267,6 +271,37 @@ impl OutF32 {
 /// calloc for memory that glibc serves from its heap once a block of the
 /// size has been freed, and zeroed it first: most of a 2048² call's host
 /// time, by a profile on the GPU machine.)
+/// The caller's `output=` array as the result's memory, where it is a
+/// writeable, aligned, C-contiguous float32 array of `shape` that shares
+/// no memory with `input` (the stream reads the input's halo rows after
+/// earlier rows of the result are written); None otherwise (the caller
+/// computes into a new array and copies).
+pub fn output_f32<'py>(
+    obj: &Bound<'py, PyAny>,
+    shape: &[usize],
+    input: &SharedF32,
+) -> Option<(Bound<'py, PyAny>, OutF32)> {
+    let a = obj.cast::<PyArrayDyn<f32>>().ok()?;
+    let ptr = a.data();
+    if !a.is_c_contiguous() || !ptr.is_aligned() || a.shape() != shape {
+        return None;
+    }
+    // Not writeable, or borrowed mutably elsewhere in Rust: no.
+    drop(a.try_readwrite().ok()?);
+    let len: usize = shape.iter().product();
+    let (out_lo, out_hi) = (ptr as usize, ptr as usize + 4 * len);
+    let (in_lo, in_hi) = (input.ptr as usize, input.ptr as usize + 4 * input.len);
+    if out_lo < in_hi && in_lo < out_hi {
+        return None;
+    }
+    let out = OutF32 {
+        _owner: obj.clone().unbind(),
+        ptr: ptr.cast(),
+        len,
+    };
+    Some((obj.clone(), out))
+}
+
 pub fn empty_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
     // SAFETY: the elements are not read before the caller has written them
     // all (see above).

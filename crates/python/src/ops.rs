@@ -55,9 +55,12 @@ enum Linear {
 /// `gaussian_filter`, `convolve`, `correlate`, `median_filter` and
 /// `remove_outliers`: `op` names the catalogue entry, `options` its
 /// parameters as JSON, `array` the kernel or footprint, `dtype` the output
-/// dtype of the linear filters (default: the input's, as scipy).
+/// dtype of the linear filters (default: the input's, as scipy). `out`:
+/// the caller's `output=` array, written in place where the float32 path
+/// can (the returned object is then `out` itself; otherwise a new array,
+/// which the caller copies into `out`).
 #[pyfunction]
-#[pyo3(signature = (op, input, options, array=None, dtype=None))]
+#[pyo3(signature = (op, input, options, array=None, dtype=None, out=None))]
 pub fn filter<'py>(
     py: Python<'py>,
     op: &str,
@@ -65,8 +68,9 @@ pub fn filter<'py>(
     options: &str,
     array: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
+    out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if let Some(result) = filter_f32(py, op, input, options, array, dtype)? {
+    if let Some(result) = filter_f32(py, op, input, options, array, dtype, out)? {
         return Ok(result);
     }
     let Input { values, shape } = arrays::input(input)?;
@@ -205,6 +209,7 @@ fn filter_f32<'py>(
     options: &str,
     array: Option<&Bound<'py, PyAny>>,
     dtype: Option<&str>,
+    output: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Option<Bound<'py, PyAny>>> {
     if !matches!(dtype, None | Some("float32")) {
         return Ok(None);
@@ -223,7 +228,10 @@ fn filter_f32<'py>(
     let Some(kind) = filter_kind(op, options, array, shape.len())? else {
         return Ok(None);
     };
-    let (result, mut out) = arrays::empty_f32(py, &shape);
+    let (result, mut out) = match output.and_then(|o| arrays::output_f32(o, &shape, &shared)) {
+        Some(given) => given,
+        None => arrays::empty_f32(py, &shape),
+    };
     let run_shape = shape.clone();
     let n = shared.as_slice().len();
     let done: Result<()> = interruptible(py, n, move || {

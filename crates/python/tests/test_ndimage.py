@@ -1,9 +1,12 @@
 """gpuscope.ndimage against scipy.ndimage."""
 
+import tracemalloc
+
 import numpy as np
 import pytest
 import scipy.ndimage as ndi
 
+import gpuscope
 import gpuscope.ndimage as gn
 from conftest import assert_float, assert_integer_sums, golden
 
@@ -90,6 +93,43 @@ def test_median_stack_and_footprint(engine):
     out = np.zeros(x.shape, np.float32)
     assert gn.median_filter(x, 3, output=out) is out
     np.testing.assert_array_equal(out, ndi.median_filter(x, 3).astype(np.float32))
+
+
+def test_float32_output_arrays_in_place_views_aliases_and_read_only(engine):
+    """A float32 ``output=`` array is filled in place (from 12 MiB in chunks
+    whose rows go straight into it); views, the input itself and other
+    layouts get the same values through a copy; a read-only one is refused
+    as scipy refuses it, and the input is left as it was."""
+    big = rng.normal(0, 1, (1800, 1800)).astype(np.float32)  # 13 MB
+    for x in (F32, big):
+        for op, args, ref in (
+            (gn.median_filter, (3,), ndi.median_filter),
+            (gn.gaussian_filter, (1.5,), ndi.gaussian_filter),
+        ):
+            want = ref(x, *args)
+            out = np.full(x.shape, np.nan, np.float32)
+            tracemalloc.start()
+            assert op(x, *args, output=out) is out
+            peak = tracemalloc.get_traced_memory()[1]
+            tracemalloc.stop()
+            assert_float(out, want, engine == "cpu")
+            if gpuscope.device()["backend"] != "cpu":
+                assert peak < x.nbytes // 2, f"{peak} bytes allocated: no result array expected"
+            wide = np.full((x.shape[0], 2 * x.shape[1]), np.nan, np.float32)
+            view = wide[:, ::2]
+            assert op(x, *args, output=view) is view
+            assert_float(view, want, engine == "cpu")
+            assert np.isnan(wide[:, 1::2]).all()
+            alias = x.copy()
+            assert op(alias, *args, output=alias) is alias
+            assert_float(alias, want, engine == "cpu")
+            frozen = np.zeros(x.shape, np.float32)
+            frozen.flags.writeable = False
+            before = x.copy()
+            with pytest.raises(ValueError, match="read-only"):
+                op(x, *args, output=frozen)
+            assert not frozen.any()
+            np.testing.assert_array_equal(x, before)
 
 
 def test_median_bool(engine):

@@ -32,15 +32,19 @@ def run(op, x, options, array=None, output=None, same_dtype=False):
         x = x.view(np.uint8)
         if dtype == np.bool_ and not same_dtype:
             raise TypeError("a boolean output is not supported for linear filters (give output=np.uint8)")
+    # A float32 output array is written in place where the extension can
+    # (it then returns the array itself); otherwise the result is copied in.
+    out = target if target is not None and target.dtype == np.float32 else None
     if same_dtype or dtype == np.bool_:
-        result = _gpuscope.filter(op, x, options, array)
+        result = _gpuscope.filter(op, x, options, array, out=out)
         if x.dtype != dtype:
             result = result.astype(dtype)
     else:
         if dtype.kind not in "iuf":
             raise TypeError(f"output dtype {dtype} is not supported (give an integer dtype, float32 or float64)")
-        result = _gpuscope.filter(op, x, options, array, np.dtype(dtype).newbyteorder("=").name)
+        result = _gpuscope.filter(op, x, options, array, np.dtype(dtype).newbyteorder("=").name, out=out)
     if target is not None:
-        np.copyto(target, result, casting="unsafe")
+        if result is not target:
+            np.copyto(target, result, casting="unsafe")
         return target
     return result
