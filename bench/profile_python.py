@@ -7,7 +7,8 @@ which samples the Rust frames too) and prints its mean time.
     python bench/profile_python.py --fold $OUT/stacks.txt   # top frames
 
 Cases: device-median (a 2048² device array, synchronised), numpy-median
-(2048² numpy in and out), small-median (256² numpy in and out).
+(2048² numpy in and out), small-median (256² numpy in and out), normalize
+(tomo.normalize of 16 512² uint16 projections, 4 flats, 4 darks).
 """
 
 import sys
@@ -28,6 +29,15 @@ def run(case, seconds=6.0):
         def op():
             ndimage.median_filter(d, size=3)
             gpuscope.synchronize()
+    elif case == "normalize":
+        from gpuscope import tomo
+
+        proj = rng.integers(100, 4000, (16, 512, 512), dtype=np.uint16)
+        flat = rng.integers(3000, 4000, (4, 512, 512), dtype=np.uint16)
+        dark = rng.integers(0, 100, (4, 512, 512), dtype=np.uint16)
+
+        def op():
+            tomo.normalize(proj, flat, dark)
     elif case == "numpy-median":
         x = rng.random((2048, 2048), dtype=np.float32)
 
