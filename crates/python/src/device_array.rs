@@ -54,31 +54,11 @@ impl PyDeviceArray {
         }
     }
 
-    /// Runs `work` on this array's device and array without the GIL, on a
-    /// worker thread that Ctrl-C can leave (`device::interruptible`); the
+    /// Runs `work` on this array's device and array without the GIL; the
     /// array must live on the engine in use.
     fn with<T: Send + 'static>(
         slf: &Bound<'_, Self>,
         work: impl FnOnce(&Gpu, &DeviceArray) -> gpuscope_core::Result<T> + Send + 'static,
-    ) -> PyResult<T> {
-        Self::run(slf, work, false)
-    }
-
-    /// [`Self::with`] in the calling thread, for work that only records
-    /// and submits GPU work and returns without waiting for it (an
-    /// operation whose result stays on the device): the hand-over to a
-    /// worker thread and back measured a large share of such a call.
-    fn queue<T: Send + 'static>(
-        slf: &Bound<'_, Self>,
-        work: impl FnOnce(&Gpu, &DeviceArray) -> gpuscope_core::Result<T> + Send + 'static,
-    ) -> PyResult<T> {
-        Self::run(slf, work, true)
-    }
-
-    fn run<T: Send + 'static>(
-        slf: &Bound<'_, Self>,
-        work: impl FnOnce(&Gpu, &DeviceArray) -> gpuscope_core::Result<T> + Send + 'static,
-        in_this_thread: bool,
     ) -> PyResult<T> {
         let py = slf.py();
         let this = slf.clone().unbind();
@@ -89,11 +69,7 @@ impl PyDeviceArray {
                  bring it back with .get() and upload it again with gpuscope.asarray",
             ));
         }
-        let n = if in_this_thread {
-            0
-        } else {
-            slf.get().shape.iter().product()
-        };
+        let n = slf.get().shape.iter().product();
         interruptible(py, n, move || {
             let me = this.get();
             let Engine::Gpu(gpu) = me.engine.as_ref() else {
@@ -218,7 +194,7 @@ impl PyDeviceArray {
         let value: f64 = other.extract().map_err(|_| {
             PyTypeError::new_err("x > value takes a number as the value (a threshold)")
         })?;
-        let mask = Self::queue(slf, move |gpu, a| {
+        let mask = Self::with(slf, move |gpu, a| {
             pollster::block_on(on_device::threshold_above(gpu, a, value))
         })?;
         Ok(Self::wrap(slf, mask)?.into_any().unbind())
@@ -281,7 +257,7 @@ pub fn device_filter<'py>(
     let Some(kind) = filter_kind(op, options, array, ndim)? else {
         return Err(PyValueError::new_err(format!("no filter named {op}")));
     };
-    let result = PyDeviceArray::queue(input, move |gpu, a| match &kind {
+    let result = PyDeviceArray::with(input, move |gpu, a| match &kind {
         FilterKind::Linear(f, b) => pollster::block_on(filters::apply_on_device(gpu, f, a, *b)),
         FilterKind::Median(fp, b, removal) => {
             pollster::block_on(median::median_on_device(gpu, a, fp, *b, removal.as_ref()))
