@@ -265,12 +265,6 @@ impl OutF32 {
     }
 }
 
-/// A float32 array of `shape`, not initialised (numpy's `empty`), and its
-/// writer: the caller fills every element before Python sees the array,
-/// and drops the array unseen when the work fails. (numpy's `zeros` asked
-/// calloc for memory that glibc serves from its heap once a block of the
-/// size has been freed, and zeroed it first: most of a 2048² call's host
-/// time, by a profile on the GPU machine.)
 /// The caller's `output=` array as the result's memory, where it is a
 /// writeable, aligned, C-contiguous float32 array of `shape` that shares
 /// no memory with `input` (the stream reads the input's halo rows after
@@ -302,6 +296,12 @@ pub fn output_f32<'py>(
     Some((obj.clone(), out))
 }
 
+/// A float32 array of `shape`, not initialised (numpy's `empty`), and its
+/// writer: the caller fills every element before Python sees the array,
+/// and drops the array unseen when the work fails. (numpy's `zeros` asked
+/// calloc for memory that glibc serves from its heap once a block of the
+/// size has been freed, and zeroed it first: most of a 2048² call's host
+/// time, by a profile on the GPU machine.)
 pub fn empty_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
     // SAFETY: the elements are not read before the caller has written them
     // all (see above).
