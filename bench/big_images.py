@@ -6,22 +6,11 @@ an Eiger-sized 4362 x 4148 float32 frame. Median of --repeat runs, ms.
 """
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
 from gpuscope import ndimage
-
-
-def wall_ms(fn, repeat):
-    fn()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
+from python_e2e import wall_ms
 
 
 def main():
@@ -41,7 +30,7 @@ def main():
         ("4362 x 4148 gaussian sigma 2", lambda: ndimage.gaussian_filter(eiger, 2)),
     ]
     for name, fn in cases:
-        print(f"{name}: {wall_ms(fn, args.repeat):.1f} ms")
+        print(f"{name}: {wall_ms(fn, args.repeat, warmup=1):.1f} ms")
 
 
 if __name__ == "__main__":

@@ -9,23 +9,11 @@ projections, under the stream chunk size in the environment
 
 import argparse
 import os
-import statistics
-import time
 
 import numpy as np
 
 from gpuscope import ndimage, tomo
-
-
-def wall_ms(fn, repeat, warmup=3):
-    for _ in range(warmup):
-        fn()
-    ts = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        ts.append(time.perf_counter() - t)
-    return statistics.median(ts) * 1e3
+from python_e2e import wall_ms
 
 
 def main():

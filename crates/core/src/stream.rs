@@ -237,12 +237,18 @@ pub(crate) fn stream_chunk_bytes() -> u64 {
     chunk_bytes_set().unwrap_or(STREAM_CHUNK_BYTES)
 }
 
+/// `GPUSCOPE_STREAM_CHUNK_BYTES`, read once per process.
 fn chunk_bytes_set() -> Option<u64> {
     #[cfg(not(target_arch = "wasm32"))]
-    return std::env::var("GPUSCOPE_STREAM_CHUNK_BYTES")
-        .ok()
-        .and_then(|v| v.trim().parse::<u64>().ok())
-        .map(|b| b.max(1 << 20));
+    {
+        static SET: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        *SET.get_or_init(|| {
+            std::env::var("GPUSCOPE_STREAM_CHUNK_BYTES")
+                .ok()
+                .and_then(|v| v.trim().parse::<u64>().ok())
+                .map(|b| b.max(1 << 20))
+        })
+    }
     #[cfg(target_arch = "wasm32")]
     None
 }

@@ -422,14 +422,25 @@ fn quad_rows(pass: &Pass, output: Output) -> Option<usize> {
     if output != Output::Float || !quads_suit(pass) {
         return None;
     }
-    #[cfg(not(target_arch = "wasm32"))]
-    if let Some(rows) = std::env::var("GPUSCOPE_QUAD_ROWS")
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-    {
-        return (rows > 0).then_some(rows.min(16));
+    match quad_rows_set() {
+        Some(rows) => (rows > 0).then_some(rows.min(16)),
+        None => Some(default_quad_rows(pass)),
     }
-    Some(default_quad_rows(pass))
+}
+
+/// `GPUSCOPE_QUAD_ROWS`, read once per process.
+fn quad_rows_set() -> Option<usize> {
+    #[cfg(not(target_arch = "wasm32"))]
+    {
+        static SET: std::sync::OnceLock<Option<usize>> = std::sync::OnceLock::new();
+        *SET.get_or_init(|| {
+            std::env::var("GPUSCOPE_QUAD_ROWS")
+                .ok()
+                .and_then(|v| v.trim().parse::<usize>().ok())
+        })
+    }
+    #[cfg(target_arch = "wasm32")]
+    None
 }
 
 /// Records every pass for chunk `c`, ping-ponging between the two buffers;
