@@ -10,6 +10,8 @@ ls /usr/share/vulkan/icd.d/lvp_icd*.json >/dev/null 2>&1 || missing+=(mesa-vulka
 [ -x /usr/bin/chromium ] || missing+=(chromium)
 command -v node >/dev/null || missing+=(nodejs npm)
 python3 -c 'import ensurepip' 2>/dev/null || missing+=(python3-venv)
+# libFuzzer in the fuzz stage is C++.
+command -v c++ >/dev/null || missing+=(g++)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
     echo "installing ${missing[*]}"
@@ -23,6 +25,11 @@ fi
 if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
+# The fuzz stage builds with nightly (libFuzzer's coverage flags need it).
+if ! rustc +nightly -V >/dev/null 2>&1; then
+  rustup toolchain install nightly --profile minimal ||
+    echo "missing: the nightly Rust toolchain could not be installed ('rustup toolchain install nightly --profile minimal'); the fuzz stage will fail" >&2
+fi
 
 export NODEVICE_SELECT=1   # silences a Mesa device-select warning
 export CARGO_TERM_COLOR=never
@@ -30,15 +37,37 @@ export CARGO_TERM_COLOR=never
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 df -h . | tail -1 | awk '{print "disk free at start: " $4}'
 
-echo "== format and lints"
-cargo fmt --all --check
-cargo clippy --workspace --all-targets -q -- -D warnings
-cargo clippy -q -p gpuscope-core -p gpuscope-io -p gpuscope-web --target wasm32-unknown-unknown -- -D warnings
+# Every stage runs even when an earlier one fails, so one failure does not
+# hide the others; the summary lists each stage's result and the script
+# exits non-zero if any failed. A stage is one command: `if` turns off
+# errexit inside it, so multi-step stages are scripts of their own.
+results=()
+passed=0
+failed=0
+stage() {
+  local name=$1 started=$SECONDS
+  shift
+  echo "== $name"
+  if "$@"; then
+    results+=("ok      $name ($((SECONDS - started)) s)")
+    passed=$((passed + 1))
+  else
+    results+=("FAILED  $name ($((SECONDS - started)) s)")
+    failed=$((failed + 1))
+  fi
+}
 
-echo "== Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)"
-cargo test --workspace
+stage "format" cargo fmt --all --check
+stage "lints" cargo clippy --workspace --all-targets -q -- -D warnings
+stage "lints (wasm)" cargo clippy -q -p gpuscope-core -p gpuscope-io -p gpuscope-web --target wasm32-unknown-unknown -- -D warnings
 
-echo "== the GPU-vs-CPU suite and the goldens again on llvmpipe through GL"
+# --no-fail-fast: every test binary runs, and all failures are listed.
+stage "Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)" cargo test --workspace --no-fail-fast
+
+# The memory bounds are measured on a busy machine: a second run shows they
+# hold from run to run, not only once.
+stage "memory bounds, second run" cargo test -p gpuscope-cli --test memory
+
 # wgpu falls back to GL where no Vulkan driver exists: the same kernels must
 # give the same answers there (tests/common checks the backend really is GL).
 # --workspace keeps the features of the build above (no second build); the
@@ -46,14 +75,18 @@ echo "== the GPU-vs-CPU suite and the goldens again on llvmpipe through GL"
 # slic and spots, run too).
 gl_tests=(--lib --test goldens --test stacks)
 for f in crates/core/tests/*.rs; do gl_tests+=(--test "$(basename "$f" .rs)"); done
-WGPU_BACKEND=gl cargo test --workspace "${gl_tests[@]}"
+stage "the GPU-vs-CPU suite and the goldens again on llvmpipe through GL" \
+  env WGPU_BACKEND=gl cargo test --workspace --no-fail-fast "${gl_tests[@]}"
 
-echo "== Python package (pip install ., pytest against scipy, scikit-image, astropy)"
-bash tests/python.sh
+stage "Python package (pip install ., pytest against scipy, scikit-image, astropy)" bash tests/python.sh
 
-echo "== fuzz targets (each reader and the CLI's arguments, 15 s each on the seed corpus)"
-FUZZ_SECONDS=15 bash tests/fuzz.sh
+stage "fuzz targets (each reader and the CLI's arguments, 15 s each on the seed corpus)" \
+  env FUZZ_SECONDS=15 bash tests/fuzz.sh
 
-echo "== browser test (headless Chromium, WebGPU on SwiftShader)"
-cargo xtask test-web
+stage "browser test (headless Chromium, WebGPU on SwiftShader)" cargo xtask test-web
+
 df -h . | tail -1 | awk '{print "disk free at end: " $4}'
+echo "== summary"
+printf '%s\n' "${results[@]}"
+echo "stages: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]

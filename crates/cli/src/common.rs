@@ -2,7 +2,7 @@
 //! (GPU or CPU reference) and conversions from I/O arrays to core types.
 
 use gpuscope_core::filters::Output;
-use gpuscope_core::{Gpu, GpuOptions, Samples};
+use gpuscope_core::{Gpu, GpuOptions, Remedy, Samples, Setting};
 use gpuscope_io::raw::RawLayout;
 use gpuscope_io::{Array, ArrayData, DType, Format, Image};
 use std::path::Path;
@@ -13,9 +13,32 @@ use crate::Cli;
 /// A failure reported as one `error: ...` line with exit status 1.
 pub struct Failure(pub String);
 
-impl<E: std::fmt::Display> From<E> for Failure {
+impl<E: std::fmt::Display + 'static> From<E> for Failure {
     fn from(e: E) -> Self {
-        Failure(e.to_string())
+        // The core's errors carry typed remedies, worded here as flags.
+        match (&e as &dyn std::any::Any).downcast_ref::<gpuscope_core::Error>() {
+            Some(core) => Failure(core.render(cli_remedy)),
+            None => Failure(e.to_string()),
+        }
+    }
+}
+
+/// A remedy in the command line's words.
+pub fn cli_remedy(r: Remedy) -> String {
+    match r {
+        Remedy::UseCpu => "run with --cpu".into(),
+        Remedy::LargerBudget => "give a larger --memory-budget".into(),
+        Remedy::SmallerBudget => "try a smaller --memory-budget".into(),
+        Remedy::OtherAdapter => "pick another --adapter (see `gpuscope devices`)".into(),
+        Remedy::SmallerInput => "give a smaller input".into(),
+        Remedy::Set {
+            param,
+            value: Setting::Nothing,
+        } => format!("--{} none", param.replace('_', "-")),
+        Remedy::Set {
+            param,
+            value: Setting::Off,
+        } => format!("leave out --{}", param.replace('_', "-")),
     }
 }
 
@@ -151,7 +174,8 @@ pub fn open_contexts_from(cli: &Cli, skip: usize) -> CliResult<Vec<Gpu>> {
                 memory_budget: cli.memory_budget,
                 ..GpuOptions::default()
             };
-            pollster::block_on(Gpu::new(options)).map_err(|e| Failure(format!("--adapters: {e}")))
+            pollster::block_on(Gpu::new(options))
+                .map_err(|e| Failure(format!("--adapters: {}", e.render(cli_remedy))))
         })
         .collect()
 }
@@ -315,4 +339,39 @@ pub fn read_image(path: &Path) -> CliResult<Image> {
         return Ok(gpuscope_io::read_raw(path, &raw_layout(path)?)?);
     }
     Ok(gpuscope_io::read(path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn remedies_name_only_the_command_lines_options() {
+        let all = [
+            Remedy::UseCpu,
+            Remedy::LargerBudget,
+            Remedy::SmallerBudget,
+            Remedy::OtherAdapter,
+            Remedy::SmallerInput,
+            Remedy::Set {
+                param: "channel_axis",
+                value: Setting::Nothing,
+            },
+            Remedy::Set {
+                param: "workshop",
+                value: Setting::Off,
+            },
+        ];
+        for r in all {
+            let w = cli_remedy(r);
+            for other in ["set_device", "=None", "=False", "gpuscope.", "_", "Run on"] {
+                assert!(!w.contains(other), "{r:?} in the command line's words: {w}");
+            }
+        }
+        let e = gpuscope_core::Error::NoAdapter("none found".into());
+        assert_eq!(
+            Failure::from(e).0,
+            "no GPU adapter: none found; run with --cpu"
+        );
+    }
 }

@@ -10,6 +10,7 @@ mod clipping;
 mod common;
 mod filters;
 mod frames;
+mod heap;
 mod nexus;
 mod ops;
 mod runtime_dir;
@@ -30,6 +31,10 @@ use gpuscope_core::filters::Mode;
 use gpuscope_core::{Gpu, GpuOptions};
 use gpuscope_io::DType;
 use serde_json::json;
+
+#[cfg(not(fuzzing))]
+#[global_allocator]
+static HEAP: heap::Counting = heap::Counting;
 
 #[derive(Parser)]
 #[command(
@@ -176,6 +181,7 @@ fn main() -> ExitCode {
     });
     let result = run(cli);
     warn_stale_temp_files();
+    heap::report();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure(msg)) => {

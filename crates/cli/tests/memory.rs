@@ -1,9 +1,17 @@
-//! Peak host memory of each command on inputs much larger than
-//! `--memory-budget`, read from the child's rusage (`wait4`), against the
-//! bounds docs/memory.md states: streamed commands within a constant of the
-//! budget above the process's baseline (a run on a tiny input, which holds
-//! the GPU driver), in-memory commands within a small multiple of the
-//! decoded input. Linux only (where rusage reports the peak resident size).
+//! Peak memory of each command on inputs much larger than
+//! `--memory-budget`, against the bounds docs/memory.md states: streamed
+//! commands within a constant of the budget above the process's baseline (a
+//! run on a tiny input, which holds the GPU driver), in-memory commands
+//! within a small multiple of the decoded input.
+//!
+//! Two measures, both from the child: the peak of the Rust heap (a counting
+//! allocator in the binary, `GPUSCOPE_MEMORY_REPORT`), which is what the
+//! code itself holds and does not move with the machine's load, is held to
+//! the stated bound; the peak resident size (`wait4`'s rusage), which adds
+//! the driver's own allocations (device buffers on lavapipe) and the C
+//! allocator's arenas, is held to the bound plus [`RSS_SLACK`], the spread
+//! measured between idle and loaded runs. Linux only (where rusage reports
+//! the peak resident size).
 #![cfg(target_os = "linux")]
 
 mod common;
@@ -24,14 +32,28 @@ const MIB: f64 = (1 << 20) as f64;
 /// child started while another test holds a large input would inherit it.
 static QUIET: Mutex<()> = Mutex::new(());
 
-/// Runs gpuscope; its exit success, stderr and peak resident bytes. The
-/// child is reaped by `wait4`, not `Child::wait` (which gives no rusage).
+/// What a run of gpuscope measured: exit success, stderr, the peak
+/// resident bytes and the peak bytes on the Rust heap.
+struct Run {
+    ok: bool,
+    err: String,
+    rss: u64,
+    heap: u64,
+}
+
+/// Runs gpuscope. The child is reaped by `wait4`, not `Child::wait`
+/// (which gives no rusage).
 #[allow(clippy::zombie_processes)]
-fn peak(args: &[&str]) -> (bool, String, u64) {
+fn peak(args: &[&str]) -> Run {
+    static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let report = dir().join(format!("report-{}-{n}.json", std::process::id()));
+    let _ = std::fs::remove_file(&report);
     let started = QUIET.lock().unwrap_or_else(|e| e.into_inner());
     let mut child = Command::new(env!("CARGO_BIN_EXE_gpuscope"))
         .args(args)
         .env("NODEVICE_SELECT", "1")
+        .env("GPUSCOPE_MEMORY_REPORT", &report)
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -50,14 +72,25 @@ fn peak(args: &[&str]) -> (bool, String, u64) {
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     assert_eq!(r, pid, "wait4 failed");
     let ok = libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    (ok, err, usage.ru_maxrss as u64 * 1024)
+    let heap = std::fs::read_to_string(&report)
+        .ok()
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["heap_peak_bytes"].as_u64());
+    let _ = std::fs::remove_file(&report);
+    Run {
+        ok,
+        // A run that exits normally always reports its heap.
+        heap: heap.unwrap_or_else(|| panic!("{args:?} wrote no memory report: {err}")),
+        err,
+        rss: usage.ru_maxrss as u64 * 1024,
+    }
 }
 
-/// Peak bytes of a successful run.
-fn run(args: &[&str]) -> u64 {
-    let (ok, err, bytes) = peak(args);
-    assert!(ok, "{args:?} failed: {err}");
-    bytes
+/// The measures of a successful run.
+fn run(args: &[&str]) -> Run {
+    let r = peak(args);
+    assert!(r.ok, "{args:?} failed: {}", r.err);
+    r
 }
 
 fn dir() -> &'static PathBuf {
@@ -107,10 +140,10 @@ fn image_u16(ext: &str) -> String {
     })
 }
 
-/// Peak of a run on a tiny input: the driver and binary, no data.
-fn baseline() -> u64 {
-    static B: OnceLock<u64> = OnceLock::new();
-    *B.get_or_init(|| {
+/// Peaks of a run on a tiny input: the driver and binary, no data.
+fn baseline() -> &'static Run {
+    static B: OnceLock<Run> = OnceLock::new();
+    B.get_or_init(|| {
         let tiny = input("tiny.npy", || {
             Array::from_u16(vec![2, 8, 8], counts(128, 3)).unwrap()
         });
@@ -127,22 +160,43 @@ fn baseline() -> u64 {
     })
 }
 
-/// Asserts `peak <= baseline + allowance` and reports both.
-fn within(what: &str, peak: u64, allowance: f64) {
+/// What the resident size may add to a bound beyond what the heap holds:
+/// the spread of the resident peak between idle runs and runs on a loaded
+/// two-core machine (the driver's threads and the C allocator's arenas grow
+/// with contention), measured on lavapipe (docs/memory.md).
+const RSS_SLACK: f64 = 32.0 * MIB;
+
+/// Asserts the heap's peak within `allowance` of the baseline's, and the
+/// resident peak within `allowance` plus [`RSS_SLACK`]; reports both.
+fn within(what: &str, r: &Run, allowance: f64) {
     let b = baseline();
-    let extra = peak.saturating_sub(b) as f64;
+    let heap = r.heap.saturating_sub(b.heap) as f64;
+    let rss = r.rss.saturating_sub(b.rss) as f64;
     eprintln!(
-        "{what}: peak {:.0} MiB, baseline {:.0} MiB, extra {:.0} MiB (allowed {:.0} MiB)",
-        peak as f64 / MIB,
-        b as f64 / MIB,
-        extra / MIB,
+        "{what}: heap peak {:.1} MiB (baseline {:.1}, extra {:.1}); resident peak {:.0} MiB \
+         (baseline {:.0}, extra {:.0}); allowed {:.0} MiB (+{:.0} resident)",
+        r.heap as f64 / MIB,
+        b.heap as f64 / MIB,
+        heap / MIB,
+        r.rss as f64 / MIB,
+        b.rss as f64 / MIB,
+        rss / MIB,
+        allowance / MIB,
+        RSS_SLACK / MIB
+    );
+    assert!(
+        heap <= allowance,
+        "{what}: the heap held {:.1} MiB above the baseline, more than the {:.0} MiB allowed",
+        heap / MIB,
         allowance / MIB
     );
     assert!(
-        extra <= allowance,
-        "{what}: {:.0} MiB above the baseline, more than the {:.0} MiB allowed",
-        extra / MIB,
-        allowance / MIB
+        rss <= allowance + RSS_SLACK,
+        "{what}: {:.0} MiB resident above the baseline, more than the {:.0} MiB allowed \
+         (the bound plus {:.0} MiB of measured spread)",
+        rss / MIB,
+        (allowance + RSS_SLACK) / MIB,
+        RSS_SLACK / MIB
     );
 }
 
@@ -155,9 +209,9 @@ fn check(what: &str, args: &[&str], allowance: f64) {
     let mut all = vec!["--memory-budget", BUDGET];
     all.extend_from_slice(args);
     let t = std::time::Instant::now();
-    let p = run(&all);
+    let r = run(&all);
     eprintln!("{what}: {:.1} s", t.elapsed().as_secs_f64());
-    within(what, p, allowance);
+    within(what, &r, allowance);
 }
 
 const BUDGET_BYTES: f64 = (16 << 20) as f64;

@@ -50,5 +50,5 @@ pub mod tomo;
 
 pub use device_array::{DeviceArray, Elements};
 pub use engine::{DeviceSummary, Gpu, GpuOptions};
-pub use error::{Error, Result};
+pub use error::{Error, Remedy, Result, Setting};
 pub use keys::Samples;

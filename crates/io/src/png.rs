@@ -55,8 +55,20 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image> {
         .output_buffer_size()
         .filter(|&n| n <= limit)
         .ok_or_else(|| IoError::too_large("the PNG's declared size is too large"))?;
-    let mut buf = vec![0u8; size];
-    let info = reader.next_frame(&mut buf).map_err(png_err)?;
+    // 16-bit samples are decoded straight into u16 words and swapped in
+    // place: no second buffer of the image's size.
+    let sixteen = reader.output_color_type().1 == png::BitDepth::Sixteen;
+    let (mut bytes8, mut words) = if sixteen {
+        (Vec::new(), vec![0u16; size.div_ceil(2)])
+    } else {
+        (vec![0u8; size], Vec::new())
+    };
+    let out: &mut [u8] = if sixteen {
+        &mut bytemuck::cast_slice_mut::<u16, u8>(&mut words)[..size]
+    } else {
+        &mut bytes8
+    };
+    let info = reader.next_frame(out).map_err(png_err)?;
     // Read on to IEND so a file cut short after the pixel data is still reported.
     reader.finish().map_err(png_err)?;
     let (h, w) = (info.height as usize, info.width as usize);
@@ -74,16 +86,17 @@ pub fn decode_png(bytes: &[u8]) -> Result<Image> {
     };
     let n = h.saturating_mul(w).saturating_mul(c);
     let data = match info.bit_depth {
-        png::BitDepth::Eight => {
-            buf.truncate(n);
-            ArrayData::U8(buf)
+        png::BitDepth::Eight if !sixteen => {
+            bytes8.truncate(n);
+            ArrayData::U8(bytes8)
         }
-        png::BitDepth::Sixteen => ArrayData::U16(
-            buf.chunks_exact(2)
-                .take(n)
-                .map(|b| u16::from_be_bytes([b[0], b[1]]))
-                .collect(),
-        ),
+        png::BitDepth::Sixteen if sixteen => {
+            words.truncate(n);
+            for v in &mut words {
+                *v = u16::from_be(*v);
+            }
+            ArrayData::U16(words)
+        }
         d => {
             return Err(IoError::unsupported(
                 format!("PNG bit depth {d:?} after expansion"),

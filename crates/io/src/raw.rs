@@ -40,7 +40,7 @@ impl RawLayout {
         if self.shape.is_empty() {
             return Err(IoError::invalid(
                 "a raw layout needs a shape of at least one axis",
-                "give the shape, e.g. --raw-shape 64,2048,2048",
+                "give the shape of at least one axis, e.g. 64,2048,2048",
             ));
         }
         checked_product(&self.shape)

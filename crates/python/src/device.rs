@@ -6,7 +6,7 @@ use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gpuscope_core::{Error, Gpu, GpuOptions};
+use gpuscope_core::{Error, Gpu, GpuOptions, Remedy, Setting};
 use pyo3::exceptions::{PyRuntimeError, PyRuntimeWarning, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
@@ -63,7 +63,7 @@ fn default_engine(py: Python<'_>, memory_budget: Option<u64>) -> PyResult<Engine
         Err(e) => {
             let why = match e {
                 Error::NoAdapter(m) => format!("no GPU adapter ({m})"),
-                other => python_words(&other.to_string()),
+                other => python_words(&other),
             };
             let msg = format!("{why}; gpuscope runs on the CPU reference path");
             let text = std::ffi::CString::new(msg).unwrap_or_default();
@@ -157,32 +157,32 @@ fn run_on_worker(job: Job) -> PyResult<()> {
     Ok(())
 }
 
-/// The core's messages name the command line's flags; say what a Python
-/// user does instead, and name parameters as Python spells them
-/// (`--kernel-size`, `max-spot-size`: `kernel_size`, `max_spot_size`).
-pub fn python_words(msg: &str) -> String {
-    let msg = msg
-        .replace("(see `gpuscope devices`)", "(see gpuscope.devices())")
-        .replace("run with --cpu", "call gpuscope.set_device('cpu')")
-        .replace("use --cpu", "call gpuscope.set_device('cpu')")
-        .replace("--cpu", "gpuscope.set_device('cpu')")
-        .replace(" (--channel-axis none)", "")
-        .replace("no --workshop", "workshop=False")
-        .replace("a larger --memory-budget", "a device with more memory")
-        .replace("a smaller --memory-budget", "smaller inputs")
-        .replace("raise --memory-budget", "give smaller inputs");
-    let mut out = String::with_capacity(msg.len());
-    let mut rest = msg.as_str();
-    while let Some(i) = rest.find("--") {
-        out.push_str(&rest[..i]);
-        let flag = &rest[i + 2..];
-        let end = flag
-            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
-            .unwrap_or(flag.len());
-        out.push_str(&flag[..end].replace('-', "_"));
-        rest = &flag[end..];
+/// A remedy in a Python user's words.
+pub fn python_remedy(r: Remedy) -> String {
+    match r {
+        Remedy::UseCpu => "call gpuscope.set_device('cpu')".into(),
+        Remedy::LargerBudget => {
+            "give a larger memory_budget to gpuscope.set_device, or a device with more memory"
+                .into()
+        }
+        Remedy::SmallerBudget => "give a smaller memory_budget to gpuscope.set_device".into(),
+        Remedy::OtherAdapter => "pick another adapter (see gpuscope.devices())".into(),
+        Remedy::SmallerInput => "give a smaller input".into(),
+        Remedy::Set {
+            param,
+            value: Setting::Nothing,
+        } => format!("pass {param}=None"),
+        Remedy::Set {
+            param,
+            value: Setting::Off,
+        } => format!("pass {param}=False"),
     }
-    out.push_str(rest);
+}
+
+/// A core error in Python's words: its remedies as calls and keywords,
+/// parameters as Python spells them (`kernel-size`: `kernel_size`).
+pub fn python_words(e: &Error) -> String {
+    let mut out = e.render(python_remedy);
     for name in parameter_names() {
         out = out.replace(&name.replace('_', "-"), name);
     }
@@ -206,13 +206,16 @@ fn parameter_names() -> Vec<&'static str> {
 /// A core error as the Python exception a caller expects: bad arguments are
 /// ValueError, the device's troubles RuntimeError.
 pub fn py_err(e: Error) -> PyErr {
-    let msg = python_words(&e.to_string());
+    let msg = python_words(&e);
     match e {
         Error::InvalidParameter { .. } | Error::InvalidInput(_) => PyValueError::new_err(msg),
+        // A limit that a parameter's value avoids is that value's fault.
+        Error::Beyond { .. } if e.parameter().is_some() => PyValueError::new_err(msg),
         Error::NoAdapter(_)
         | Error::OutOfMemory { .. }
         | Error::Device(_)
-        | Error::Nonconformant { .. } => PyRuntimeError::new_err(msg),
+        | Error::Nonconformant { .. }
+        | Error::Beyond { .. } => PyRuntimeError::new_err(msg),
     }
 }
 

@@ -31,8 +31,12 @@ fn start() {
     console_error_panic_hook::set_once();
 }
 
-pub(crate) fn js_err(e: impl std::fmt::Display) -> JsError {
-    JsError::new(&e.to_string())
+pub(crate) fn js_err(e: impl std::fmt::Display + 'static) -> JsError {
+    // The core's errors carry typed remedies, worded for the page.
+    match (&e as &dyn std::any::Any).downcast_ref::<Error>() {
+        Some(core) => JsError::new(&crate::words::page_words(core)),
+        None => JsError::new(&e.to_string()),
+    }
 }
 
 /// An operation's options object as its parameter type: `undefined` or

@@ -9,6 +9,7 @@
 pub mod ops;
 pub mod segment;
 pub mod spots;
+pub mod words;
 
 #[cfg(target_arch = "wasm32")]
 mod bindings;

@@ -60,7 +60,7 @@ pub(super) async fn pick_adapter(instance: &wgpu::Instance, wanted: &str) -> Res
         let n = adapters.len();
         return adapters.into_iter().nth(index).ok_or_else(|| {
             Error::NoAdapter(format!(
-                "there is no adapter #{index}; this machine has {n} (see `gpuscope devices`)"
+                "there is no adapter #{index}; this machine has {n}"
             ))
         });
     }

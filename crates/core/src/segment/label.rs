@@ -14,7 +14,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::{Shape3, shape3};
 use crate::engine::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::keys::Samples;
 use crate::shaders::Shader;
 use crate::stream::{SliceSink, SliceSource};
@@ -227,10 +227,13 @@ pub fn max_box(gpu: &Gpu) -> usize {
 }
 
 pub(crate) fn slice_too_big(plane: usize, max: usize) -> Error {
-    Error::InvalidInput(format!(
-        "one slice of {plane} pixels does not fit the device's binding limit or memory budget \
-         of {max} labels; give a larger --memory-budget, use --cpu, or a device with larger bindings"
-    ))
+    Error::beyond(
+        format!(
+            "one slice of {plane} pixels does not fit the device's binding limit or memory budget \
+             of {max} labels"
+        ),
+        &[Remedy::LargerBudget, Remedy::UseCpu, Remedy::OtherAdapter],
+    )
 }
 
 /// Labels `mask` (true = foreground) of `shape` on the GPU.
@@ -445,10 +448,9 @@ impl SlabMerge {
     pub fn add(&mut self, count: usize) -> Result<u32> {
         let offset = self.ids();
         if offset + count >= u32::MAX as usize {
-            return Err(Error::InvalidInput(
-                "more than 2^32-2 components across the slabs; give a larger --memory-budget \
-                 (fewer, larger slabs)"
-                    .into(),
+            return Err(Error::beyond(
+                "more than 2^32-2 components across the slabs (fewer, larger slabs hold fewer)",
+                &[Remedy::LargerBudget],
             ));
         }
         self.parent

@@ -11,7 +11,7 @@ use bytemuck::{Pod, Zeroable};
 
 use crate::chunk::shape3;
 use crate::engine::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::shaders::Shader;
 
 /// One region's measurements; vectors have one entry per axis of the image.
@@ -95,9 +95,10 @@ pub async fn regionprops(
     let slice: usize = s[axis + 1..].iter().product();
     let per = (max_px / slice.max(1)).min(s[axis]);
     if per == 0 {
-        return Err(Error::InvalidInput(format!(
-            "one slice of {slice} pixels exceeds the device's binding limit; use --cpu"
-        )));
+        return Err(Error::beyond(
+            format!("one slice of {slice} pixels exceeds the device's binding limit"),
+            &[Remedy::UseCpu],
+        ));
     }
     // Label ranges whose accumulators fit one binding.
     let max_labels = ((gpu.max_binding_size() / (4 * W as u64)) as usize).max(1);

@@ -8,7 +8,7 @@ use std::ops::Range;
 use bytemuck::{Pod, Zeroable};
 
 use crate::engine::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result, Setting};
 use crate::keys::Samples;
 use crate::segment::host;
 use crate::segment::label::{self, Labels};
@@ -30,10 +30,13 @@ pub enum Level {
 impl Level {
     pub fn value(&self, stats: &ClipStats) -> Result<f64> {
         if stats.n_kept == 0 {
-            return Err(Error::InvalidInput(
+            return Err(Error::beyond(
                 "the clipping kept no values (strict comparisons remove everything once the std is 0); \
-                 use astropy's inclusive bounds (no --workshop) or a larger sigma"
-                    .into(),
+                 astropy's inclusive bounds or a larger sigma keep some",
+                &[Remedy::Set {
+                    param: "workshop",
+                    value: Setting::Off,
+                }],
             ));
         }
         let (n, v) = match *self {

@@ -24,7 +24,7 @@ use super::host::{self, Prepared, inf_error, nan_error};
 use super::{RADIUS, Segments};
 use crate::copies::Prefaulted;
 use crate::engine::{Gpu, Pending, Recorder};
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::shaders::Shader;
 
 /// Pixels per thread of `assign`, consecutive along x (kmeans.wgsl: LANES).
@@ -89,10 +89,13 @@ impl Buffers<'_> {
     async fn get(&mut self, bytes: u64, what: &str) -> Result<wgpu::Buffer> {
         let max = self.gpu.max_binding_size();
         if bytes > max {
-            return Err(Error::InvalidInput(format!(
-                "the {what} need {bytes} bytes, more than the device's largest binding ({max} bytes); \
-                 volumes this large are not chunked by slic yet: use --cpu or a smaller volume"
-            )));
+            return Err(Error::beyond(
+                format!(
+                    "the {what} need {bytes} bytes, more than the device's largest binding ({max} bytes); \
+                     volumes this large are not chunked by slic yet"
+                ),
+                &[Remedy::UseCpu, Remedy::SmallerInput],
+            ));
         }
         let b = self.gpu.storage(bytes, what).await?;
         self.list.push(b.clone());
@@ -342,12 +345,15 @@ async fn resident_buffers(
     let plane = prep.dims[1] * prep.dims[2];
     let per_slab = (gpu.max_binding_size() / (4 * nc as u64)) as usize / plane;
     if per_slab == 0 {
-        return Err(Error::InvalidInput(format!(
-            "one {}x{} plane of {nc} channel(s) exceeds the device's largest binding ({} bytes); use --cpu",
-            prep.dims[1],
-            prep.dims[2],
-            gpu.max_binding_size()
-        )));
+        return Err(Error::beyond(
+            format!(
+                "one {}x{} plane of {nc} channel(s) exceeds the device's largest binding ({} bytes)",
+                prep.dims[1],
+                prep.dims[2],
+                gpu.max_binding_size()
+            ),
+            &[Remedy::UseCpu],
+        ));
     }
     let n_slabs = prep.dims[0].div_ceil(per_slab);
     let depth = prep.dims[0].div_ceil(n_slabs);

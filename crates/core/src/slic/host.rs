@@ -12,7 +12,7 @@ mod mask_seeds;
 pub use connect::connect;
 
 use super::{DEAD_Z, NONE, Segments, SlicParams};
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result, Setting};
 use crate::filters::{Boundary, Filter, Mode};
 use crate::keys::Samples;
 
@@ -430,12 +430,15 @@ fn channel_last(
         return Ok((shape.to_vec(), 1, values));
     };
     if ndim == 2 {
-        return Err(Error::param(
-            "channel_axis",
+        return Err(Error::beyond(
             format!(
-                "{a} makes a 2-D image multichannel, which scikit-image does not support; \
-                 use channel_axis=None (--channel-axis none) for a grayscale image"
+                "invalid channel_axis: {a} makes a 2-D image multichannel, which scikit-image \
+                 does not support; a grayscale image has no channel axis"
             ),
+            &[Remedy::Set {
+                param: "channel_axis",
+                value: Setting::Nothing,
+            }],
         ));
     }
     if !(3..=4).contains(&ndim) {

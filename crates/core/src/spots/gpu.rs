@@ -9,6 +9,7 @@
 use bytemuck::{Pod, Zeroable};
 
 use super::*;
+use crate::Remedy;
 use crate::engine::Gpu;
 use crate::segment::label;
 use crate::shaders::Shader;
@@ -164,12 +165,15 @@ pub(super) async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<B
     let roots = 4 * label::root_words([1, setup.h, setup.w]) as u64;
     let need = px.max(roots);
     if need > gpu.max_binding_size() {
-        return Err(Error::InvalidInput(format!(
-            "a frame of {} x {} pixels needs {need}-byte buffers, above this device's binding limit of {} bytes; use --cpu",
-            setup.h,
-            setup.w,
-            gpu.max_binding_size()
-        )));
+        return Err(Error::beyond(
+            format!(
+                "a frame of {} x {} pixels needs {need}-byte buffers, above this device's binding limit of {} bytes",
+                setup.h,
+                setup.w,
+                gpu.max_binding_size()
+            ),
+            &[Remedy::UseCpu],
+        ));
     }
     let sizes: [(u64, &str); 14] = [
         (px, "spots image"),
@@ -250,12 +254,12 @@ pub(super) async fn allocate(gpu: &Gpu, n: usize, setup: &Setup<'_>) -> Result<B
 /// The kernels' integer words hold sums over windows below 2^16 pixels.
 pub(super) fn check_window(options: &SpotOptions) -> Result<()> {
     if window_max(options) >= 1 << 16 {
-        return Err(Error::param(
-            "kernel-size",
+        return Err(Error::beyond(
             format!(
-                "{:?}: the GPU takes windows below 65536 pixels (half-widths up to 127); use --cpu",
+                "invalid kernel-size: {:?}: the GPU takes windows below 65536 pixels (half-widths up to 127)",
                 options.kernel_size
             ),
+            &[Remedy::UseCpu],
         ));
     }
     Ok(())

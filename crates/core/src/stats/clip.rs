@@ -18,7 +18,7 @@ pub mod stream;
 use bytemuck::{Pod, Zeroable};
 
 use crate::engine::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::keys::Samples;
 use crate::shaders::Shader;
 
@@ -187,13 +187,14 @@ pub async fn sigma_clipped_stats(
     let per_chunk = ((gpu.max_binding_size() / 4) as usize / PER_WG * PER_WG).max(PER_WG);
     let chunks: Vec<&[f32]> = values.chunks(per_chunk).collect();
     if (n as u64) * 4 > gpu.memory_budget() {
-        return Err(Error::OutOfMemory {
-            what: format!(
-                "clipping {n} values ({} MiB) within the memory budget of {} MiB; raise --memory-budget or use --cpu",
+        return Err(Error::beyond(
+            format!(
+                "clipping {n} values ({} MiB) does not fit the memory budget of {} MiB",
                 (n * 4) >> 20,
                 gpu.memory_budget() >> 20
             ),
-        });
+            &[Remedy::LargerBudget, Remedy::UseCpu],
+        ));
     }
     let mut bufs: Vec<wgpu::Buffer> = Vec::new();
     let mut uploaded = Ok(());

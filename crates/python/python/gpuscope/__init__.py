@@ -14,12 +14,16 @@ the machine has no GPU adapter the CPU reference runs instead, with one
 ``RuntimeWarning``. ``set_device`` chooses another adapter or the CPU.
 """
 
-from ._gpuscope import device, devices, set_device
-from ._catalogue import OPERATIONS as catalogue
-from ._device import DeviceArray, asarray, synchronize
-from . import io, measure, ndimage, segmentation, spots, stats, tomo
-from .pipeline import Pipeline, bus_bytes
-from .widget import show
+from ._runtime_dir import ensure_runtime_dir as _ensure_runtime_dir
+
+_ensure_runtime_dir()
+
+from ._gpuscope import device, devices, set_device  # noqa: E402
+from ._catalogue import OPERATIONS as catalogue  # noqa: E402
+from ._device import DeviceArray, asarray, synchronize  # noqa: E402
+from . import io, measure, ndimage, segmentation, spots, stats, tomo  # noqa: E402
+from .pipeline import Pipeline, bus_bytes  # noqa: E402
+from .widget import show  # noqa: E402
 
 __all__ = [
     "DeviceArray",

@@ -87,7 +87,7 @@ impl Footprint {
                     "size",
                     format!(
                         "{extents:?} gives more than {FOOTPRINT_MAX} elements per window, \
-                         the largest the median can select from (use a smaller --size)"
+                         the largest the median can select from (use a smaller size)"
                     ),
                 )
             })?;

@@ -5,7 +5,7 @@
 use super::cells::{BIN_THREADS, Cells};
 use super::{Buffers, gpu_centres, gpu_stride, kparams, mask_bits, maxdist_buffer, slab_params};
 use crate::engine::Gpu;
-use crate::error::{Error, Result};
+use crate::error::{Error, Remedy, Result};
 use crate::shaders::Shader;
 use crate::slic::host::{self, Prepared};
 use crate::slic::{NONE, Segments};
@@ -25,12 +25,15 @@ pub(in crate::slic) async fn run_streamed(gpu: &Gpu, prep: &Prepared) -> Result<
     let budget = (gpu.memory_budget() / 2).min(gpu.max_binding_size() / (4 * nc as u64) * 4);
     let depth = ((budget / per_pixel) as usize / plane).min(prep.dims[0]);
     if depth == 0 {
-        return Err(Error::InvalidInput(format!(
-            "one {}x{} plane does not fit the memory budget of {} bytes; raise --memory-budget or use --cpu",
-            prep.dims[1],
-            prep.dims[2],
-            gpu.memory_budget()
-        )));
+        return Err(Error::beyond(
+            format!(
+                "one {}x{} plane does not fit the memory budget of {} bytes",
+                prep.dims[1],
+                prep.dims[2],
+                gpu.memory_budget()
+            ),
+            &[Remedy::LargerBudget, Remedy::UseCpu],
+        ));
     }
     let mut bufs = Buffers {
         gpu,
