@@ -59,9 +59,50 @@ def mini_cbf(fast, slow, values):
             + b"\r\n--CIF-BINARY-FORMAT-SECTION----\r\n;\r\n")
 
 
+def zarr_seed(kind, meta, chunk):
+    """The zarr target's input: format byte, u16 metadata length, metadata, chunk."""
+    meta = meta.encode()
+    return bytes([kind]) + struct.pack("<H", len(meta)) + meta + chunk
+
+
+def v3_meta(shape, chunks, dtype="uint8", codecs='[{"name": "bytes"}]'):
+    return (
+        '{"zarr_format": 3, "node_type": "array", "shape": %s, "data_type": "%s", '
+        '"chunk_grid": {"name": "regular", "configuration": {"chunk_shape": %s}}, '
+        '"chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": %s}'
+        % (list(shape), dtype, list(chunks), codecs)
+    )
+
+
+def zarr_hostile():
+    """Seeds of the zarr target for links, special files and declared sizes
+    (the hdf5 target's are written by crates/io/tests/hostile.rs)."""
+    # Key c/0/0 (key index 1) of a 2-D array; storage in bits 4-5: a file,
+    # a symlink out of the store, a FIFO, a symlink to /dev/zero.
+    meta = v3_meta([2, 4], [1, 4])
+    for storage, name in enumerate(["file", "symlink_out", "fifo", "dev_zero"]):
+        put("zarr", f"hostile_{name}", zarr_seed(storage << 4 | 1 << 1, meta, b"root:x:0"))
+    # A chunk that is zstd's magic-number error on "root": the error must
+    # not quote it.
+    put("zarr", "hostile_zstd_leak",
+        zarr_seed(1 << 1, v3_meta([2, 4], [1, 4], codecs='[{"name": "bytes"}, {"name": "zstd"}]'),
+                  b"root:x:0:0::/root"))
+    # Declared sizes: 10^12 frames of 64 x 80, a first chunk of the wrong
+    # size; a 8000 x 8000 gzip chunk of zeros (64 MiB from 62 KiB).
+    put("zarr", "hostile_declared_frames",
+        zarr_seed(0, v3_meta([10**12, 64, 80], [1, 64, 80], "uint16"), b"\0" * 16))
+    put("zarr", "hostile_gzip_bomb",
+        zarr_seed(1 << 1, v3_meta([8000, 8000], [8000, 8000],
+                                  codecs='[{"name": "bytes"}, {"name": "gzip"}]'),
+                  gzip.compress(bytes(8000 * 8000), 9, mtime=0)))
+
+
 def main():
-    if OUT.exists():
-        shutil.rmtree(OUT)
+    # The hdf5 and zarr seeds are written by other means too (see
+    # zarr_hostile): only the targets rewritten whole here are cleared.
+    for t in ["npy", "tiff", "png", "jpeg", "fits", "cbf", "raw", "argv"]:
+        shutil.rmtree(OUT / t, ignore_errors=True)
+    zarr_hostile()
     copy("npy", "npy/*.npy", 4096)
     copy("tiff", "tiff/*.tif")
     copy("png", "png/*.png")

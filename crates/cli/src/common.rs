@@ -299,6 +299,18 @@ pub fn set_raw_layout(cli: &Cli) {
     let _ = RAW_FLAGS.set(layout);
 }
 
+/// What input files may link to (`--allow-links-outside`).
+static READ_OPTIONS: OnceLock<gpuscope_io::ReadOptions> = OnceLock::new();
+
+pub fn set_read_options(options: gpuscope_io::ReadOptions) {
+    let _ = READ_OPTIONS.set(options);
+}
+
+/// The options every input is opened with.
+pub fn read_options() -> gpuscope_io::ReadOptions {
+    READ_OPTIONS.get().copied().unwrap_or_default()
+}
+
 pub fn is_raw(path: &Path) -> bool {
     gpuscope_io::format_from_name(&path.to_string_lossy()).is_ok_and(|f| f == Format::Raw)
 }
@@ -338,7 +350,7 @@ pub fn read_image(path: &Path) -> CliResult<Image> {
     if is_raw(path) {
         return Ok(gpuscope_io::read_raw(path, &raw_layout(path)?)?);
     }
-    Ok(gpuscope_io::read(path)?)
+    Ok(gpuscope_io::read_with(path, &read_options())?)
 }
 
 #[cfg(test)]

@@ -89,6 +89,12 @@ struct Cli {
         requires = "raw_shape"
     )]
     raw_byte_order: Option<String>,
+    /// Follow links in input files (HDF5 external links, virtual-dataset
+    /// sources, Eiger data files, Zarr symlinks) to files outside the
+    /// input's folder (a Zarr store: outside the store). Off by default:
+    /// a file from elsewhere cannot make gpuscope read other files.
+    #[arg(long, global = true)]
+    allow_links_outside: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -134,6 +140,17 @@ enum Command {
     Slic(slic::SlicCmd),
     /// X-ray diffraction spot finding (DIALS' dispersion thresholds, pixel for pixel).
     Spots(spots::SpotsCmd),
+    /// Remove the temporary files and folders that killed gpuscope runs left
+    /// in DIR (default: the current folder): only names of gpuscope's own
+    /// pattern, owned by you, whose process is gone from this machine.
+    Clean {
+        dir: Option<PathBuf>,
+        /// List them, remove nothing.
+        #[arg(long)]
+        dry_run: bool,
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 fn parse_mode(s: &str) -> Result<Mode, String> {
@@ -192,20 +209,43 @@ fn main() -> ExitCode {
 }
 
 /// One line naming the temporary files that killed runs left where this
-/// one wrote (see docs/files.md); they are left for the user to remove.
+/// one wrote (see docs/files.md) and the command that removes them.
 fn warn_stale_temp_files() {
     let stale = gpuscope_io::take_stale_temp_files();
     if !stale.is_empty() {
         let names: Vec<String> = stale.iter().map(|p| p.display().to_string()).collect();
+        let mut dirs: Vec<String> = stale
+            .iter()
+            .map(|p| {
+                p.parent()
+                    .filter(|d| !d.as_os_str().is_empty())
+                    .map_or_else(|| ".".to_string(), |d| d.display().to_string())
+            })
+            .collect();
+        dirs.dedup();
+        let commands: Vec<String> = dirs
+            .iter()
+            .map(|d| format!("`gpuscope clean {d}`"))
+            .collect();
         eprintln!(
-            "warning: temporary files left by interrupted runs (their process is gone; remove them): {}",
-            names.join(", ")
+            "warning: temporary files left by interrupted runs (their process is gone): {}; \
+             {} removes them",
+            names.join(", "),
+            commands.join(", ")
         );
     }
 }
 
 fn run(cli: Cli) -> CliResult {
     common::set_raw_layout(&cli);
+    common::set_read_options(gpuscope_io::ReadOptions {
+        allow_links_outside: cli.allow_links_outside,
+        // The streamed commands hold about 8 times the budget (memory.md):
+        // a chunk that alone decodes to more is refused before it is read.
+        max_chunk_bytes: cli
+            .memory_budget
+            .map(|b| usize::try_from(b.saturating_mul(8)).unwrap_or(usize::MAX)),
+    });
     match &cli.command {
         Command::Info { file, json } => info(file, *json),
         Command::Devices { json } => devices(*json),
@@ -221,6 +261,53 @@ fn run(cli: Cli) -> CliResult {
         Command::Sources(args) => segment::sources_cmd(&cli, args),
         Command::Slic(args) => slic::slic_cmd(&cli, args),
         Command::Spots(args) => spots::spots_cmd(&cli, args),
+        Command::Clean { dir, dry_run, json } => clean(dir.as_deref(), *dry_run, *json),
+    }
+}
+
+/// `gpuscope clean [DIR]`: the leftovers of killed runs, removed one by one
+/// (each checked again just before).
+fn clean(dir: Option<&Path>, dry_run: bool, json: bool) -> CliResult {
+    let dir = dir.unwrap_or(Path::new("."));
+    if !dir.is_dir() {
+        return Err(Failure(format!(
+            "{}: not a folder (give the folder of the interrupted run's outputs)",
+            dir.display()
+        )));
+    }
+    let found = gpuscope_io::stale_temporaries(dir);
+    let mut removed = Vec::new();
+    let mut failed = Vec::new();
+    for p in &found {
+        if dry_run {
+            continue;
+        }
+        match gpuscope_io::remove_stale_temporary(p) {
+            Ok(()) => removed.push(p.display().to_string()),
+            Err(e) => failed.push(format!("{}: {e}", p.display())),
+        }
+    }
+    let names: Vec<String> = found.iter().map(|p| p.display().to_string()).collect();
+    if json {
+        println!(
+            "{}",
+            json!({ "found": names, "removed": removed, "failed": failed, "dry_run": dry_run })
+        );
+    } else if names.is_empty() {
+        println!(
+            "no leftovers of interrupted gpuscope runs in {}",
+            dir.display()
+        );
+    } else {
+        let verb = if dry_run { "would remove" } else { "removed" };
+        for n in if dry_run { &names } else { &removed } {
+            println!("{verb} {n}");
+        }
+    }
+    if failed.is_empty() {
+        Ok(())
+    } else {
+        Err(Failure(format!("cannot remove {}", failed.join("; "))))
     }
 }
 

@@ -16,7 +16,7 @@ const INFO_STATS_BYTES: usize = 256 << 20;
 /// without reading a large dataset.
 pub fn info(file: &Path, as_json: bool) -> CliResult {
     let name = file.to_string_lossy();
-    let mut stack = Hdf5Stack::open(&name)?;
+    let mut stack = Hdf5Stack::open_with(&name, &crate::common::read_options())?;
     let detector = stack.detector()?;
     let shape = stack.shape().to_vec();
     let dtype = stack.dtype();
@@ -95,7 +95,7 @@ pub fn spot_masks(
     if !use_mask && !use_cutoff {
         return Ok((given, None));
     }
-    let detector = Hdf5Stack::open(&first)?.detector()?;
+    let detector = Hdf5Stack::open_with(&first, &crate::common::read_options())?.detector()?;
     let mut mask = given;
     let mut notes = Vec::new();
     if use_mask && let Some(pm) = &detector.pixel_mask {

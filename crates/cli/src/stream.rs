@@ -45,10 +45,13 @@ impl StackReader {
     pub fn open_stack(path: &Path) -> CliResult<Option<StackReader>> {
         let name = path.to_string_lossy();
         let reader = match extension(path).as_str() {
-            _ if gpuscope_io::hdf5::is_hdf5_name(&name) => {
-                StackReader::Hdf5(Box::new(Hdf5Stack::open(&name)?))
-            }
-            _ if is_zarr_name(&name) => StackReader::Zarr(Box::new(ZarrArray::open(&name)?)),
+            _ if gpuscope_io::hdf5::is_hdf5_name(&name) => StackReader::Hdf5(Box::new(
+                Hdf5Stack::open_with(&name, &crate::common::read_options())?,
+            )),
+            _ if is_zarr_name(&name) => StackReader::Zarr(Box::new(ZarrArray::open_with(
+                &name,
+                &crate::common::read_options(),
+            )?)),
             "npy" => StackReader::Npy(NpyReader::open(path)?),
             // A headerless file is an npy file whose header is the layout.
             "raw" => StackReader::Npy(NpyReader::open_raw(path, &raw_layout(path)?)?),

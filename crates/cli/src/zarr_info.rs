@@ -13,7 +13,7 @@ const INFO_STATS_BYTES: usize = 256 << 20;
 
 /// `gpuscope info STORE.zarr[::path]`.
 pub fn info(file: &Path, as_json: bool) -> CliResult {
-    let mut z = ZarrArray::open(&file.to_string_lossy())?;
+    let mut z = ZarrArray::open_with(&file.to_string_lossy(), &crate::common::read_options())?;
     let shape = z.shape().to_vec();
     let dtype = z.dtype();
     let bytes = shape

@@ -8,11 +8,17 @@
 //! publishes an output replaces a symlink at the output's path, never what
 //! it points to.
 //!
+//! Before the rename, the file at the temporary name must still be the one
+//! this process created and wrote (same device and inode as the open
+//! handle): a temporary file renamed away and replaced (by a symlink, say)
+//! is not published, and the command fails saying so.
+//!
 //! A process killed outright (SIGKILL, power loss) leaves its temporary
 //! files behind. The next run that creates one in the same directory notes
 //! those whose owning process is gone ([`take_stale_temp_files`]); the CLI
-//! reports them with a warning and leaves them for the user to remove (a
-//! file on a shared filesystem may belong to a live process on another host).
+//! reports them with a warning and removes them only when asked
+//! (`gpuscope clean DIR`, [`remove_stale_temporary`]): a file on a shared
+//! filesystem may belong to a live process on another host.
 
 use crate::error::{IoError, Result};
 use std::fs::{File, OpenOptions};
@@ -148,26 +154,78 @@ fn scan_for_stale(dir: &Path) {
     }
     scanned.push(dir.to_path_buf());
     drop(scanned);
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    let me = std::process::id();
-    let mut found: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .filter(|e| {
-            let name = e.file_name();
-            let name = name.to_string_lossy();
-            // Only plain files: gpuscope never makes links or directories.
-            e.file_type().is_ok_and(|t| t.is_file())
-                && name.starts_with('.')
-                && owner_pid(&name).is_some_and(|p| p != me && !running(p))
-        })
-        .map(|e| e.path())
-        .collect();
-    found.sort();
+    let found = stale_temporaries(dir);
     if let Ok(mut stale) = STALE.lock() {
         stale.extend(found);
     }
+}
+
+/// Whether `path` is a temporary file or folder a killed gpuscope run left:
+/// named exactly `.NAME.gpuscope-tmp-PID-RANDOM` (16 hex digits), PID not
+/// this process and not running on this machine, a plain file or folder
+/// (never a symlink), owned by this user.
+fn is_stale(path: &Path) -> bool {
+    let Some(name) = path.file_name().map(|n| n.to_string_lossy().into_owned()) else {
+        return false;
+    };
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return false;
+    };
+    let kind_ok = meta.file_type().is_file() || meta.file_type().is_dir();
+    name.starts_with('.')
+        && kind_ok
+        && owned_by_me(&meta)
+        && owner_pid(&name).is_some_and(|p| p != std::process::id() && !running(p))
+}
+
+#[cfg(unix)]
+fn owned_by_me(meta: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no preconditions.
+    meta.uid() == unsafe { libc::geteuid() }
+}
+
+#[cfg(not(unix))]
+fn owned_by_me(_meta: &std::fs::Metadata) -> bool {
+    false
+}
+
+/// The temporary files and folders that killed runs left in `dir` (see
+/// [`remove_stale_temporary`]), sorted.
+pub fn stale_temporaries(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    let mut found: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| is_stale(p))
+        .collect();
+    found.sort();
+    found
+}
+
+/// Removes one leftover of a killed run, checked again just before: only
+/// what [`stale_temporaries`] would list is removed (a folder with its
+/// contents; symlinks inside are removed, never followed).
+pub fn remove_stale_temporary(path: &Path) -> Result<()> {
+    if !is_stale(path) {
+        return Err(IoError::invalid(
+            format!(
+                "{} is not a temporary file of an interrupted gpuscope run",
+                path.display()
+            ),
+            "gpuscope removes only its own leftovers",
+        ));
+    }
+    let meta = std::fs::symlink_metadata(path)
+        .map_err(|e| IoError::io("cannot remove the temporary file", e))?;
+    let r = if meta.is_dir() {
+        std::fs::remove_dir_all(path)
+    } else {
+        std::fs::remove_file(path)
+    };
+    r.map_err(|e| IoError::io("cannot remove the temporary file", e))
 }
 
 /// Creates a new file `.NAME.gpuscope-tmp-PID-RANDOM` beside `target`,
@@ -386,6 +444,43 @@ pub(crate) struct TempFile {
     committed: bool,
 }
 
+/// Device and inode of a file (None where the platform has no such ids).
+fn file_id(meta: &std::fs::Metadata) -> Option<(u64, u64)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        Some((meta.dev(), meta.ino()))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = meta;
+        None
+    }
+}
+
+/// `path` is still the file open as `file` (same device and inode, and no
+/// symlink in its place).
+pub(crate) fn still_ours(path: &Path, file: &File) -> Result<()> {
+    let swapped = || {
+        IoError::new(
+            crate::ErrorKind::Io,
+            format!(
+                "the temporary file {} was replaced while it was being written; the output was not published",
+                path.display()
+            ),
+            "something else writes in the output's directory: write the output where only you can",
+        )
+    };
+    let open = file
+        .metadata()
+        .map_err(|e| IoError::io("cannot check the temporary file", e))?;
+    let at_path = std::fs::symlink_metadata(path).map_err(|_| swapped())?;
+    if !at_path.is_file() || file_id(&open) != file_id(&at_path) {
+        return Err(swapped());
+    }
+    Ok(())
+}
+
 impl TempFile {
     pub(crate) fn create(target: &Path) -> Result<(TempFile, File)> {
         let (path, file) = create_exclusive(target, false)?;
@@ -413,6 +508,12 @@ impl TempFile {
     pub(crate) fn commit_file(mut self, file: File) -> Result<()> {
         file.sync_all()
             .map_err(|e| IoError::io("cannot write the file", e))?;
+        if let Err(e) = still_ours(&self.path, &file) {
+            // What is at the temporary name now is not ours to remove.
+            self.committed = true;
+            forget(&self.path);
+            return Err(e);
+        }
         drop(file);
         std::fs::rename(&self.path, &self.target)
             .map_err(|e| IoError::io("cannot rename the temporary file to the output", e))?;
@@ -469,6 +570,25 @@ impl PendingOutput {
         w.write_all(bytes)
             .map_err(|e| IoError::io("cannot write the file", e).in_file(&name))?;
         self.tmp.commit(w).map_err(|e| e.in_file(&name))
+    }
+}
+
+/// A private folder for a command's scratch files (the benchmarks'
+/// generated inputs and outputs): `.LABEL.gpuscope-tmp-PID-RANDOM` in
+/// `base`, created exclusively (never an existing folder or a symlink
+/// planted at a guessed name) with mode 0700, removed with its contents
+/// when dropped and on interrupt.
+pub struct ScratchDir(TempDir);
+
+impl ScratchDir {
+    pub fn create(base: &Path, label: &str) -> Result<ScratchDir> {
+        create_temp_dir(&base.join(label))
+            .map(ScratchDir)
+            .map_err(|e| e.in_file(&base.to_string_lossy()))
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.0.path
     }
 }
 

@@ -23,6 +23,8 @@ mod fortran;
 pub mod h5bytes;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod hdf5;
+#[cfg(not(target_arch = "wasm32"))]
+mod links;
 pub mod npy;
 #[cfg(not(target_arch = "wasm32"))]
 mod pair;
@@ -34,10 +36,12 @@ pub mod zarr;
 pub use array::{Array, ArrayData, DType, Stats, checked_product};
 #[cfg(not(target_arch = "wasm32"))]
 pub use atomic::{
-    PendingOutput, ScratchFile, TEMP_TAG, remove_unfinished_outputs, take_stale_temp_files,
-    write_bytes_atomic,
+    PendingOutput, ScratchDir, ScratchFile, TEMP_TAG, remove_stale_temporary,
+    remove_unfinished_outputs, stale_temporaries, take_stale_temp_files, write_bytes_atomic,
 };
 pub use error::{ErrorKind, IoError, Result};
+#[cfg(not(target_arch = "wasm32"))]
+pub use links::ReadOptions;
 
 #[cfg(not(target_arch = "wasm32"))]
 use std::path::Path;
@@ -196,9 +200,17 @@ pub fn encode(format: Format, array: &Array) -> Result<Vec<u8>> {
 }
 
 /// Read a file; the format comes from the extension. A `.raw` file takes
-/// its layout from its sidecar (see [`raw`]).
+/// its layout from its sidecar (see [`raw`]). Links out of the input's
+/// folder are refused (see [`read_with`]).
 #[cfg(not(target_arch = "wasm32"))]
 pub fn read(path: &Path) -> Result<Image> {
+    read_with(path, &ReadOptions::default())
+}
+
+/// [`read`] with the options on what a file may link to (HDF5 external
+/// links and virtual-dataset sources, Zarr symlinks).
+#[cfg(not(target_arch = "wasm32"))]
+pub fn read_with(path: &Path, opts: &ReadOptions) -> Result<Image> {
     let name = path.to_string_lossy();
     // Check the name first so an unknown extension is reported without reading.
     if format_from_name(&name)? == Format::Raw {
@@ -206,21 +218,20 @@ pub fn read(path: &Path) -> Result<Image> {
         return read_raw(path, &layout);
     }
     if format_from_name(&name)? == Format::Hdf5 {
-        return read_hdf5(&name);
+        return read_hdf5(&name, opts);
     }
     if format_from_name(&name)? == Format::Zarr {
-        return read_zarr(&name);
+        return read_zarr(&name, opts);
     }
-    let bytes =
-        std::fs::read(path).map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
+    let bytes = links::read_regular(path).map_err(|e| e.in_file(&name))?;
     decode(&name, &bytes)
 }
 
 /// Read an HDF5 dataset (`FILE.h5[::/path]`) whole; the header lists its
 /// layout and the file's NeXus detector fields.
 #[cfg(not(target_arch = "wasm32"))]
-fn read_hdf5(name: &str) -> Result<Image> {
-    let mut stack = hdf5::Hdf5Stack::open(name)?;
+fn read_hdf5(name: &str, opts: &ReadOptions) -> Result<Image> {
+    let mut stack = hdf5::Hdf5Stack::open_with(name, opts)?;
     let mut header = vec![("datasets".to_string(), stack.dataset_paths().join(" "))];
     if let Some(c) = stack.chunks() {
         header.push(("chunks".into(), format!("{c:?}")));
@@ -237,8 +248,8 @@ fn read_hdf5(name: &str) -> Result<Image> {
 /// Read a Zarr array (`STORE.zarr[::path]`) whole; the header lists its
 /// layout.
 #[cfg(not(target_arch = "wasm32"))]
-fn read_zarr(name: &str) -> Result<Image> {
-    let mut z = zarr::ZarrArray::open(name)?;
+fn read_zarr(name: &str, opts: &ReadOptions) -> Result<Image> {
+    let mut z = zarr::ZarrArray::open_with(name, opts)?;
     let mut header = vec![
         ("zarr_format".to_string(), z.zarr_format().to_string()),
         ("array".into(), z.path().to_string()),

@@ -219,8 +219,7 @@ mod native {
     /// hash when it has one).
     pub fn read(path: &Path, layout: &RawLayout) -> Result<Array> {
         let name = display_name(&path.to_string_lossy());
-        let bytes = std::fs::read(path)
-            .map_err(|e| IoError::io("cannot read the file", e).in_file(&name))?;
+        let bytes = crate::links::read_regular(path).map_err(|e| e.in_file(&name))?;
         let array = decode(&bytes, layout).map_err(|e| e.in_file(&name))?;
         if let Some((expected, side)) = sidecar_hash(path) {
             let data = &bytes[layout.offset as usize..];

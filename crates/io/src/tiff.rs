@@ -373,7 +373,7 @@ mod stream {
         }
 
         fn open_inner(path: &Path, name: &str) -> Result<TiffStackReader> {
-            let file = File::open(path).map_err(|e| IoError::io("cannot open the file", e))?;
+            let file = crate::links::open_regular(path)?;
             let len = file
                 .metadata()
                 .map_err(|e| IoError::io("cannot stat the file", e))?

@@ -145,13 +145,20 @@ fn table<'py>(py: Python<'py>, spots: &[spots::Spot]) -> PyResult<Bound<'py, PyD
     Ok(d)
 }
 
-/// A file's array (npy, TIFF, PNG, JPEG, CBF and .cbf.gz, FITS), as the
-/// command line reads it.
+/// A file's array (npy, TIFF, PNG, JPEG, CBF and .cbf.gz, FITS, HDF5,
+/// Zarr), as the command line reads it; `allow_links_outside`: follow
+/// links to files outside the input's folder.
 #[pyfunction]
-pub fn read<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<'py, PyAny>> {
+#[pyo3(signature = (path, allow_links_outside = false))]
+pub fn read<'py>(
+    py: Python<'py>,
+    path: std::path::PathBuf,
+    allow_links_outside: bool,
+) -> PyResult<Bound<'py, PyAny>> {
     use gpuscope_io::ArrayData as D;
+    let options = gpuscope_io::ReadOptions::allow_links_outside(allow_links_outside);
     let image = py
-        .detach(|| gpuscope_io::read(&path))
+        .detach(|| gpuscope_io::read_with(&path, &options))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let a = image.array;
     let s = &a.shape;

@@ -62,8 +62,10 @@ pub fn label_stream(b: &Bench) -> CliResult<Vec<Value>> {
     let (gpu, args) = (b.gpu(), b.args);
     let (nz, n) = (args.label_planes.max(1), 2048);
     let base = args.scratch.clone().unwrap_or_else(std::env::temp_dir);
-    let dir = base.join(format!("gpuscope-label-stream-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).map_err(|e| Failure(format!("{}: {e}", dir.display())))?;
+    // A private folder of a name nobody can guess: the files inside cannot
+    // be redirected by links planted in a shared scratch folder.
+    let scratch = gpuscope_io::ScratchDir::create(&base, "label-stream")?;
+    let dir = scratch.path();
     let input = dir.join("blobs.npy");
     let output = dir.join("labels.npy");
     let result = (|| -> CliResult<Value> {
@@ -120,6 +122,6 @@ pub fn label_stream(b: &Bench) -> CliResult<Vec<Value>> {
             None,
         )
     })();
-    let _ = std::fs::remove_dir_all(&dir);
+    drop(scratch);
     Ok(vec![result?])
 }

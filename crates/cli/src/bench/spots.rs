@@ -140,8 +140,9 @@ fn spots_series(b: &Bench, f: &Frame, o: &SpotOptions) -> CliResult<Value> {
 fn spots_series_disk(b: &Bench, f: &Frame, o: &SpotOptions) -> CliResult<Value> {
     let (nz, h, w) = (b.args.frames.max(1), f.h, f.w);
     let gpus = &b.gpus;
-    let path =
-        std::env::temp_dir().join(format!("gpuscope-spots-series-{}.npy", std::process::id()));
+    // In a private folder of a name nobody can guess (see ScratchDir).
+    let scratch = gpuscope_io::ScratchDir::create(&std::env::temp_dir(), "spots-series")?;
+    let path = scratch.path().join("series.npy");
     let timed = (|| -> CliResult<Value> {
         let mut wr = NpyWriter::create(&path, vec![nz, h, w], DType::U16)?;
         let slab = Array::new(vec![1, h, w], ArrayData::U16(f.as_u16.clone()))?;
@@ -184,6 +185,6 @@ fn spots_series_disk(b: &Bench, f: &Frame, o: &SpotOptions) -> CliResult<Value> 
             None,
         )
     })();
-    let _ = std::fs::remove_file(&path);
+    drop(scratch);
     timed
 }

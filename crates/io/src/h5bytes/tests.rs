@@ -205,3 +205,50 @@ fn a_virtual_dataset_is_refused_by_name() {
         "{e}"
     );
 }
+
+#[test]
+fn fletcher32_mismatch_is_an_error_in_the_page_too() {
+    use rust_hdf5::format::messages::filter::{Filter, FilterPipeline};
+    let dir = std::env::temp_dir().join(format!("gpuscope-h5bytes-f32-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("f.h5");
+    let v: Vec<u16> = (0..32).map(|i| 0x4100 + i).collect();
+    {
+        let f = rust_hdf5::H5File::create(&path).unwrap();
+        let fletcher = Filter {
+            id: 3,
+            flags: 0,
+            cd_values: vec![],
+        };
+        let ds = f
+            .new_dataset::<u16>()
+            .shape([4, 8])
+            .chunk(&[2, 8])
+            .filter_pipeline(FilterPipeline {
+                filters: vec![fletcher],
+            })
+            .create("data")
+            .unwrap();
+        ds.write_raw(&v).unwrap();
+        f.close().unwrap();
+    }
+    let mut bytes = std::fs::read(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    let clean = H5Bytes::open(&[Source::from_bytes("f.h5", bytes.clone())]).unwrap();
+    let a = clean.series(Some("/data")).unwrap().frame(0).unwrap();
+    assert_eq!(a.data, ArrayData::U16(v));
+    // One byte of the stored values of the second chunk (0x4110...).
+    let pattern: Vec<u8> = (0x4110u16..0x4118).flat_map(|x| x.to_le_bytes()).collect();
+    let at = bytes
+        .windows(pattern.len())
+        .position(|w| w == pattern.as_slice())
+        .unwrap();
+    bytes[at + 3] ^= 1;
+    let bad = H5Bytes::open(&[Source::from_bytes("f.h5", bytes)]).unwrap();
+    let e = bad
+        .series(Some("/data"))
+        .and_then(|s| s.frame(0))
+        .err()
+        .unwrap();
+    assert!(e.to_string().to_lowercase().contains("checksum"), "{e}");
+}

@@ -16,6 +16,8 @@
 //! inside it is caught and reported as a damaged file. Sizes the file
 //! declares (frames, chunks) are checked before anything is allocated.
 
+mod checksum;
+mod links;
 mod nexus;
 
 use std::panic::AssertUnwindSafe;
@@ -23,7 +25,7 @@ use std::path::Path;
 
 use rust_hdf5::{DatatypeMessage, H5Dataset, H5File, Hdf5Error};
 
-use crate::{Array, ArrayData, DType, IoError, Result};
+use crate::{Array, ArrayData, DType, IoError, ReadOptions, Result};
 
 pub use nexus::Detector;
 
@@ -108,11 +110,15 @@ pub struct Hdf5Stack {
     /// The file name errors cite.
     name: String,
     file: H5File,
+    /// What the file's links may reach.
+    links: links::Links,
     parts: Vec<Part>,
     shape: Vec<usize>,
     dtype: DType,
     /// Largest frame or chunk, in bytes, the file may make us decode.
     limit: usize,
+    /// The caller's bound on one chunk's decoded bytes.
+    max_chunk_bytes: Option<usize>,
     /// The part last read, kept open.
     current: Option<(usize, H5Dataset)>,
     chunks: Option<Vec<usize>>,
@@ -126,6 +132,12 @@ impl Hdf5Stack {
     /// Opens `FILE.h5[::/path]`: the dataset named, else the NeXus default
     /// or the Eiger series.
     pub fn open(name: &str) -> Result<Hdf5Stack> {
+        Self::open_with(name, &ReadOptions::default())
+    }
+
+    /// [`Hdf5Stack::open`] with the options on links out of the input's
+    /// folder (external links, virtual-dataset sources, Eiger data files).
+    pub fn open_with(name: &str, opts: &ReadOptions) -> Result<Hdf5Stack> {
         let (file_name, path) = split_name(name).ok_or_else(|| {
             IoError::unsupported(
                 "not an HDF5 file name",
@@ -133,17 +145,20 @@ impl Hdf5Stack {
             )
             .in_file(name)
         })?;
-        Self::open_parts(file_name, path).map_err(|e| e.in_file(file_name))
+        Self::open_parts(file_name, path, opts).map_err(|e| e.in_file(file_name))
     }
 
-    fn open_parts(file_name: &str, path: Option<&str>) -> Result<Hdf5Stack> {
+    fn open_parts(file_name: &str, path: Option<&str>, opts: &ReadOptions) -> Result<Hdf5Stack> {
         let file_path = Path::new(file_name);
-        // A clear message for a missing file before the crate's own.
+        // A clear message for a missing file before the crate's own; a FIFO
+        // or device is refused before the crate blocks on it.
+        crate::links::regular_file(file_path)?;
         let len = std::fs::metadata(file_path)
             .map_err(|e| IoError::io("cannot open the file", e))?
             .len();
         let file = guard("cannot open the HDF5 file", || H5File::open(file_path))?;
-        let paths = nexus::resolve(&file, path)?;
+        let links = links::Links::new(file_path, opts);
+        let paths = nexus::resolve(&file, &links, path)?;
         let mut parts = Vec::with_capacity(paths.len());
         let mut shape: Option<Vec<usize>> = None;
         let mut dtype = None;
@@ -151,13 +166,18 @@ impl Hdf5Stack {
         let mut filters = Vec::new();
         let mut linked_bytes = 0u64;
         let mut bslz4_frames = true;
+        let mut grid = Vec::new();
         for p in &paths {
+            links.check(&file, p)?;
             let ds = guard(p, || file.dataset(p))?;
             let s = guard(p, || Ok(ds.shape()))?;
             let t = dtype_of(p, &guard(p, || ds.datatype())?)?;
             let fl = guard(p, || ds.filters())?;
             check_filters(p, &fl)?;
             let ch = guard(p, || Ok(ds.chunk_dims()))?;
+            if let Some(c) = &ch {
+                grid.push((p.clone(), chunk_count(&s, c)));
+            }
             bslz4_frames &= is_bslz4_frames(&s, ch.as_deref(), &fl)
                 && little_endian(&guard(p, || ds.datatype())?);
             bytes_of(&s, t.size_bytes())
@@ -195,16 +215,26 @@ impl Hdf5Stack {
         if parts.len() > 1 {
             shape[0] = parts.iter().map(|p| p.frames).sum();
         }
-        let limit = crate::decoded_size_limit(
-            usize::try_from(len.saturating_add(linked_bytes)).unwrap_or(usize::MAX),
-        );
+        let stored = usize::try_from(len.saturating_add(linked_bytes)).unwrap_or(usize::MAX);
+        // The crate lists a chunk index entry (24 bytes) for every chunk the
+        // shape declares, written or not: bound the count by what the files
+        // could index (every written chunk takes bytes of its index).
+        let most_chunks = MIN_CHUNKS.max(stored);
+        if let Some((p, n)) = grid.iter().find(|(_, n)| *n > most_chunks) {
+            return Err(IoError::too_large(format!(
+                "{p}: its shape declares {n} chunks, more than files of {stored} bytes can hold"
+            )));
+        }
+        let limit = crate::decoded_size_limit(stored);
         let stack = Hdf5Stack {
             name: file_name.to_string(),
             file,
+            links,
             parts,
             shape,
             dtype,
             limit,
+            max_chunk_bytes: opts.max_chunk_bytes,
             current: None,
             chunks,
             filters,
@@ -226,6 +256,16 @@ impl Hdf5Stack {
                     self.dtype.name()
                 ))
             })?;
+        if let (Some(ch), Some(most)) = (&self.chunks, self.max_chunk_bytes)
+            && let Some(b) = bytes_of(ch, elem).filter(|&b| b > most)
+        {
+            return Err(crate::links::chunk_too_large(
+                ch,
+                self.dtype.name(),
+                b,
+                most,
+            ));
+        }
         if let Some(ch) = &self.chunks {
             bytes_of(ch, elem)
                 .filter(|&b| b <= self.limit)
@@ -270,7 +310,8 @@ impl Hdf5Stack {
 
     /// NeXus detector metadata of the file (empty where absent).
     pub fn detector(&self) -> Result<Detector> {
-        nexus::detector(&self.file, &self.shape, self.limit).map_err(|e| e.in_file(&self.name))
+        nexus::detector(&self.file, &self.links, &self.shape, self.limit)
+            .map_err(|e| e.in_file(&self.name))
     }
 
     /// Frames `z0..z0 + nz` (slices along the first axis) of a dataset of
@@ -322,7 +363,7 @@ impl Hdf5Stack {
         starts[0] = z;
         let mut counts = self.shape.clone();
         counts[0] = n;
-        read_selection(ds, path, self.dtype, &starts, &counts)
+        read_selection(ds, path, self.dtype, &starts, &counts, self.limit)
     }
 
     /// Whether every frame is stored as one bitshuffle-LZ4 chunk of
@@ -393,7 +434,7 @@ impl Hdf5Stack {
         let ds = guard(&path, || self.file.dataset(&path))?;
         let counts = self.shape.clone();
         let starts = vec![0; counts.len()];
-        let data = read_selection(&ds, &path, self.dtype, &starts, &counts)
+        let data = read_selection(&ds, &path, self.dtype, &starts, &counts, self.limit)
             .map_err(|e| e.in_file(&self.name))?;
         Array::new(self.shape.clone(), data).map_err(|e| e.in_file(&self.name))
     }
@@ -434,14 +475,18 @@ fn append(to: &mut ArrayData, more: ArrayData) -> Result<()> {
     Ok(())
 }
 
-/// Reads the hyperslab `starts`/`counts` as `dtype`, in host byte order.
+/// Reads the hyperslab `starts`/`counts` as `dtype`, in host byte order,
+/// after the Fletcher-32 checksums of its chunks (where the dataset has
+/// them) are verified.
 fn read_selection(
     ds: &H5Dataset,
     path: &str,
     dtype: DType,
     starts: &[usize],
     counts: &[usize],
+    limit: usize,
 ) -> Result<ArrayData> {
+    checksum::verify_box(ds, path, starts, counts, limit)?;
     let what = format!("{path}: cannot read the data");
     Ok(match dtype {
         DType::U8 => ArrayData::U8(guard(&what, || ds.read_slice::<u8>(starts, counts))?),
@@ -551,6 +596,19 @@ fn filter_name(id: u16, cd: &[u32]) -> String {
         _ => return format!("filter {id}"),
     };
     format!("{name} ({id})")
+}
+
+/// Chunks a dataset may declare whatever its file's size (1 Mi: 24 MiB of
+/// index entries).
+const MIN_CHUNKS: usize = 1 << 20;
+
+/// Chunks of `chunk` in `shape` (saturating).
+fn chunk_count(shape: &[usize], chunk: &[usize]) -> usize {
+    shape
+        .iter()
+        .zip(chunk)
+        .map(|(&s, &c)| s.div_ceil(c.max(1)))
+        .fold(1usize, usize::saturating_mul)
 }
 
 /// Bytes of an array of `shape` with `elem`-byte samples, `None` on overflow.

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use rust_hdf5::{H5Dataset, H5File, H5Group, Hdf5Error, LinkClass};
 
+use super::links::Links;
 use super::{bytes_of, convert, guard};
 use crate::{Array, IoError, Result};
 
@@ -32,8 +33,10 @@ pub struct Detector {
     pub image_key: Option<Vec<i64>>,
 }
 
-/// `file`'s dataset, `None` when no object of that name is a dataset.
-fn try_dataset(file: &H5File, path: &str) -> Result<Option<H5Dataset>> {
+/// `file`'s dataset, `None` when no object of that name is a dataset;
+/// what it links to is checked first ([`Links::check`]).
+fn try_dataset(file: &H5File, links: &Links, path: &str) -> Result<Option<H5Dataset>> {
+    links.check(file, path)?;
     match std::panic::catch_unwind(AssertUnwindSafe(|| file.dataset(path))) {
         Ok(Ok(ds)) => Ok(Some(ds)),
         Ok(Err(Hdf5Error::NotFound(_))) => Ok(None),
@@ -44,7 +47,15 @@ fn try_dataset(file: &H5File, path: &str) -> Result<Option<H5Dataset>> {
     }
 }
 
-fn group(file: &H5File, path: &str) -> Option<H5Group> {
+/// The group at `path`, its links checked first: a link out of bounds is an
+/// error, a path that is no group `None`.
+fn group(file: &H5File, links: &Links, path: &str) -> Result<Option<H5Group>> {
+    links.check(file, path)?;
+    Ok(group_in(file, path))
+}
+
+/// The group at `path` as the crate finds it, nothing checked.
+pub(super) fn group_in(file: &H5File, path: &str) -> Option<H5Group> {
     let rel = path.trim_matches('/');
     let root = file.root_group();
     if rel.is_empty() {
@@ -68,21 +79,21 @@ fn join(base: &str, child: &str) -> String {
 /// The dataset paths `path` means: a dataset itself, or the NeXus default
 /// of a group; with no path, the file's NeXus default, else an Eiger
 /// master's `/entry/data/data_*` series.
-pub(super) fn resolve(file: &H5File, path: Option<&str>) -> Result<Vec<String>> {
+pub(super) fn resolve(file: &H5File, links: &Links, path: Option<&str>) -> Result<Vec<String>> {
     if let Some(p) = path {
         let p = join("/", p);
-        if try_dataset(file, &p)?.is_some() {
+        if try_dataset(file, links, &p)?.is_some() {
             return Ok(vec![p]);
         }
-        if group(file, &p).is_none() {
+        if group(file, links, &p)?.is_none() {
             return Err(IoError::invalid(
                 format!("no dataset or group {p}"),
                 listing_hint(file),
             ));
         }
-        return match follow_default(file, &p)? {
+        return match follow_default(file, links, &p)? {
             Some(d) => Ok(vec![d]),
-            None => match eiger_series(file, &p)? {
+            None => match eiger_series(file, links, &p)? {
                 Some(series) => Ok(series),
                 None => Err(IoError::invalid(
                     format!("{p} is a group without a NeXus default (`default`/`signal`)"),
@@ -91,13 +102,13 @@ pub(super) fn resolve(file: &H5File, path: Option<&str>) -> Result<Vec<String>> 
             },
         };
     }
-    if let Some(d) = follow_default(file, "/")? {
+    if let Some(d) = follow_default(file, links, "/")? {
         return Ok(vec![d]);
     }
-    if let Some(series) = eiger_series(file, EIGER_DATA)? {
+    if let Some(series) = eiger_series(file, links, EIGER_DATA)? {
         return Ok(series);
     }
-    if let Some(d) = follow_default(file, EIGER_DATA)? {
+    if let Some(d) = follow_default(file, links, EIGER_DATA)? {
         return Ok(vec![d]);
     }
     Err(IoError::invalid(
@@ -126,21 +137,21 @@ fn listing_hint(file: &H5File) -> String {
 
 /// Follows `default` attributes from group `start` to an NXdata group's
 /// `signal` dataset.
-fn follow_default(file: &H5File, start: &str) -> Result<Option<String>> {
+fn follow_default(file: &H5File, links: &Links, start: &str) -> Result<Option<String>> {
     let mut at = start.to_string();
     for _ in 0..MAX_HOPS {
-        let Some(g) = group(file, &at) else {
+        let Some(g) = group(file, links, &at)? else {
             return Ok(None);
         };
         if let Some(signal) = attr(&g, "signal") {
             let d = join(&at, &signal);
-            return Ok(try_dataset(file, &d)?.map(|_| d));
+            return Ok(try_dataset(file, links, &d)?.map(|_| d));
         }
         let Some(next) = attr(&g, "default") else {
             return Ok(None);
         };
         let next = join(&at, &next);
-        if try_dataset(file, &next)?.is_some() {
+        if try_dataset(file, links, &next)?.is_some() {
             return Ok(Some(next));
         }
         at = next;
@@ -151,8 +162,8 @@ fn follow_default(file: &H5File, start: &str) -> Result<Option<String>> {
 }
 
 /// The `data_*` links of an Eiger master's data group, in name order.
-fn eiger_series(file: &H5File, at: &str) -> Result<Option<Vec<String>>> {
-    let Some(g) = group(file, at) else {
+fn eiger_series(file: &H5File, links: &Links, at: &str) -> Result<Option<Vec<String>>> {
+    let Some(g) = group(file, links, at)? else {
         return Ok(None);
     };
     let mut names: Vec<String> = guard(at, || g.link_names())?
@@ -170,7 +181,7 @@ pub(super) fn linked_file_bytes(file: &H5File, file_path: &Path, path: &str) -> 
         Some((p, l)) => (if p.is_empty() { "/" } else { p }, l),
         None => ("/", path),
     };
-    let Some(g) = group(file, parent) else {
+    let Some(g) = group_in(file, parent) else {
         return 0;
     };
     match guard(path, || g.link_class(leaf)) {
@@ -183,8 +194,8 @@ pub(super) fn linked_file_bytes(file: &H5File, file_path: &Path, path: &str) -> 
 }
 
 /// A numeric scalar (or the first value of a small array) with its units.
-fn scalar(file: &H5File, path: &str) -> Result<Option<(f64, String)>> {
-    let Some(ds) = try_dataset(file, path)? else {
+fn scalar(file: &H5File, links: &Links, path: &str) -> Result<Option<(f64, String)>> {
+    let Some(ds) = try_dataset(file, links, path)? else {
         return Ok(None);
     };
     if guard(path, || Ok(ds.total_elements()))? > 64 {
@@ -208,8 +219,8 @@ fn scalar(file: &H5File, path: &str) -> Result<Option<(f64, String)>> {
     Ok(v.first().map(|&x| (x, units)))
 }
 
-fn text(file: &H5File, path: &str) -> Result<Option<String>> {
-    let Some(ds) = try_dataset(file, path)? else {
+fn text(file: &H5File, links: &Links, path: &str) -> Result<Option<String>> {
+    let Some(ds) = try_dataset(file, links, path)? else {
         return Ok(None);
     };
     if guard(path, || Ok(ds.total_elements()))? > 1 {
@@ -222,12 +233,17 @@ fn text(file: &H5File, path: &str) -> Result<Option<String>> {
 
 /// The detector metadata of `file` whose frames have shape `shape[1..]`;
 /// arrays larger than `limit` bytes are refused.
-pub(super) fn detector(file: &H5File, shape: &[usize], limit: usize) -> Result<Detector> {
+pub(super) fn detector(
+    file: &H5File,
+    links: &Links,
+    shape: &[usize],
+    limit: usize,
+) -> Result<Detector> {
     let mut d = Detector::default();
-    if let Some(t) = text(file, "/entry/definition")? {
+    if let Some(t) = text(file, links, "/entry/definition")? {
         d.fields.push(("definition".into(), t));
     }
-    if let Some(t) = text(file, &format!("{DETECTOR}/description"))? {
+    if let Some(t) = text(file, links, &format!("{DETECTOR}/description"))? {
         d.fields.push(("detector".into(), t));
     }
     let numbers = [
@@ -247,7 +263,7 @@ pub(super) fn detector(file: &H5File, shape: &[usize], limit: usize) -> Result<D
         ),
     ];
     for (key, path) in &numbers {
-        if let Some((v, units)) = scalar(file, path)? {
+        if let Some((v, units)) = scalar(file, links, path)? {
             let shown = if units.is_empty() {
                 format!("{v}")
             } else {
@@ -262,7 +278,7 @@ pub(super) fn detector(file: &H5File, shape: &[usize], limit: usize) -> Result<D
         }
     }
     let mask_path = format!("{DETECTOR}/detectorSpecific/pixel_mask");
-    if let Some(ds) = try_dataset(file, &mask_path)? {
+    if let Some(ds) = try_dataset(file, links, &mask_path)? {
         d.pixel_mask = Some(read_mask(&ds, &mask_path, shape, limit)?);
         d.fields.push(("pixel_mask".into(), mask_path));
     }
@@ -270,7 +286,7 @@ pub(super) fn detector(file: &H5File, shape: &[usize], limit: usize) -> Result<D
         format!("{DETECTOR}/image_key"),
         "/entry/data/image_key".to_string(),
     ] {
-        if let Some(ds) = try_dataset(file, &key_path)? {
+        if let Some(ds) = try_dataset(file, links, &key_path)? {
             if guard(&key_path, || Ok(ds.total_elements()))? > limit / 8 {
                 return Err(IoError::too_large(format!("{key_path} is too long")));
             }
@@ -306,6 +322,6 @@ fn read_mask(ds: &H5Dataset, path: &str, shape: &[usize], limit: usize) -> Resul
         return Err(IoError::too_large(format!("{path}: the mask is too large")));
     }
     let starts = vec![0; s.len()];
-    let data = super::read_selection(ds, path, t, &starts, &s)?;
+    let data = super::read_selection(ds, path, t, &starts, &s, limit)?;
     Array::new(s, data)
 }

@@ -36,7 +36,7 @@ impl NpyReader {
         let name = display_name(&path.to_string_lossy());
         (|| -> Result<NpyReader> {
             let header = Header::from_raw(layout)?;
-            let file = File::open(path).map_err(|e| IoError::io("cannot open the file", e))?;
+            let file = crate::links::open_regular(path)?;
             let file_len = file
                 .metadata()
                 .map_err(|e| IoError::io("cannot stat the file", e))?
@@ -55,7 +55,7 @@ impl NpyReader {
     }
 
     fn open_inner(path: &Path) -> Result<NpyReader> {
-        let mut file = File::open(path).map_err(|e| IoError::io("cannot open the file", e))?;
+        let mut file = crate::links::open_regular(path)?;
         let file_len = file
             .metadata()
             .map_err(|e| IoError::io("cannot stat the file", e))?

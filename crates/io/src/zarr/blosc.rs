@@ -137,7 +137,14 @@ fn decompress(codec: u8, src: &[u8], dst: &mut [u8]) -> Result<()> {
                     Err(_) => Err(std::io::Error::other("the zstd decoder failed")),
                 }
             };
-            r.map_err(|e| bad(e.to_string()))?;
+            // ruzstd's messages may quote the bytes read: not repeated.
+            r.map_err(|e| {
+                if codec == 4 {
+                    bad("zstd: the stream is damaged")
+                } else {
+                    bad(e.to_string())
+                }
+            })?;
             if v.len() != n {
                 return Err(bad("a stream decodes to the wrong size"));
             }

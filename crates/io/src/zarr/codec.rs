@@ -94,8 +94,12 @@ fn bytes_to_bytes(c: &Codec, data: &[u8], expected: usize) -> Result<Vec<u8>> {
         Codec::Zstd => {
             // Last resort: the decoder is not ours to audit on every damaged stream.
             let run = std::panic::catch_unwind(|| -> Result<Vec<u8>> {
-                let dec = ruzstd::decoding::StreamingDecoder::new(data).map_err(|e| {
-                    IoError::corrupt(format!("a chunk's zstd stream is damaged: {e}"))
+                // The decoder's messages quote the bytes it read (a bad magic
+                // number is the chunk's first four bytes): never repeat them.
+                let dec = ruzstd::decoding::StreamingDecoder::new(data).map_err(|_| {
+                    IoError::corrupt(
+                        "a chunk's zstd stream is damaged (no zstd frame at its start)",
+                    )
                 })?;
                 inflate(dec, cap, "zstd")
             });
@@ -125,9 +129,15 @@ fn bytes_to_bytes(c: &Codec, data: &[u8], expected: usize) -> Result<Vec<u8>> {
 
 fn inflate(r: impl Read, cap: usize, what: &str) -> Result<Vec<u8>> {
     let mut out = Vec::new();
-    r.take(cap as u64 + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| IoError::corrupt(format!("a chunk's {what} stream is damaged: {e}")))?;
+    r.take(cap as u64 + 1).read_to_end(&mut out).map_err(|e| {
+        // flate2's messages are fixed texts; ruzstd's may quote data.
+        let why = if what == "zstd" {
+            String::new()
+        } else {
+            format!(": {e}")
+        };
+        IoError::corrupt(format!("a chunk's {what} stream is damaged{why}"))
+    })?;
     if out.len() > cap {
         return Err(IoError::corrupt(format!(
             "a chunk's {what} stream expands beyond the {cap} bytes its shape allows"

@@ -85,6 +85,12 @@ impl ZarrArray {
     /// multiscale level of the group there.
     #[cfg(not(target_arch = "wasm32"))]
     pub fn open(name: &str) -> Result<ZarrArray> {
+        Self::open_with(name, &crate::ReadOptions::default())
+    }
+
+    /// [`ZarrArray::open`] with the options on symlinks out of the store.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open_with(name: &str, opts: &crate::ReadOptions) -> Result<ZarrArray> {
         let (store, sub) = super::split_name(name).ok_or_else(|| {
             IoError::unsupported("not a Zarr store name", "name Zarr stores NAME.zarr")
                 .in_file(name)
@@ -97,8 +103,26 @@ impl ZarrArray {
             )
             .in_file(&store_name));
         }
-        let files = super::store::FileStore::new(std::path::Path::new(store));
-        Self::open_store(Box::new(files), sub.unwrap_or(""), &store_name)
+        let files = super::store::FileStore::with_options(std::path::Path::new(store), opts);
+        let z = Self::open_store(Box::new(files), sub.unwrap_or(""), &store_name)?;
+        if let Some(most) = opts.max_chunk_bytes {
+            let elem = z.meta.dtype.size_bytes();
+            let bytes = chunk_bytes(&z.meta.chunks, elem).unwrap_or(usize::MAX);
+            // A shard is read inner chunk by inner chunk: its inner chunks count.
+            let unit = chunk_bytes(&z.unit, elem).unwrap_or(usize::MAX);
+            let (shape, b) = if z.sharding.is_some() {
+                (&z.unit, unit)
+            } else {
+                (&z.meta.chunks, bytes)
+            };
+            if b > most {
+                return Err(
+                    crate::links::chunk_too_large(shape, z.meta.dtype.name(), b, most)
+                        .in_file(&store_name),
+                );
+            }
+        }
+        Ok(z)
     }
 
     /// Opens the array at `sub` in `store` (empty: the root), or the first

@@ -106,43 +106,73 @@ pub use fs::FileStore;
 
 #[cfg(not(target_arch = "wasm32"))]
 mod fs {
-    use std::fs::File;
     use std::io::{Read, Seek, SeekFrom};
     use std::path::{Path, PathBuf};
 
     use super::{NODE_FILES, Store};
+    use crate::links::{Boundary, ReadOptions, open_regular, regular_file};
     use crate::{IoError, Result};
 
-    /// A directory store.
+    /// A directory store. A key that is (or passes through) a symlink is
+    /// read only when it resolves inside the store, unless the options
+    /// allow more; a key that is a FIFO, device or socket is an error, never
+    /// a missing chunk.
     pub struct FileStore {
         root: PathBuf,
+        boundary: Boundary,
     }
 
     impl FileStore {
         pub fn new(root: &Path) -> FileStore {
+            FileStore::with_options(root, &ReadOptions::default())
+        }
+
+        pub fn with_options(root: &Path, opts: &ReadOptions) -> FileStore {
             FileStore {
                 root: root.to_path_buf(),
+                boundary: Boundary::around_dir(root, opts),
             }
         }
 
         fn path(&self, key: &str) -> PathBuf {
             self.root.join(key)
         }
+
+        /// The key's path once it is known to resolve inside the store.
+        fn checked(&self, key: &str) -> Result<PathBuf> {
+            let path = self.path(key);
+            self.boundary
+                .check_inside(&format!("the store's key {key}"), &path)?;
+            Ok(path)
+        }
     }
 
     impl Store for FileStore {
         fn len(&self, key: &str) -> Result<Option<u64>> {
-            match std::fs::metadata(self.path(key)) {
-                Ok(m) if m.is_file() => Ok(Some(m.len())),
-                Ok(_) => Ok(None),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            let path = self.path(key);
+            match std::fs::metadata(&path) {
+                Ok(m) if m.is_dir() => Ok(None),
+                Ok(m) => {
+                    self.checked(key)?;
+                    if !m.is_file() {
+                        regular_file(&path).map_err(|e| at_key(e, key))?;
+                    }
+                    Ok(Some(m.len()))
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    // A dangling symlink is not a missing chunk.
+                    if std::fs::symlink_metadata(&path).is_ok() {
+                        return Err(IoError::io(&format!("cannot open {key}"), e));
+                    }
+                    Ok(None)
+                }
                 Err(e) => Err(IoError::io(&format!("cannot open {key}"), e)),
             }
         }
 
         fn read(&self, key: &str, offset: u64, len: usize) -> Result<Vec<u8>> {
-            let mut f = File::open(self.path(key))
-                .map_err(|e| IoError::io(&format!("cannot open {key}"), e))?;
+            let path = self.checked(key)?;
+            let mut f = open_regular(&path).map_err(|e| at_key(e, key))?;
             let mut bytes = vec![0; len];
             f.seek(SeekFrom::Start(offset))
                 .and_then(|_| f.read_exact(&mut bytes))
@@ -168,6 +198,13 @@ mod fs {
         fn stored_bytes(&self) -> usize {
             stored_bytes(&self.root, 0)
         }
+    }
+
+    /// Names the key in an error about the file behind it (the path alone
+    /// is the store's business).
+    fn at_key(mut e: IoError, key: &str) -> IoError {
+        e.message = format!("{key}: {}", e.message);
+        e
     }
 
     /// Bytes of the files under `dir` (no symlinks followed).

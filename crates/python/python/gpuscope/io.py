@@ -7,7 +7,10 @@ from . import _gpuscope
 __all__ = ["read"]
 
 
-def read(path):
+def read(path, *, allow_links_outside=False):
     """The array of the file at ``path``, in its stored dtype and shape
-    (the format from the file name's extension)."""
-    return _gpuscope.read(path)
+    (the format from the file name's extension). Links in the file (HDF5
+    external links and virtual-dataset sources, Zarr symlinks) are
+    followed only inside the input's folder unless
+    ``allow_links_outside`` is true."""
+    return _gpuscope.read(path, allow_links_outside=allow_links_outside)

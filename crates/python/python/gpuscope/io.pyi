@@ -2,6 +2,9 @@
 
 import numpy
 
-def read(path) -> numpy.ndarray:
+def read(path, *, allow_links_outside=False) -> numpy.ndarray:
     """The array of the file at ``path``, in its stored dtype and shape
-    (the format from the file name's extension)."""
+    (the format from the file name's extension). Links in the file (HDF5
+    external links and virtual-dataset sources, Zarr symlinks) are
+    followed only inside the input's folder unless
+    ``allow_links_outside`` is true."""
