@@ -54,7 +54,7 @@ pub fn for_parts<D: Send>(
     std::thread::scope(|scope| {
         for _ in 1..threads {
             if std::thread::Builder::new()
-                .spawn_scoped(scope, &work)
+                .spawn_scoped(scope, work)
                 .is_err()
             {
                 break;
@@ -290,7 +290,7 @@ pub fn scan<R: Send>(
     std::thread::scope(|scope| {
         for _ in 1..threads {
             if std::thread::Builder::new()
-                .spawn_scoped(scope, &work)
+                .spawn_scoped(scope, work)
                 .is_err()
             {
                 break;
