@@ -3,7 +3,7 @@
 //! ones that are not); the samples are copied out under the GIL so that the
 //! GPU work can run without it.
 
-use gpuscope_core::keys::SampleVec;
+use gpuscope_core::keys::{SampleVec, Samples};
 use numpy::{Element, PyArray1, PyArrayDyn, PyArrayMethods, PyUntypedArrayMethods};
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -193,35 +193,41 @@ fn cast_from<'py, S: Copy + Into<f64>>(
     }
 }
 
-/// A float32 C-contiguous numpy array that GPU work reads in place, without
-/// the copy [`input`] makes. The owned reference keeps the array alive while
-/// a worker thread reads it, also after a KeyboardInterrupt has abandoned
+/// A C-contiguous numpy array that GPU work reads in place, without the
+/// copy [`input`] makes. The owned reference keeps the array alive while a
+/// worker thread reads it, also after a KeyboardInterrupt has abandoned
 /// the call (the work then finishes in the background, see
 /// `device::interruptible`).
-pub struct SharedF32 {
+pub struct Shared<T> {
     _owner: Py<PyAny>,
-    ptr: *const f32,
+    ptr: *const T,
     len: usize,
 }
 
 // SAFETY: the pointer is into the numpy buffer `_owner` keeps alive; the
 // slice is only read.
-unsafe impl Send for SharedF32 {}
+unsafe impl<T: Sync> Send for Shared<T> {}
 
-impl SharedF32 {
-    pub fn as_slice(&self) -> &[f32] {
-        // SAFETY: `ptr`/`len` describe the C-contiguous float32 buffer of
-        // the array held by `_owner` (checked in `shared_f32`); numpy keeps
-        // an array's buffer in place while a reference to it exists.
+impl<T> Shared<T> {
+    pub fn as_slice(&self) -> &[T] {
+        // SAFETY: `ptr`/`len` describe the C-contiguous buffer of the array
+        // held by `_owner` (checked in `shared`); numpy keeps an array's
+        // buffer in place while a reference to it exists.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+
+    fn span(&self) -> (usize, usize) {
+        let lo = self.ptr as usize;
+        (lo, lo + std::mem::size_of::<T>() * self.len)
     }
 }
 
-/// `obj` as a [`SharedF32`] and its shape when it is a C-contiguous float32
-/// array; `None` for anything else (the caller copies through [`input`]).
-pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
-    let a = obj.cast::<PyArrayDyn<f32>>().ok()?;
-    let ptr = a.data() as *const f32;
+/// `obj` as a [`Shared`] and its shape when it is a C-contiguous, aligned
+/// array of `T`; `None` for anything else (the caller copies through
+/// [`input`]).
+pub fn shared<T: Element>(obj: &Bound<'_, PyAny>) -> Option<(Shared<T>, Vec<usize>)> {
+    let a = obj.cast::<PyArrayDyn<T>>().ok()?;
+    let ptr = a.data() as *const T;
     // numpy allows unaligned buffers (arrays from pickled or raw bytes); a
     // Rust slice may not point at one.
     if !a.is_c_contiguous() || !ptr.is_aligned() {
@@ -230,7 +236,7 @@ pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
     let shape = a.shape().to_vec();
     let len = shape.iter().product();
     Some((
-        SharedF32 {
+        Shared {
             _owner: obj.clone().unbind(),
             ptr,
             len,
@@ -239,43 +245,116 @@ pub fn shared_f32(obj: &Bound<'_, PyAny>) -> Option<(SharedF32, Vec<usize>)> {
     ))
 }
 
-/// A float32 numpy array the GPU work writes into from a worker thread: a
-/// fresh one, which Python sees only once the work is done, or the
-/// caller's `output=` array ([`output_f32`]).
-pub struct OutF32 {
+/// A numpy array of any dtype the GPU paths take, read in place.
+pub enum Borrowed {
+    U8(Shared<u8>),
+    I8(Shared<i8>),
+    U16(Shared<u16>),
+    I16(Shared<i16>),
+    U32(Shared<u32>),
+    I32(Shared<i32>),
+    F32(Shared<f32>),
+    U64(Shared<u64>),
+    I64(Shared<i64>),
+    F64(Shared<f64>),
+}
+
+impl Borrowed {
+    pub fn samples(&self) -> Samples<'_> {
+        match self {
+            Borrowed::U8(a) => Samples::U8(a.as_slice()),
+            Borrowed::I8(a) => Samples::I8(a.as_slice()),
+            Borrowed::U16(a) => Samples::U16(a.as_slice()),
+            Borrowed::I16(a) => Samples::I16(a.as_slice()),
+            Borrowed::U32(a) => Samples::U32(a.as_slice()),
+            Borrowed::I32(a) => Samples::I32(a.as_slice()),
+            Borrowed::F32(a) => Samples::F32(a.as_slice()),
+            Borrowed::U64(a) => Samples::U64(a.as_slice()),
+            Borrowed::I64(a) => Samples::I64(a.as_slice()),
+            Borrowed::F64(a) => Samples::F64(a.as_slice()),
+        }
+    }
+
+    /// The bytes the array occupies, for overlap checks with an output.
+    pub fn span(&self) -> (usize, usize) {
+        match self {
+            Borrowed::U8(a) => a.span(),
+            Borrowed::I8(a) => a.span(),
+            Borrowed::U16(a) => a.span(),
+            Borrowed::I16(a) => a.span(),
+            Borrowed::U32(a) => a.span(),
+            Borrowed::I32(a) => a.span(),
+            Borrowed::F32(a) => a.span(),
+            Borrowed::U64(a) => a.span(),
+            Borrowed::I64(a) => a.span(),
+            Borrowed::F64(a) => a.span(),
+        }
+    }
+}
+
+/// `obj` read in place when it is a C-contiguous, aligned array of a
+/// numeric dtype (`None`: the caller copies through [`input`]).
+pub fn borrowed(obj: &Bound<'_, PyAny>) -> Option<(Borrowed, Vec<usize>)> {
+    macro_rules! try_dtype {
+        ($t:ty, $variant:ident) => {
+            if obj.cast::<PyArrayDyn<$t>>().is_ok() {
+                return shared::<$t>(obj).map(|(a, s)| (Borrowed::$variant(a), s));
+            }
+        };
+    }
+    try_dtype!(f32, F32);
+    try_dtype!(u16, U16);
+    try_dtype!(u8, U8);
+    try_dtype!(f64, F64);
+    try_dtype!(i16, I16);
+    try_dtype!(i32, I32);
+    try_dtype!(i8, I8);
+    try_dtype!(u32, U32);
+    try_dtype!(u64, U64);
+    try_dtype!(i64, I64);
+    None
+}
+
+/// A numpy array the GPU work writes into from a worker thread: a fresh
+/// one, which Python sees only once the work is done, or the caller's
+/// `output=` array ([`output`]).
+pub struct Out<T> {
     _owner: Py<PyAny>,
-    ptr: *mut std::mem::MaybeUninit<f32>,
+    ptr: *mut std::mem::MaybeUninit<T>,
     len: usize,
 }
+
+/// A float32 array written from a worker thread.
+pub type OutF32 = Out<f32>;
 
 // SAFETY: a new array is not yet handed to Python: this is the only
 // writer, and nobody reads it until the work has finished. A caller's
 // `output=` array is writeable and shares no memory with the input
-// (checked in `output_f32`); Python code in another thread may touch it
+// (checked in `output`); Python code in another thread may touch it
 // meanwhile, as with numpy's own operations that release the GIL.
-unsafe impl Send for OutF32 {}
+unsafe impl<T: Send> Send for Out<T> {}
 
-impl OutF32 {
+impl<T> Out<T> {
     /// The array's memory, to be written in full before the array is
     /// handed to Python.
-    pub fn as_mut_slice(&mut self) -> &mut [std::mem::MaybeUninit<f32>] {
-        // SAFETY: see `empty_f32`: a C-contiguous float32 buffer of `len`
-        // elements, alive while `_owner` is, written only through this.
+    pub fn as_mut_slice(&mut self) -> &mut [std::mem::MaybeUninit<T>] {
+        // SAFETY: see `empty`: a C-contiguous buffer of `len` elements of
+        // T, alive while `_owner` is, written only through this.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
 
 /// The caller's `output=` array as the result's memory, where it is a
-/// writeable, aligned, C-contiguous float32 array of `shape` that shares
-/// no memory with `input` (the stream reads the input's halo rows after
-/// earlier rows of the result are written); None otherwise (the caller
-/// computes into a new array and copies).
-pub fn output_f32<'py>(
+/// writeable, aligned, C-contiguous array of `T` and `shape` that shares no
+/// memory with the input (`input`: its byte span; the stream reads the
+/// input's halo rows after earlier rows of the result are written); None
+/// otherwise (the caller computes into a new array and copies).
+pub fn output<'py, T: Element>(
     obj: &Bound<'py, PyAny>,
     shape: &[usize],
-    input: &SharedF32,
-) -> Option<(Bound<'py, PyAny>, OutF32)> {
-    let a = obj.cast::<PyArrayDyn<f32>>().ok()?;
+    input: (usize, usize),
+) -> Option<(Bound<'py, PyAny>, Out<T>)> {
+    let a = obj.cast::<PyArrayDyn<T>>().ok()?;
     let ptr = a.data();
     if !a.is_c_contiguous() || !ptr.is_aligned() || a.shape() != shape {
         return None;
@@ -283,12 +362,12 @@ pub fn output_f32<'py>(
     // Not writeable, or borrowed mutably elsewhere in Rust: no.
     drop(a.try_readwrite().ok()?);
     let len: usize = shape.iter().product();
-    let (out_lo, out_hi) = (ptr as usize, ptr as usize + 4 * len);
-    let (in_lo, in_hi) = (input.ptr as usize, input.ptr as usize + 4 * input.len);
+    let (out_lo, out_hi) = (ptr as usize, ptr as usize + std::mem::size_of::<T>() * len);
+    let (in_lo, in_hi) = input;
     if out_lo < in_hi && in_lo < out_hi {
         return None;
     }
-    let out = OutF32 {
+    let out = Out {
         _owner: obj.clone().unbind(),
         ptr: ptr.cast(),
         len,
@@ -296,20 +375,25 @@ pub fn output_f32<'py>(
     Some((obj.clone(), out))
 }
 
-/// A float32 array of `shape`, not initialised (numpy's `empty`), and its
+/// An array of `T` and `shape`, not initialised (numpy's `empty`), and its
 /// writer: the caller fills every element before Python sees the array,
 /// and drops the array unseen when the work fails. (numpy's `zeros` asked
 /// calloc for memory that glibc serves from its heap once a block of the
 /// size has been freed, and zeroed it first: most of a 2048² call's host
 /// time, by a profile on the GPU machine.)
-pub fn empty_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
+pub fn empty<'py, T: Element>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, Out<T>) {
     // SAFETY: the elements are not read before the caller has written them
     // all (see above).
-    let a = unsafe { PyArrayDyn::<f32>::new(py, shape.to_vec(), false) };
-    let out = OutF32 {
+    let a = unsafe { PyArrayDyn::<T>::new(py, shape.to_vec(), false) };
+    let out = Out {
         _owner: a.clone().into_any().unbind(),
         ptr: a.data().cast(),
         len: shape.iter().product(),
     };
     (a.into_any(), out)
+}
+
+/// [`empty`] of float32.
+pub fn empty_f32<'py>(py: Python<'py>, shape: &[usize]) -> (Bound<'py, PyAny>, OutF32) {
+    empty::<f32>(py, shape)
 }

@@ -65,3 +65,19 @@ pub fn bus_bytes(py: Python<'_>) -> PyResult<(u64, u64)> {
         Engine::Cpu => (0, 0),
     })
 }
+
+/// The engine's per-pass profile when GPUSCOPE_PROFILE was set before it
+/// was opened: (entry point or "host: phase", milliseconds, passes),
+/// emptied by the call; empty otherwise (and on the CPU). For finding
+/// where a call's time goes.
+#[pyfunction]
+pub fn pass_profile(py: Python<'_>) -> PyResult<Vec<(String, f64, u64)>> {
+    Ok(match engine(py)?.as_ref() {
+        Engine::Gpu(gpu) => {
+            let p = gpu.pass_profile();
+            gpu.reset_profile();
+            p
+        }
+        Engine::Cpu => Vec::new(),
+    })
+}

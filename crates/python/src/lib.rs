@@ -7,8 +7,10 @@
 
 mod arrays;
 mod chain;
+mod convert;
 mod device;
 mod device_array;
+mod inplace;
 mod ops;
 mod spots;
 mod tomo;
@@ -31,6 +33,7 @@ fn _gpuscope(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(spots::read, m)?)?;
     m.add_function(wrap_pyfunction!(chain::sources_chain, m)?)?;
     m.add_function(wrap_pyfunction!(chain::bus_bytes, m)?)?;
+    m.add_function(wrap_pyfunction!(chain::pass_profile, m)?)?;
     m.add_class::<device_array::PyDeviceArray>()?;
     m.add_function(wrap_pyfunction!(device_array::to_device, m)?)?;
     m.add_function(wrap_pyfunction!(device_array::device_filter, m)?)?;

@@ -27,7 +27,7 @@ fn nd_array(obj: &Bound<'_, PyAny>, what: &str) -> PyResult<NdArray> {
 }
 
 /// How scipy stores a filter's result in `dtype`.
-fn output_of(dtype: &str) -> PyResult<Output> {
+pub(crate) fn output_of(dtype: &str) -> PyResult<Output> {
     let int = |bits, signed| Output::Integer { bits, signed };
     Ok(match dtype {
         "float32" | "float64" => Output::Float,
@@ -56,8 +56,8 @@ enum Linear {
 /// `remove_outliers`: `op` names the catalogue entry, `options` its
 /// parameters as JSON, `array` the kernel or footprint, `dtype` the output
 /// dtype of the linear filters (default: the input's, as scipy). `out`:
-/// the caller's `output=` array, written in place where the float32 path
-/// can (the returned object is then `out` itself; otherwise a new array,
+/// the caller's `output=` array, written in place where the GPU path can
+/// (the returned object is then `out` itself; otherwise a new array,
 /// which the caller copies into `out`).
 #[pyfunction]
 #[pyo3(signature = (op, input, options, array=None, dtype=None, out=None))]
@@ -70,7 +70,7 @@ pub fn filter<'py>(
     dtype: Option<&str>,
     out: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    if let Some(result) = filter_f32(py, op, input, options, array, dtype, out)? {
+    if let Some(result) = crate::inplace::filter(py, op, input, options, array, dtype, out)? {
         return Ok(result);
     }
     let Input { values, shape } = arrays::input(input)?;
@@ -198,67 +198,6 @@ pub(crate) fn filter_kind(
     }))
 }
 
-/// The float32-to-float32 filters on the GPU without host copies: the
-/// kernels read the caller's array in place and write into a fresh numpy
-/// array (`None`: another dtype, engine or operation takes the general
-/// path).
-fn filter_f32<'py>(
-    py: Python<'py>,
-    op: &str,
-    input: &Bound<'py, PyAny>,
-    options: &str,
-    array: Option<&Bound<'py, PyAny>>,
-    dtype: Option<&str>,
-    output: Option<&Bound<'py, PyAny>>,
-) -> PyResult<Option<Bound<'py, PyAny>>> {
-    if !matches!(dtype, None | Some("float32")) {
-        return Ok(None);
-    }
-    let Some((shared, shape)) = arrays::shared_f32(input) else {
-        return Ok(None);
-    };
-    let engine = engine(py)?;
-    if !matches!(engine.as_ref(), Engine::Gpu(_)) || shared.as_slice().is_empty() {
-        return Ok(None);
-    }
-    // Outlier removal takes the general path here.
-    if op == "remove_outliers" {
-        return Ok(None);
-    }
-    let Some(kind) = filter_kind(op, options, array, shape.len())? else {
-        return Ok(None);
-    };
-    let (result, mut out) = match output.and_then(|o| arrays::output_f32(o, &shape, &shared)) {
-        Some(given) => given,
-        None => arrays::empty_f32(py, &shape),
-    };
-    let run_shape = shape.clone();
-    let n = shared.as_slice().len();
-    let done: Result<()> = interruptible(py, n, move || {
-        let Engine::Gpu(gpu) = engine.as_ref() else {
-            return Ok(());
-        };
-        let x = shared.as_slice();
-        let y = out.as_mut_slice();
-        match &kind {
-            FilterKind::Linear(f, b) => pollster::block_on(filters::apply_into(
-                gpu,
-                f,
-                x,
-                &run_shape,
-                *b,
-                Output::Float,
-                y,
-            )),
-            FilterKind::Median(fp, b, _) => pollster::block_on(median::median_filter_f32_into(
-                gpu, x, &run_shape, fp, *b, y,
-            )),
-        }
-    })?;
-    done.map_err(py_err)?;
-    Ok(Some(result))
-}
-
 /// A rank filter in the input's dtype, on the engine in use.
 fn rank<'py, F>(
     py: Python<'py>,
@@ -291,6 +230,21 @@ where
     arrays::samples_array(py, result.map_err(py_err)?, &shape)
 }
 
+/// An array read in place, or a copy of it.
+enum Either {
+    Borrowed(arrays::Borrowed),
+    Copied(SampleVec),
+}
+
+impl Either {
+    fn samples(&self) -> gpuscope_core::Samples<'_> {
+        match self {
+            Either::Borrowed(x) => x.samples(),
+            Either::Copied(v) => v.as_samples(),
+        }
+    }
+}
+
 /// scipy.ndimage.label / skimage.measure.label: int32 labels and their
 /// number.
 #[pyfunction]
@@ -299,13 +253,28 @@ pub fn label<'py>(
     input: &Bound<'py, PyAny>,
     options: &str,
 ) -> PyResult<(Bound<'py, PyAny>, usize)> {
-    let Input { values, shape } = arrays::input(input)?;
     let p: LabelParams = params(options)?;
     p.validate().map_err(py_err)?;
+    // Read in place where the array allows (the mask made on threads).
+    let (values, shape) = match arrays::borrowed(input) {
+        Some((x, shape)) => (Either::Borrowed(x), shape),
+        None => {
+            let Input { values, shape } = arrays::input(input)?;
+            (Either::Copied(values), shape)
+        }
+    };
     let engine = engine(py)?;
     let run_shape = shape.clone();
-    let labels = interruptible(py, values.as_samples().len(), move || {
-        let mask = foreground(values.as_samples(), p.background);
+    let n = shape.iter().product();
+    let labels = interruptible(py, n, move || {
+        let mask = match &values {
+            Either::Borrowed(x) => crate::convert::foreground(
+                x.samples(),
+                p.background,
+                crate::convert::threads_for(n, false),
+            ),
+            Either::Copied(v) => foreground(v.as_samples(), p.background),
+        };
         match engine.as_ref() {
             Engine::Gpu(gpu) => {
                 pollster::block_on(segment::label(gpu, &mask, &run_shape, p.connectivity))
@@ -326,26 +295,40 @@ pub fn regionprops<'py>(
     labels: &Bound<'py, PyAny>,
     intensity: &Bound<'py, PyAny>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let (labels, shape) = arrays::typed::<i32>(labels, "label_image")?;
-    let (values, vshape) = arrays::typed::<f32>(intensity, "intensity_image")?;
+    let (labels, shape) = arrays::shared::<i32>(labels).ok_or_else(|| {
+        PyTypeError::new_err("label_image must be a C-contiguous numpy array of int32")
+    })?;
+    let Some((values, vshape)) = arrays::borrowed(intensity) else {
+        return Err(PyTypeError::new_err(
+            "intensity_image must be a C-contiguous numpy array of a numeric dtype",
+        ));
+    };
     if vshape != shape {
         return Err(PyValueError::new_err(format!(
             "intensity_image has the shape {vshape:?} but label_image {shape:?} (give arrays of one shape)"
         )));
     }
-    if let Some(bad) = labels.iter().find(|&&l| l < 0) {
-        return Err(PyValueError::new_err(format!(
-            "label {bad} is negative (labels are 0 for background and 1.. for regions)"
-        )));
-    }
-    let n = labels.iter().copied().max().unwrap_or(0).max(0) as usize;
     let engine = engine(py)?;
     let ndim = shape.len();
-    let regions = interruptible(py, labels.len(), move || match engine.as_ref() {
-        Engine::Gpu(gpu) => {
-            pollster::block_on(segment::regionprops(gpu, &labels, &values, &shape, n))
+    let n = labels.as_slice().len();
+    let regions = interruptible(py, n, move || {
+        let threads = crate::convert::threads_for(n, false);
+        let converted;
+        let values: &[f32] = match values.samples() {
+            gpuscope_core::Samples::F32(v) => v,
+            other => {
+                converted = crate::convert::to_f32(other, threads);
+                &converted
+            }
+        };
+        let labels = labels.as_slice();
+        let scan = scan_regions(labels, values, threads)?;
+        match engine.as_ref() {
+            Engine::Gpu(gpu) => pollster::block_on(segment::measure::regionprops_scanned(
+                gpu, labels, values, &shape, scan.n, scan.vmax,
+            )),
+            Engine::Cpu => segment::measure::cpu::regionprops(labels, values, &shape, scan.n),
         }
-        Engine::Cpu => segment::measure::cpu::regionprops(&labels, &values, &shape, n),
     })?;
     // skimage lists the labels present only.
     let regions: Vec<_> = regions
@@ -354,6 +337,59 @@ pub fn regionprops<'py>(
         .filter(|r| r.area > 0)
         .collect();
     regions_dict(py, &regions, ndim)
+}
+
+/// What one pass over the labels and intensities finds: the largest label
+/// and the largest |intensity| of a labelled pixel.
+struct RegionScan {
+    n: usize,
+    vmax: f32,
+}
+
+/// Labels and intensities checked in one pass on threads: no negative
+/// label (the first one named), every labelled intensity finite.
+fn scan_regions(labels: &[i32], values: &[f32], threads: usize) -> Result<RegionScan> {
+    #[derive(Default)]
+    struct Part {
+        negative: Option<usize>,
+        not_finite: Option<usize>,
+        max: i32,
+        vmax: f32,
+    }
+    let parts = crate::convert::scan(labels.len(), threads, |r| {
+        let mut p = Part::default();
+        for (i, (&l, &v)) in labels[r.clone()].iter().zip(&values[r.clone()]).enumerate() {
+            if l == 0 {
+                continue;
+            }
+            if l < 0 {
+                p.negative.get_or_insert(r.start + i);
+            } else {
+                p.max = p.max.max(l);
+            }
+            if !v.is_finite() {
+                p.not_finite.get_or_insert(r.start + i);
+            }
+            p.vmax = p.vmax.max(v.abs());
+        }
+        p
+    });
+    if let Some(i) = parts.iter().find_map(|p| p.negative) {
+        return Err(gpuscope_core::Error::InvalidInput(format!(
+            "label {} is negative (labels are 0 for background and 1.. for regions)",
+            labels[i]
+        )));
+    }
+    if let Some(i) = parts.iter().find_map(|p| p.not_finite) {
+        return Err(gpuscope_core::Error::InvalidInput(format!(
+            "the intensity at pixel {i} of region {} is {}; region sums need finite values",
+            labels[i], values[i]
+        )));
+    }
+    Ok(RegionScan {
+        n: parts.iter().map(|p| p.max).max().unwrap_or(0).max(0) as usize,
+        vmax: parts.iter().map(|p| p.vmax).fold(0f32, f32::max),
+    })
 }
 
 /// Measurements as numpy columns (per-axis ones as rows x axes).
@@ -426,19 +462,26 @@ pub fn slic<'py>(
     options: &str,
     mask: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let Input { values, shape } = arrays::input(image)?;
+    let (values, shape) = match arrays::borrowed(image) {
+        Some((x, shape)) => (Either::Borrowed(x), shape),
+        None => {
+            let Input { values, shape } = arrays::input(image)?;
+            (Either::Copied(values), shape)
+        }
+    };
     let mut p: SlicParams = params(options)?;
     if let Some(m) = mask {
         p.mask = Some(arrays::typed::<bool>(m, "mask")?.0);
     }
     p.validate().map_err(py_err)?;
     let engine = engine(py)?;
-    let n = values.as_samples().len();
-    let segments = interruptible(py, n, move || match engine.as_ref() {
-        Engine::Gpu(gpu) => {
-            pollster::block_on(core_slic::slic(gpu, values.as_samples(), &shape, &p))
+    let n = shape.iter().product();
+    let segments = interruptible(py, n, move || {
+        let samples = values.samples();
+        match engine.as_ref() {
+            Engine::Gpu(gpu) => pollster::block_on(core_slic::slic(gpu, samples, &shape, &p)),
+            Engine::Cpu => core_slic::cpu::slic(samples, &shape, &p),
         }
-        Engine::Cpu => core_slic::cpu::slic(values.as_samples(), &shape, &p),
     })?;
     let s = segments.map_err(py_err)?;
     arrays::array(py, s.labels, &s.shape)
@@ -454,15 +497,55 @@ pub fn sigma_clipped_stats<'py>(
     options: &str,
     mask: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<(f64, f64, f64)> {
-    let Input { values, .. } = arrays::input(data)?;
     let p: SigmaClipParams = params(options)?;
     p.validate().map_err(py_err)?;
+    let options = p.options();
+    let engine = engine(py)?;
+    if let Engine::Gpu(_) = engine.as_ref()
+        && let Some((x, _)) = arrays::borrowed(data)
+    {
+        // The GPU path: the data read in place (float32) or converted to
+        // float32 on threads, masked values made NaN in the same pass.
+        let mask = match mask {
+            Some(m) => Some(
+                arrays::shared::<bool>(m)
+                    .ok_or_else(|| {
+                        PyTypeError::new_err("mask must be a C-contiguous numpy array of bool")
+                    })?
+                    .0,
+            ),
+            None => None,
+        };
+        let n = x.samples().len();
+        if let Some(m) = &mask
+            && m.as_slice().len() != n
+        {
+            return Err(PyValueError::new_err(format!(
+                "the mask has {} values but the data {n}; give a mask of the data's shape",
+                m.as_slice().len()
+            )));
+        }
+        let stats = interruptible(py, n, move || {
+            let Engine::Gpu(gpu) = engine.as_ref() else {
+                return Err(gpuscope_core::Error::Device("no GPU".into()));
+            };
+            let threads = crate::convert::threads_for(n, false);
+            let run =
+                |v: &[f32]| pollster::block_on(stats::sigma_clipped_stats(gpu, v, None, &options));
+            match (x.samples(), &mask) {
+                (gpuscope_core::Samples::F32(v), None) => run(v),
+                (s, None) => run(&crate::convert::to_f32(s, threads)),
+                (s, Some(m)) => run(&crate::convert::masked_f32(s, m.as_slice(), threads)),
+            }
+        })?;
+        let s = stats.map_err(py_err)?;
+        return Ok((s.mean, s.median, s.std));
+    }
+    let Input { values, .. } = arrays::input(data)?;
     let mask = match mask {
         Some(m) => Some(arrays::typed::<bool>(m, "mask")?.0),
         None => None,
     };
-    let options = p.options();
-    let engine = engine(py)?;
     let n = values.as_samples().len();
     let stats = interruptible(py, n, move || match engine.as_ref() {
         Engine::Gpu(gpu) => pollster::block_on(stats::sigma_clipped_stats(

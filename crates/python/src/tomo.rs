@@ -4,7 +4,16 @@ use gpuscope_core::tomo::{self, Fields, NormalizeParams};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 
+use gpuscope_core::keys::{SampleVec, Samples};
+
 use crate::arrays::{self, Input};
+use crate::convert;
+
+/// The projections, read in place or copied.
+enum Data {
+    Borrowed(arrays::Borrowed),
+    Copied(SampleVec),
+}
 use crate::device::{Engine, engine, interruptible, parse, py_err};
 
 /// The frames of a flat or dark field as float32, with the plane they
@@ -35,7 +44,15 @@ pub fn normalize<'py>(
     dark: &Bound<'py, PyAny>,
     options: &str,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let Input { values, shape } = arrays::input(arr)?;
+    // Read in place where the array allows; converted to float32 on
+    // threads (float32 as it lies).
+    let (values, shape) = match arrays::borrowed(arr) {
+        Some((x, shape)) => (Data::Borrowed(x), shape),
+        None => {
+            let Input { values, shape } = arrays::input(arr)?;
+            (Data::Copied(values), shape)
+        }
+    };
     let plane = match shape[..] {
         [y, x] | [_, y, x] => [y, x],
         _ => {
@@ -50,18 +67,31 @@ pub fn normalize<'py>(
     let darks = frames(dark, "dark", plane)?;
     let engine = engine(py)?;
     let run_shape = shape.clone();
-    let n = values.as_samples().len();
+    let n = shape.iter().product();
     let result = interruptible(py, n, move || {
         let fields = Fields::new(&flats, &darks, plane, p.averaging)?;
-        let data = arrays::into_f32(values);
+        let converted;
+        let data: &[f32] = match &values {
+            Data::Borrowed(x) => match x.samples() {
+                Samples::F32(v) => v,
+                other => {
+                    converted = convert::to_f32(other, convert::threads_for(n, false));
+                    &converted
+                }
+            },
+            Data::Copied(v) => {
+                converted = arrays::to_f32(v);
+                &converted
+            }
+        };
         if data.is_empty() {
-            return Ok(data);
+            return Ok(Vec::new());
         }
         match engine.as_ref() {
             Engine::Gpu(gpu) => {
-                pollster::block_on(tomo::gpu::normalize(gpu, &data, &run_shape, &fields, &p))
+                pollster::block_on(tomo::gpu::normalize(gpu, data, &run_shape, &fields, &p))
             }
-            Engine::Cpu => tomo::cpu::normalize(&data, &run_shape, &fields, &p),
+            Engine::Cpu => tomo::cpu::normalize(data, &run_shape, &fields, &p),
         }
     })?;
     arrays::array(py, result.map_err(py_err)?, &shape)

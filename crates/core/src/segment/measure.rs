@@ -79,15 +79,37 @@ pub async fn regionprops(
     n_labels: usize,
 ) -> Result<Vec<Region>> {
     check(labels, values, shape, n_labels)?;
-    let s = shape3(shape)?;
-    if n_labels == 0 {
-        return Ok(Vec::new());
-    }
     let vmax = values
         .iter()
         .zip(labels)
         .filter(|&(_, &l)| l != 0)
         .fold(0f32, |m, (v, _)| m.max(v.abs()));
+    regionprops_scanned(gpu, labels, values, shape, n_labels, vmax).await
+}
+
+/// [`regionprops`] of labels and intensities the caller has scanned
+/// already (in one pass, e.g. on threads): every label in 0..=n_labels,
+/// every labelled intensity finite, `vmax` the largest |intensity| of a
+/// labelled pixel. Only the shapes are checked here.
+pub async fn regionprops_scanned(
+    gpu: &Gpu,
+    labels: &[i32],
+    values: &[f32],
+    shape: &[usize],
+    n_labels: usize,
+    vmax: f32,
+) -> Result<Vec<Region>> {
+    let s = shape3(shape)?;
+    if s.iter().product::<usize>() != labels.len() || values.len() != labels.len() {
+        return Err(Error::InvalidInput(format!(
+            "labels ({}) and intensities ({}) must both have the shape {shape:?}",
+            labels.len(),
+            values.len()
+        )));
+    }
+    if n_labels == 0 {
+        return Ok(Vec::new());
+    }
     let scale = scale_for(vmax);
     // Pixel chunks: whole planes (3-D) or rows (2-D); labels + values.
     let max_px = (gpu.max_binding_size() / 4).min(gpu.memory_budget() / 16) as usize;

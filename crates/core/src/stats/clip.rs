@@ -171,14 +171,15 @@ pub async fn sigma_clipped_stats(
 ) -> Result<ClipStats> {
     options.sigmas()?;
     check_mask(data.len(), mask)?;
-    // Masked values become NaN, which every bound excludes.
-    let values: Vec<f32> = match mask {
+    // Masked values become NaN, which every bound excludes; unmasked data
+    // is uploaded from where it lies.
+    let values: std::borrow::Cow<'_, [f32]> = match mask {
         Some(m) => data
             .iter()
             .zip(m)
             .map(|(&x, &masked)| if masked { f32::NAN } else { x })
             .collect(),
-        None => data.to_vec(),
+        None => std::borrow::Cow::Borrowed(data),
     };
     if !values.iter().any(|v| v.is_finite()) {
         return Err(no_values());

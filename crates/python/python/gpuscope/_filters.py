@@ -32,9 +32,10 @@ def run(op, x, options, array=None, output=None, same_dtype=False):
         x = x.view(np.uint8)
         if dtype == np.bool_ and not same_dtype:
             raise TypeError("a boolean output is not supported for linear filters (give output=np.uint8)")
-    # A float32 output array is written in place where the extension can
-    # (it then returns the array itself); otherwise the result is copied in.
-    out = target if target is not None and target.dtype == np.float32 else None
+    # An output array of the result's dtype is written in place where the
+    # extension can (it then returns the array itself); otherwise the
+    # result is copied in.
+    out = target
     if same_dtype or dtype == np.bool_:
         result = _gpuscope.filter(op, x, options, array, out=out)
         if x.dtype != dtype:

@@ -48,13 +48,16 @@ def regionprops_table(label_image, intensity_image=None, properties=("label", "b
     labels = array(label_image, "label_image")
     if labels.dtype.kind not in "iub":
         raise TypeError("label_image must be of an integer dtype (skimage: non-integer label images are an error)")
-    if labels.size and labels.max() > np.iinfo(np.int32).max:
+    if labels.dtype != np.int32 and labels.size and labels.max() > np.iinfo(np.int32).max:
         raise ValueError("labels above 2**31 - 1 are not supported")
     labels = labels.astype(np.int32, copy=False)
     if intensity_image is None:
         values = np.zeros(labels.shape, np.float32)
     else:
-        values = array(intensity_image, "intensity_image").astype(np.float32, copy=False)
+        # Any numeric dtype: the extension converts to float32 on threads.
+        values = array(intensity_image, "intensity_image")
+        if values.dtype == np.bool_:
+            values = values.view(np.uint8)
     _check(properties, intensity_image is not None)
     return _table(_gpuscope.regionprops(labels, values), properties, separator)
 
