@@ -8,15 +8,15 @@ use std::time::Instant;
 use clap::Args;
 use gpuscope_core::Gpu;
 use gpuscope_core::filters::median::{self, Footprint, OutlierRemoval, Outliers};
-use gpuscope_core::filters::{self, Boundary, Filter, GaussianParams, MedianParams, Mode};
+use gpuscope_core::filters::{self, Boundary, Filter, GaussianParams, MedianParams, Mode, Output};
 use gpuscope_io::{Array, DType};
 use serde_json::json;
 
 use crate::common::{CliResult, Engine, Failure, integer_output, open_contexts, samples};
 use crate::spread;
 use crate::stream::{
-    ProgressBar, Sink, Source, StackReader, StackWriter, empty_samples, f32_words, from_f32_words,
-    from_keys32, from_keys64, keys32, keys64, sample_vec_array,
+    ProgressBar, Sink, Source, StackReader, StackWriter, ToWords, empty_samples, f32_words,
+    from_f32_words, from_keys32, from_keys64, keys32, keys64, sample_vec_array,
 };
 use crate::{Cli, parse_dtype, parse_mode};
 
@@ -60,13 +60,14 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
     let mut contexts = open_contexts(cli)?;
     if contexts.len() >= 2
         && stream_output(&args.output)
-        && let Some(reader) = StackReader::open(&args.input)?
+        && let Some(reader) = stack_to_stream(args)?
     {
         let (shape, in_dtype) = (reader.shape(), reader.dtype());
         drop(reader);
         let out_dtype = args.dtype.unwrap_or(in_dtype);
         let filter = make_filter(args, shape.len())?;
         let output = integer_output(out_dtype)?;
+        let to_words = words_for(output);
         let halo = filter.halo()[0];
         let wrap = args.mode == Mode::Wrap;
         let n = spread::parts(contexts.len(), shape[0], halo, &args.output, wrap);
@@ -80,7 +81,7 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
                 &shape,
                 out_dtype,
                 halo,
-                f32_words,
+                to_words,
                 from_f32_words,
                 &|gpu, sub, source, sink, progress| {
                     pollster::block_on(filters::apply_stream(
@@ -105,7 +106,7 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
     let spread = cli.adapters.is_some();
     let engine = Engine::first_of(cli, contexts)?;
     let reader = match &engine {
-        Engine::Gpu(_) if stream_output(&args.output) => StackReader::open(&args.input)?,
+        Engine::Gpu(_) if stream_output(&args.output) => stack_to_stream(args)?,
         _ => None,
     };
     let (shape, in_dtype) = match &reader {
@@ -123,7 +124,7 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             let mut bar = ProgressBar::new(shape[1] * shape[2] * in_dtype.size_bytes());
             let mut source = Source {
                 reader,
-                to_words: f32_words,
+                to_words: words_for(output),
             };
             let mut sink = Sink {
                 writer,
@@ -157,9 +158,21 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             let output = integer_output(out_dtype)?;
             let filter = make_filter(args, input.ndim())?;
             let shape = input.shape.clone();
+            // Integer samples beyond float32 (uint32 detector gaps at
+            // 2^32 - 1) are filtered in float64 on the host, as scipy.
+            let exact = output == Output::Float
+                || input.dtype() == DType::Bool
+                || filters::gpu_exact(samples(&input)?, boundary(args));
             // The decoded image is dropped once converted, before the
             // filter's output is allocated.
             let result = match &engine {
+                Engine::Gpu(_) if !exact => {
+                    let values = input.to_f64_vec();
+                    drop(input);
+                    let values =
+                        filters::host::apply(&filter, &values, &shape, boundary(args), output)?;
+                    Array::from_f64(shape.clone(), values)?
+                }
                 Engine::Gpu(gpu) => {
                     let values = input.to_f32_vec();
                     drop(input);
@@ -234,6 +247,49 @@ impl OutliersArgs {
             outliers: self.mode,
         }
     }
+}
+
+/// The input as a stack to stream, if it is one whose samples the stream's
+/// float32 words hold exactly wherever the output is an integer dtype:
+/// 32- and 64-bit integers and float64 may hold others (uint32 detector
+/// gaps at 2^32 - 1), so those are filtered in memory, where the samples
+/// decide between the GPU and the host's float64 (scipy's answer either way).
+fn stack_to_stream(args: &ConvolveArgs) -> CliResult<Option<StackReader>> {
+    let Some(reader) = StackReader::open(&args.input)? else {
+        return Ok(None);
+    };
+    let in_dtype = reader.dtype();
+    let integer_out = matches!(
+        integer_output(args.dtype.unwrap_or(in_dtype)),
+        Ok(Output::Integer { .. })
+    );
+    let wide = matches!(
+        in_dtype,
+        DType::U32 | DType::I32 | DType::U64 | DType::I64 | DType::F64
+    );
+    Ok((!(integer_out && wide)).then_some(reader))
+}
+
+/// The stream's float32 words of a slab. For an integer output the GPU's
+/// answer is scipy's only when every sample is a float32 value (integers up
+/// to 2^24): a slab holding others (uint32 gaps at 2^32 - 1) stops the
+/// command with an error instead of a rounded result.
+fn words_for(output: Output) -> ToWords<f32> {
+    match output {
+        Output::Float => f32_words,
+        Output::Integer { .. } => exact_f32_words,
+    }
+}
+
+fn exact_f32_words(a: &Array) -> CliResult<Vec<f32>> {
+    if a.dtype() != DType::Bool && !filters::gpu_exact(samples(a)?, Boundary::default()) {
+        return Err(Failure(format!(
+            "this {} stack holds values beyond 2^24 (such as detector gaps at 2^32 - 1), which \
+             the streamed GPU filter would round (float32); run with --cpu for scipy's exact answer",
+            a.dtype().name()
+        )));
+    }
+    f32_words(a)
 }
 
 fn boundary(args: &ConvolveArgs) -> Boundary {

@@ -527,3 +527,117 @@ fn images_cut_into_three_chunks_for_overlap_equal_the_whole_image() {
         assert!(cut == whole, "median {mode:?}: cut against whole");
     }
 }
+
+/// Detector gaps: flat regions at the top of uint16 (2^16 - 1), where
+/// scipy's f64 sum of a flat window falls just below the integer (65534),
+/// on the GPU; and samples beyond float32 (uint32 gaps at 2^32 - 1, int32,
+/// 64-bit integers near their tops), which the GPU cannot hold: `gpu_exact`
+/// sends them to the host's float64 path, equal to the reference bit for bit.
+#[test]
+fn detector_gaps_and_integers_near_their_top_equal_the_reference() {
+    let (h, w) = (20, 27);
+    let r = noise(h * w, 8);
+    let gaps = |top: f64, low: f64| -> Vec<f64> {
+        (0..h * w)
+            .map(|i| {
+                let (y, x) = (i / w, i % w);
+                if y == 9 || x == 13 || (y > 14 && x < 6) {
+                    top
+                } else {
+                    (low + r[i] * 40.0).floor()
+                }
+            })
+            .collect()
+    };
+    let b = Boundary::default();
+    let filters = [
+        Filter::gaussian(2, &[1.5], 4.0).unwrap(),
+        Filter::gaussian(2, &[2.0, 0.7], 4.0).unwrap(),
+        Filter::correlate(2, &[0.25, 0.5, 0.125, 0.125], &[2, 2]).unwrap(),
+    ];
+    let u16_out = Output::Integer {
+        bits: 16,
+        signed: false,
+    };
+    let v16 = gaps(65535.0, 0.0);
+    let v16_32: Vec<f32> = v16.iter().map(|&v| v as f32).collect();
+    let u16s: Vec<u16> = v16.iter().map(|&v| v as u16).collect();
+    assert!(filters::gpu_exact(gpuscope_core::Samples::U16(&u16s), b));
+    for f in &filters {
+        let c = filters::cpu::apply(f, &v16, &[h, w], b, u16_out).unwrap();
+        let g = pollster::block_on(filters::apply(gpu(), f, &v16_32, &[h, w], b, u16_out)).unwrap();
+        let g: Vec<f64> = g.iter().map(|&x| f64::from(x)).collect();
+        let off = g.iter().zip(&c).filter(|(g, c)| g != c).count();
+        assert_eq!(off, 0, "uint16 gaps: {off} pixels differ");
+    }
+    let int = |bits, signed| Output::Integer { bits, signed };
+    let u32s: Vec<u32> = gaps(4294967295.0, 0.0).iter().map(|&v| v as u32).collect();
+    let i32s: Vec<i32> = gaps(2147483647.0, -20.0)
+        .iter()
+        .map(|&v| v as i32)
+        .collect();
+    let i64s: Vec<i64> = gaps(9.2e18, 0.0).iter().map(|&v| v as i64).collect();
+    let u64s: Vec<u64> = gaps(1.8e19, 0.0).iter().map(|&v| v as u64).collect();
+    let cases: [(gpuscope_core::Samples<'_>, Output); 4] = [
+        (gpuscope_core::Samples::U32(&u32s), int(32, false)),
+        (gpuscope_core::Samples::I32(&i32s), int(32, true)),
+        (gpuscope_core::Samples::I64(&i64s), int(64, true)),
+        (gpuscope_core::Samples::U64(&u64s), int(64, false)),
+    ];
+    for (samples, out) in cases {
+        assert!(!filters::gpu_exact(samples, b), "{out:?}");
+        let v: Vec<f64> = match samples {
+            gpuscope_core::Samples::U32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            gpuscope_core::Samples::I32(v) => v.iter().map(|&x| f64::from(x)).collect(),
+            gpuscope_core::Samples::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            gpuscope_core::Samples::U64(v) => v.iter().map(|&x| x as f64).collect(),
+            _ => unreachable!(),
+        };
+        for f in &filters {
+            for mode in [Mode::Reflect, Mode::Constant] {
+                let b = Boundary { mode, cval: 3.0 };
+                let c = filters::cpu::apply(f, &v, &[h, w], b, out).unwrap();
+                let host = filters::host::apply(f, &v, &[h, w], b, out).unwrap();
+                let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&host), bits(&c), "{out:?} {mode:?}");
+            }
+        }
+    }
+    // A flat 2^32 - 1 as scipy truncates its sum: 4294967294 or
+    // 4294967295, never 0.
+    let flat = vec![4294967295.0; h * w];
+    let c = filters::host::apply(&filters[0], &flat, &[h, w], b, int(32, false)).unwrap();
+    assert!(c.iter().all(|&v| v >= 4294967294.0));
+}
+
+/// scipy's test_gauss03: the sum of a float32 Gaussian within 1.5 of the
+/// input's. f32 weights rounded each to nearest summed 2e-8 above 1, a bias
+/// of 1.75 in this sum.
+#[test]
+fn float32_gaussian_keeps_the_sum_as_scipy_requires() {
+    let x: Vec<f32> = (0..10000).map(|i| i as f32).collect();
+    let f = Filter::gaussian(2, &[1.0, 1.0], 4.0).unwrap();
+    for device in [gpu(), tiny_gpu()] {
+        let g = pollster::block_on(filters::apply(
+            device,
+            &f,
+            &x,
+            &[100, 100],
+            Boundary::default(),
+            Output::Float,
+        ))
+        .unwrap();
+        let sum: f64 = g.iter().map(|&v| f64::from(v)).sum();
+        assert!((sum - 49995000.0).abs() < 1.5, "sum {sum}");
+    }
+    for p in &f.passes {
+        let w32 = p.f32_weights();
+        let exact: f64 = p.weights.iter().sum();
+        let got: f64 = w32.iter().map(|&v| f64::from(v)).sum();
+        assert!((got - exact).abs() < 1e-10, "{got} {exact}");
+        for (a, b) in w32.iter().zip(&p.weights) {
+            assert!((f64::from(*a) - b).abs() <= b.abs() * 2f64.powi(-18));
+        }
+        assert!(w32.iter().eq(w32.iter().rev()), "symmetric");
+    }
+}

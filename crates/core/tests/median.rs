@@ -683,3 +683,26 @@ fn nan_cval_gives_nan_wherever_scipy_does_and_never_minus_infinity() {
         }
     }
 }
+
+/// Windows of thousands of elements, past what one invocation's loops may
+/// run on llvmpipe (lavapipe and GL there stop every invocation's loops
+/// after 65535 iterations in all, silently): 47 x 47 and 63 x 63 gave
+/// half-finished searches. Up to the largest footprint (65 025 elements of
+/// 255 x 255, on an image smaller than the window: scipy's modes repeat it),
+/// for 32-bit and 64-bit keys.
+#[test]
+fn windows_of_thousands_of_elements_equal_the_reference() {
+    // (shape, window, dtype index in `dtypes`, mode)
+    let cases = [
+        ([8, 9], 47, 5, Mode::Reflect),
+        ([6, 7], 63, 5, Mode::Wrap),
+        ([4, 5], 63, 7, Mode::Mirror),
+        ([3, 4], 127, 1, Mode::Reflect),
+        ([2, 2], 255, 7, Mode::Reflect),
+    ];
+    for (shape, size, dtype, mode) in cases {
+        let fp = Footprint::size(2, &[size]).unwrap();
+        let input = dtypes(shape[0] * shape[1], size as u64).swap_remove(dtype);
+        median_both(gpu(), &input, &shape, &fp, Boundary { mode, cval: 0.0 });
+    }
+}

@@ -762,3 +762,35 @@ fn host_connectivity_equals_the_twin_flood_fill() {
     }
     assert_eq!(cases, 6 * 3 * 8 * 2);
 }
+
+/// scikit-image's test_enforce_connectivity (test_slic.py): a 3 x 6 float
+/// image, two segments, compactness 1e-4, labels from 0, with and without
+/// the connectivity step (and with max_size_factor 0.8).
+#[test]
+fn skimage_enforce_connectivity_test_image() {
+    let img: Vec<f64> = [[0, 0, 0, 1, 1, 1], [1, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 0]]
+        .iter()
+        .flatten()
+        .map(|&v| f64::from(v))
+        .collect();
+    let p = SlicParams {
+        n_segments: 2,
+        compactness: 1e-4,
+        convert2lab: Some(false),
+        start_label: 0,
+        ..gray(SlicParams::default())
+    };
+    let connected = [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1];
+    let run = |p: &SlicParams| both(Samples::F64(&img), &[3, 6], p).labels;
+    assert_eq!(run(&p), connected);
+    // Without the connectivity step skimage gives the image itself
+    // ([[0, 0, 0, 1, 1, 1], [1, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 0]]); the
+    // float32 k-means swaps the two labels: the colour distance (1e8) absorbs
+    // the spatial one (under 2) in a float32 sum, and the tie goes to
+    // centre 0 in the first pass (skimage sums float64 input in float64).
+    let low_max = SlicParams {
+        max_size_factor: 0.8,
+        ..p.clone()
+    };
+    assert_eq!(run(&low_max), connected);
+}

@@ -129,7 +129,18 @@ pub fn filter<'py>(
         if values.as_samples().is_empty() {
             return Ok(Floats::F64(Vec::new()));
         }
+        let exact = output == Output::Float || filters::gpu_exact(values.as_samples(), boundary);
         match engine.as_ref() {
+            // Integer samples beyond float32 (uint32 detector gaps at
+            // 2^32 - 1) are filtered in float64 on the host, as scipy.
+            Engine::Gpu(_) if !exact => filters::host::apply(
+                &filter,
+                &arrays::to_f64(&values),
+                &run_shape,
+                boundary,
+                output,
+            )
+            .map(Floats::F64),
             Engine::Gpu(gpu) => {
                 let input = arrays::into_f32(values);
                 pollster::block_on(filters::apply(
@@ -484,7 +495,9 @@ pub fn slic<'py>(
         }
     })?;
     let s = segments.map_err(py_err)?;
-    arrays::array(py, s.labels, &s.shape)
+    // int64, as scikit-image returns its labels.
+    let labels: Vec<i64> = s.labels.into_iter().map(i64::from).collect();
+    arrays::array(py, labels, &s.shape)
 }
 
 /// astropy.stats.sigma_clipped_stats: (mean, median, std). The GPU path

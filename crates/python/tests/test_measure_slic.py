@@ -122,3 +122,13 @@ def test_slic_mask_3d_and_multichannel_as_skimage(engine, case):
     want = sk_slic(image, **kw)
     assert (got[~kw["mask"]] == 0).all()
     np.testing.assert_array_equal(got, want)
+
+
+def test_slic_labels_are_int64_as_skimage():
+    from skimage.segmentation import slic as sk_slic
+    img = np.array([[0, 0, 0, 1, 1, 1], [1, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 0]], float)
+    kw = dict(compactness=0.0001, convert2lab=False, start_label=0, channel_axis=None)
+    got = gpuscope.segmentation.slic(img, 2, **kw)
+    want = sk_slic(img, 2, **kw)
+    assert got.dtype == want.dtype == np.int64
+    np.testing.assert_array_equal(got, want)

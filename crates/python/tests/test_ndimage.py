@@ -201,3 +201,101 @@ def test_label_3d_and_output(engine):
 def test_bad_arguments(engine, call, error):
     with pytest.raises(error):
         call()
+
+
+# Integers near the top of their range (Eiger gaps and dead pixels are
+# 2^32 - 1, or 2^16 - 1 for 16-bit data): scipy's float64 sums, truncated.
+# The 64-bit values keep scipy's sums in range (its cast of an
+# out-of-range double is undefined in C).
+TOPS = [
+    (np.uint16, 2**16 - 1, 2**16 - 100),
+    (np.uint32, 2**32 - 1, 2**32 - 100),
+    (np.int32, 2**31 - 1, 2**31 - 100),
+    (np.int32, -(2**31), -(2**31) + 100),
+    (np.int64, 2**62 + 2**40, 2**62),
+    (np.uint64, 2**63 + 2**41, 2**63),
+]
+
+
+@pytest.mark.parametrize("dtype,top,other", TOPS)
+def test_gaussian_of_integers_near_their_top(engine, dtype, top, other):
+    x = np.full((9, 12), top, dtype=dtype)
+    x[2, 3] = x[6, 9] = other
+    x[4:, :2] = rng.integers(0, 50, (5, 2))
+    for sigma in (2, [1, 0.7]):
+        got = gn.gaussian_filter(x, sigma)
+        want = ndi.gaussian_filter(x, sigma)
+        assert got.dtype == want.dtype == dtype
+        np.testing.assert_array_equal(got, want)
+    got = gn.correlate(x, [[0.25, 0.5], [0.125, 0.125]], mode="constant")
+    np.testing.assert_array_equal(got, ndi.correlate(x, [[0.25, 0.5], [0.125, 0.125]], mode="constant"))
+
+
+@pytest.mark.parametrize("tag", ["u32", "u16"])
+def test_eiger_gaps_golden(engine, tag):
+    # tests/golden/eiger_gaps/make_goldens.py: scipy's answers, exactly.
+    x = golden("eiger_gaps", f"eiger_gaps_{tag}.npy")
+    want = golden("eiger_gaps", f"eiger_gaps_{tag}_gauss1_5.npy")
+    np.testing.assert_array_equal(gn.gaussian_filter(x, 1.5), want)
+    want = golden("eiger_gaps", f"eiger_gaps_{tag}_gauss3_nearest.npy")
+    np.testing.assert_array_equal(gn.gaussian_filter(x, 3.0, mode="nearest"), want)
+    if tag == "u32":
+        x = golden("eiger_gaps", "eiger_gaps_u32_corner.npy")
+        want = golden("eiger_gaps", "eiger_gaps_u32_corner_median51.npy")
+        np.testing.assert_array_equal(gn.median_filter(x, size=51), want)
+
+
+def test_gaussian_float32_sum_as_scipy_test_gauss03(engine):
+    # scipy's test_gauss03: the sum within 1.5 of the input's (float32).
+    x = np.arange(100 * 100, dtype=np.float32).reshape(100, 100)
+    got = gn.gaussian_filter(x, [1.0, 1.0])
+    assert got.dtype == np.float32
+    np.testing.assert_almost_equal(got.sum(dtype="d"), x.sum(dtype="d"), decimal=0)
+    assert_float(got, ndi.gaussian_filter(x, [1.0, 1.0]), engine == "cpu")
+
+
+@pytest.mark.parametrize("size", [47, 63])
+def test_median_of_large_windows_equals_scipy(engine, size):
+    # Small: lavapipe in CI selects from thousands of elements slowly.
+    x = (np.random.default_rng(0).random((12, 14)) * 100).astype(np.float32)
+    np.testing.assert_array_equal(gn.median_filter(x, size=size), ndi.median_filter(x, size=size))
+    if engine == "cpu":
+        return  # device arrays need the GPU
+    d = gpuscope.asarray(x)
+    np.testing.assert_array_equal(gn.median_filter(d, size=size).get(), ndi.median_filter(x, size=size))
+
+
+def test_what_scipy_refuses_is_refused():
+    x = np.arange(20.0).reshape(4, 5)
+    for bad in (x.astype(np.float16), x.astype(object)):
+        with pytest.raises(RuntimeError, match="not supported"):
+            gn.gaussian_filter(bad, 1)
+        with pytest.raises(RuntimeError):
+            ndi.gaussian_filter(bad, 1)
+        with pytest.raises(RuntimeError, match="not supported"):
+            gn.median_filter(bad, 3)
+    # Complex weights: scipy gives a complex result; never the real part.
+    with pytest.raises(NotImplementedError, match="complex"):
+        gn.correlate(x, np.array([[1 + 1j, 1]]))
+    with pytest.raises(NotImplementedError, match="complex"):
+        gn.convolve(x, [[1, 2j]])
+
+
+def test_label_output_too_small_raises_as_scipy():
+    lab = np.zeros((3, 600), np.uint8)
+    lab[:, ::2] = 1
+    for output in (np.int8, np.zeros(lab.shape, np.uint8)):
+        with pytest.raises(RuntimeError, match="insufficient bit-depth"):
+            ndi.label(lab, output=output)
+        with pytest.raises(RuntimeError, match="insufficient bit-depth"):
+            gn.label(lab, output=output)
+    labels, n = gn.label(lab, output=np.int16)
+    want, m = ndi.label(lab, output=np.int16)
+    assert n == m == 300
+    np.testing.assert_array_equal(labels, want)
+
+
+def test_none_in_an_object_footprint_is_false():
+    x = np.arange(20.0).reshape(4, 5)
+    fp = np.array([[1, None, 1]], dtype=object)
+    np.testing.assert_array_equal(gn.median_filter(x, footprint=fp), ndi.median_filter(x, footprint=fp))

@@ -165,3 +165,14 @@ def test_normalize_errors(engine):
         normalize(proj, flat, dark, cutoff=np.nan)
     with pytest.raises(TypeError):
         normalize(proj.astype(np.complex64), flat, dark)
+
+
+def test_quantities_keep_their_unit():
+    import astropy.units as u
+    for data, kw in [([1, 1] * u.kpc, {}), (np.array([1.0, 2, 3, 100]) * u.m, {"mask_value": 3 * u.m}),
+                     (np.array([1.0, 2, 3, 100, 2.5]) * u.s, {"sigma": 2})]:
+        got = sigma_clipped_stats(data, **kw)
+        want = astropy_stats(data, **kw)
+        for g, w in zip(got, want):
+            assert isinstance(g, u.Quantity) and g.unit == w.unit
+            np.testing.assert_allclose(g.value, w.value, rtol=1e-6)

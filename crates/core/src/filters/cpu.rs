@@ -61,18 +61,7 @@ pub fn apply(
 /// scipy's C cast of a double into an integer output: truncation toward
 /// zero, then wrap-around modulo 2^bits.
 pub fn quantize(v: f64, output: Output) -> f64 {
-    match output {
-        Output::Float => v,
-        Output::Integer { bits, signed } => {
-            let span = 2f64.powi(bits as i32);
-            let t = v.trunc();
-            let mut w = t - (t / span).floor() * span;
-            if signed && w >= span / 2.0 {
-                w -= span;
-            }
-            w
-        }
-    }
+    output.cast(v)
 }
 
 /// The offset of tap `t` along the pass's single axis.

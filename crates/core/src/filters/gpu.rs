@@ -266,7 +266,7 @@ async fn run(
     let mut weight_buffers = Vec::with_capacity(passes.len());
     for pass in &passes {
         let w: Vec<f32> = match output {
-            Output::Float => pass.weights.iter().map(|&v| v as f32).collect(),
+            Output::Float => pass.f32_weights(),
             Output::Integer { .. } => pass.weights.iter().flat_map(|&v| split_weight(v)).collect(),
         };
         match gpu.storage(4 * w.len() as u64, "filter weights").await {

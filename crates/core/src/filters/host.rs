@@ -7,7 +7,7 @@
 use crate::boundary::map_coordinate;
 use crate::error::{Error, Result};
 
-use super::{Boundary, Filter, Pass};
+use super::{Boundary, Filter, Output, Pass};
 
 /// Applies the 1-D passes of `filter` (float output) to one channel of an
 /// interleaved array: pixel `i` of the (z, y, x) volume `dims` is
@@ -79,6 +79,82 @@ fn fill_line(
             None => boundary.cval,
         });
     }
+}
+
+/// The whole filter on the host in float64, scipy's sums in scipy's order
+/// and its cast after every pass: the answer for samples the GPU's float32
+/// path cannot hold exactly (see [`super::gpu_exact`]). Equals the CPU
+/// reference bit for bit (a test compares the two).
+pub fn apply(
+    filter: &Filter,
+    input: &[f64],
+    shape: &[usize],
+    boundary: Boundary,
+    output: Output,
+) -> Result<Vec<f64>> {
+    let s = crate::chunk::shape3(shape)?;
+    if shape.len() != filter.ndim || s.iter().product::<usize>() != input.len() {
+        return Err(Error::InvalidInput(format!(
+            "{} values for shape {shape:?} and a {}-D filter",
+            input.len(),
+            filter.ndim
+        )));
+    }
+    let mut data = input.to_vec();
+    for pass in &filter.passes {
+        if pass.one_d {
+            let one = Filter {
+                ndim: 3,
+                passes: vec![pass.clone()],
+            };
+            apply_1d_in_place(&one, &mut data, s, 1, 0, boundary)?;
+        } else {
+            data = correlate_nd(pass, &data, s, boundary);
+        }
+        data.iter_mut().for_each(|v| *v = output.cast(*v));
+    }
+    if filter.passes.is_empty() {
+        data.iter_mut().for_each(|v| *v = output.cast(*v));
+    }
+    Ok(data)
+}
+
+/// An n-D pass in scipy's NI_Correlate order: taps in C order, weights
+/// within machine epsilon of zero left out.
+fn correlate_nd(pass: &Pass, data: &[f64], s: [usize; 3], boundary: Boundary) -> Vec<f64> {
+    let taps: Vec<([i64; 3], f64)> = (0..pass.weights.len())
+        .filter(|&t| pass.weights[t].abs() > f64::EPSILON)
+        .map(|t| {
+            let k = [
+                t / (pass.shape[1] * pass.shape[2]),
+                t / pass.shape[2] % pass.shape[1],
+                t % pass.shape[2],
+            ];
+            (
+                [0, 1, 2].map(|a| k[a] as i64 - pass.left[a] as i64),
+                pass.weights[t],
+            )
+        })
+        .collect();
+    let mut out = vec![0.0; data.len()];
+    for z in 0..s[0] {
+        for y in 0..s[1] {
+            for x in 0..s[2] {
+                let p = [z, y, x];
+                let mut acc = 0.0;
+                for (d, w) in &taps {
+                    let c = |a: usize| map_coordinate(p[a] as i64 + d[a], s[a], boundary.mode);
+                    let v = match (c(0), c(1), c(2)) {
+                        (Some(cz), Some(cy), Some(cx)) => data[(cz * s[1] + cy) * s[2] + cx],
+                        _ => boundary.cval,
+                    };
+                    acc += v * w;
+                }
+                out[(z * s[1] + y) * s[2] + x] = acc;
+            }
+        }
+    }
+    out
 }
 
 /// scipy's NI_Correlate1D order (as the reference's `correlate1d`): a

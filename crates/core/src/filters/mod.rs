@@ -32,6 +32,51 @@ pub enum Output {
     Integer { bits: u32, signed: bool },
 }
 
+impl Output {
+    /// scipy's C cast of a double into this output: truncation toward zero,
+    /// then wrap-around modulo 2^bits (x86-64's conversions for the
+    /// in-range values scipy's own sums give; out of range its C cast is
+    /// undefined, see docs/filters.md).
+    pub fn cast(self, v: f64) -> f64 {
+        match self {
+            Output::Float => v,
+            Output::Integer { bits, signed } => {
+                let span = 2f64.powi(bits as i32);
+                let t = v.trunc();
+                let mut w = t - (t / span).floor() * span;
+                if signed && w >= span / 2.0 {
+                    w -= span;
+                }
+                w
+            }
+        }
+    }
+}
+
+/// Whether the GPU's float32 path gives scipy's answer for these samples:
+/// every sample is a float32 value (integers up to 2^24 in magnitude, any
+/// float32), and so is the constant of mode constant. Integer outputs are
+/// then exact (two-word sums of exact products, correlate.wgsl); other
+/// samples, such as uint32 detector gaps of 2^32 - 1, round on the way in,
+/// and callers filter them with [`host::apply`] instead.
+pub fn gpu_exact(input: crate::keys::Samples<'_>, boundary: Boundary) -> bool {
+    use crate::keys::Samples as S;
+    fn int(v: impl Iterator<Item = i128>) -> bool {
+        // Every integer of magnitude up to 2^24 is a float32; larger ones
+        // only when a power of two's multiple, which needs no special case.
+        v.map(|x| x.unsigned_abs()).max().unwrap_or(0) <= 1 << 24
+    }
+    let cval = boundary.mode != Mode::Constant || f64::from(boundary.cval as f32) == boundary.cval;
+    cval && match input {
+        S::U8(_) | S::I8(_) | S::U16(_) | S::I16(_) | S::F32(_) => true,
+        S::U32(v) => int(v.iter().map(|&x| i128::from(x))),
+        S::I32(v) => int(v.iter().map(|&x| i128::from(x))),
+        S::U64(v) => int(v.iter().map(|&x| i128::from(x))),
+        S::I64(v) => int(v.iter().map(|&x| i128::from(x))),
+        S::F64(v) => v.iter().all(|&x| f64::from(x as f32) == x),
+    }
+}
+
 /// Boundary handling shared by every pass.
 #[derive(Clone, Copy, Debug, PartialEq, Default)]
 pub struct Boundary {
@@ -52,6 +97,46 @@ pub struct Pass {
 }
 
 impl Pass {
+    /// The weights as the GPU's float path multiplies them: f32 values
+    /// whose sum stays within a tiny fraction of the f64 weights' sum.
+    /// Rounding each to the nearest f32 can leave their sum off by about
+    /// 2e-8 (a Gaussian of sigma 1), a bias of that share in every output:
+    /// scipy's test of a Gaussian's sum (`test_gauss03`) then fails its
+    /// tolerance. The largest weights are rounded first, each smaller one
+    /// absorbing the error left so far, by at most 2^-19 of itself; mirrored
+    /// pairs of a symmetric kernel stay equal; weights exact in f32 (float32
+    /// kernels) and zeros keep their value.
+    pub fn f32_weights(&self) -> Vec<f32> {
+        let w = &self.weights;
+        let n = w.len();
+        let mut out: Vec<f32> = w.iter().map(|&v| v as f32).collect();
+        let symmetric = (0..n / 2).all(|i| w[i] == w[n - 1 - i]);
+        let mut order: Vec<usize> = if symmetric {
+            (0..n.div_ceil(2)).collect()
+        } else {
+            (0..n).collect()
+        };
+        order.sort_by(|&a, &b| w[b].abs().total_cmp(&w[a].abs()).then(a.cmp(&b)));
+        // The f64 sum of the chosen weights minus that of the true ones.
+        let mut error = 0.0f64;
+        for i in order {
+            let copies = if symmetric && i != n - 1 - i {
+                2.0
+            } else {
+                1.0
+            };
+            if w[i] == 0.0 || !(w[i] as f32).is_finite() {
+                continue;
+            }
+            let reach = w[i].abs() * 2f64.powi(-19);
+            let best = (w[i] - error / copies).clamp(w[i] - reach, w[i] + reach) as f32;
+            error += copies * (f64::from(best) - w[i]);
+            out[i] = best;
+            out[n - 1 - i] = if copies == 2.0 { best } else { out[n - 1 - i] };
+        }
+        out
+    }
+
     /// Reach of the pass on each side of an output element, per axis.
     pub fn reach(&self) -> Shape3 {
         [0, 1, 2].map(|a| self.left[a].max(self.shape[a] - 1 - self.left[a]))

@@ -54,7 +54,7 @@ pub(super) fn pass_module(gpu: &Gpu, pass: &Pass) -> Result<Module> {
     if !unrolled(pass) {
         return Ok(Shader::Correlate.into());
     }
-    let bits: Vec<u32> = pass.weights.iter().map(|&v| (v as f32).to_bits()).collect();
+    let bits: Vec<u32> = pass.f32_weights().iter().map(|v| v.to_bits()).collect();
     let key = format!("correlate {:?} {bits:?}", pass.shape);
     gpu.generated(key, || pass_source(pass))
 }
@@ -69,7 +69,7 @@ fn unrolled(pass: &Pass) -> bool {
 /// sum unrolled when the kernel is small enough and its weights finite (a
 /// WGSL literal cannot be an infinity).
 fn pass_source(pass: &Pass) -> String {
-    let weights: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
+    let weights = pass.f32_weights();
     if !unrolled(pass) {
         return shaders::CORRELATE.to_string();
     }
@@ -129,7 +129,7 @@ pub(super) fn default_quad_rows(_pass: &Pass) -> usize {
 /// The quad kernel of `pass` with `rows` rows per invocation, generated
 /// once per device for each kernel (see [`quads_source`]).
 pub(super) fn quads_module(gpu: &Gpu, pass: &Pass, rows: usize) -> Result<Module> {
-    let bits: Vec<u32> = pass.weights.iter().map(|&v| (v as f32).to_bits()).collect();
+    let bits: Vec<u32> = pass.f32_weights().iter().map(|v| v.to_bits()).collect();
     let key = format!(
         "correlate quads {rows} {:?} {:?} {bits:?}",
         pass.shape, pass.left
@@ -142,7 +142,7 @@ pub(super) fn quads_module(gpu: &Gpu, pass: &Pass, rows: usize) -> Result<Module
 /// reads the row, each output's taps in value_at's order (z, y, x), so
 /// that the sums are the word kernel's.
 fn quads_source(pass: &Pass, rows: usize) -> String {
-    let weights: Vec<f32> = pass.weights.iter().map(|&v| v as f32).collect();
+    let weights = pass.f32_weights();
     let [nz, ny, nx] = pass.shape;
     let left = pass.left[2];
     let (words_left, words_right, words) = quad_words(pass);

@@ -17,6 +17,17 @@ from ._catalogue import CATALOGUE, array, as_list, options, signature, unsupport
 __all__ = ["convolve", "correlate", "gaussian_filter", "label", "median_filter"]
 
 
+def _filter_input(input):
+    """The input as the filters take it; float16 and object arrays raise
+    scipy's RuntimeError (the shared conversion would otherwise widen
+    float16 to float32)."""
+    if not isinstance(input, _gpuscope.DeviceArray):
+        dtype = np.asarray(input).dtype
+        if dtype == np.float16 or dtype.kind == "O":
+            raise RuntimeError(f"array type {dtype!r} not supported (as scipy.ndimage)")
+    return array(input, device=True)
+
+
 @signature("gaussian_filter")
 def gaussian_filter(input, sigma, order=0, output=None, mode=CATALOGUE, cval=CATALOGUE,
                     truncate=CATALOGUE, *, radius=None, axes=None):
@@ -24,14 +35,18 @@ def gaussian_filter(input, sigma, order=0, output=None, mode=CATALOGUE, cval=CAT
     axis, radius ``int(truncate * sigma + 0.5)``; integer inputs give the
     input's dtype, truncated after every pass, as scipy."""
     unsupported("gaussian_filter", order=(order, 0), radius=(radius, None), axes=(axes, None))
-    x = array(input, device=True)
+    x = _filter_input(input)
     opts = options(sigma=as_list(sigma), mode=mode, cval=cval, truncate=truncate)
     return _filters.run("gaussian_filter", x, opts, output=output)
 
 
 def _linear(op, input, weights, output, mode, cval, origin, axes):
     unsupported(op, origin=(origin, 0), axes=(axes, None))
-    x = array(input, device=True)
+    x = _filter_input(input)
+    if np.iscomplexobj(weights):
+        # scipy returns a complex result; taking the real part would be a
+        # silent wrong answer.
+        raise NotImplementedError(f"{op}: complex weights are not supported by gpuscope (give real weights)")
     w = np.ascontiguousarray(np.asarray(weights, dtype=np.float64))
     return _filters.run(op, x, options(mode=mode, cval=cval), array=w, output=output)
 
@@ -56,12 +71,13 @@ def median_filter(input, size=None, footprint=None, output=None, mode=CATALOGUE,
     window, exact for every dtype, in the input's dtype. NaN counts as
     smaller than every number (Mantid Imaging)."""
     unsupported("median_filter", origin=(origin, 0), axes=(axes, None))
-    x = array(input, device=True)
+    x = _filter_input(input)
     fp = None
     if footprint is not None:
-        # As scipy, a footprint makes size irrelevant.
+        # As scipy, a footprint makes size irrelevant; its elements are
+        # taken as bool (None in an object array is False, as in scipy).
         size = None
-        fp = np.ascontiguousarray(np.asarray(footprint, dtype=np.float64))
+        fp = np.ascontiguousarray(np.asarray(footprint).astype(bool).astype(np.float64))
     opts = options(size=as_list(size) if size is not None else CATALOGUE, mode=mode, cval=cval)
     return _filters.run("median_filter", x, opts, array=fp, output=output, same_dtype=True)
 
@@ -98,10 +114,20 @@ def label(input, structure=None, output=None):
     labels, n = _gpuscope.label(x, options(**opts))
     if isinstance(output, np.ndarray):
         np.copyto(output, labels, casting="unsafe")
+        _check_bit_depth(output, labels)
         return n
     if output is not None:
+        wide = labels
         labels = labels.astype(output)
+        _check_bit_depth(labels, wide)
     return labels, n
+
+
+def _check_bit_depth(output, labels):
+    """scipy's refusal of an output dtype whose values cannot hold the
+    labels (they would wrap)."""
+    if not np.array_equal(output, labels):
+        raise RuntimeError("insufficient bit-depth in requested output type")
 
 
 def _device_label(x, structure, output):

@@ -19,7 +19,7 @@ def slic(image, n_segments=CATALOGUE, compactness=CATALOGUE, max_num_iter=CATALO
          spacing=CATALOGUE, convert2lab=CATALOGUE, enforce_connectivity=CATALOGUE,
          min_size_factor=CATALOGUE, max_size_factor=CATALOGUE, slic_zero=CATALOGUE,
          start_label=CATALOGUE, mask=None, *, channel_axis=CATALOGUE):
-    """Superpixels as ``skimage.segmentation.slic``: int32 labels of the
+    """Superpixels as ``skimage.segmentation.slic``: int64 labels of the
     image's spatial shape, numbered from ``start_label``."""
     x = array(image, "image")
     if x.dtype == np.bool_:

@@ -3,5 +3,5 @@
 import numpy
 
 def slic(image, n_segments=100, compactness=10.0, max_num_iter=10, sigma=0.0, spacing=None, convert2lab=None, enforce_connectivity=True, min_size_factor=0.5, max_size_factor=3.0, slic_zero=False, start_label=1, mask=None, *, channel_axis=-1) -> numpy.ndarray:
-    """Superpixels as ``skimage.segmentation.slic``: int32 labels of the
+    """Superpixels as ``skimage.segmentation.slic``: int64 labels of the
     image's spatial shape, numbered from ``start_label``."""

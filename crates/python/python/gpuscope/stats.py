@@ -4,9 +4,12 @@ Differences from astropy: ``cenfunc`` is 'median' or 'mean' (no
 callables), ``stdfunc`` 'std' with ``std_ddof=0``, ``axis=None`` and
 ``grow=False`` only (NotImplementedError otherwise); the GPU path clips in
 float32 (float64 data agree to float32 rounding); infinite sigmas are
-refused. ``workshop=True`` is gpuscope's own: the GPU workshop's loop
+refused. An astropy Quantity keeps its unit, as in astropy.
+``workshop=True`` is gpuscope's own: the GPU workshop's loop
 (strict comparisons until nothing changes).
 """
+
+import sys
 
 import numpy as np
 
@@ -25,6 +28,18 @@ def sigma_clipped_stats(data, mask=None, mask_value=None, sigma=CATALOGUE, sigma
     left out, ``mask`` (true = excluded) and a masked array's mask too."""
     unsupported("sigma_clipped_stats", stdfunc=(stdfunc, "std"), std_ddof=(std_ddof, 0),
                 axis=(axis, None), grow=(grow, False))
+    unit = _unit(data)
+    if unit is not None:
+        # An astropy Quantity: the statistics of its values, in its unit (as
+        # astropy returns them); a mask_value given with a unit is compared
+        # in the data's unit.
+        if _unit(mask_value) is not None:
+            mask_value = mask_value.to_value(unit)
+        data = data.value
+        stats = sigma_clipped_stats(data, mask, mask_value, sigma, sigma_lower, sigma_upper,
+                                    maxiters, cenfunc, stdfunc, std_ddof, axis, grow,
+                                    workshop=workshop)
+        return tuple(v * unit for v in stats)
     excluded = None
     if isinstance(data, np.ma.MaskedArray):
         excluded = np.ma.getmaskarray(data)
@@ -43,3 +58,12 @@ def sigma_clipped_stats(data, mask=None, mask_value=None, sigma=CATALOGUE, sigma
     opts = options(sigma=sigma, sigma_lower=sigma_lower, sigma_upper=sigma_upper,
                    maxiters=maxiters, cenfunc=cenfunc, workshop=workshop)
     return _gpuscope.sigma_clipped_stats(x.ravel(), opts, None if excluded is None else excluded.ravel())
+
+
+def _unit(value):
+    """The unit of an astropy Quantity, else None (astropy is not imported
+    here: a Quantity exists only where the caller imported it)."""
+    units = sys.modules.get("astropy.units")
+    if units is not None and isinstance(value, units.Quantity):
+        return value.unit
+    return None

@@ -478,8 +478,13 @@ async fn stream_keys<T: Pod>(
     } else {
         template.into()
     };
+    // Large windows share each output's search among a workgroup, which
+    // keeps every invocation's loops short (median_search.wgsl says why).
+    let group_search = !network && footprint.len() > SEARCH_ALONE_MAX;
     let entry = if network {
         "median_network"
+    } else if group_search {
+        "median_search_group"
     } else {
         "median_search"
     };
@@ -549,15 +554,16 @@ async fn stream_keys<T: Pod>(
             rec.dispatch_grid(&pipeline, &buffers, extent_3x3)?;
             return Ok(true);
         }
+        let outputs = core.iter().product::<usize>() as u64;
+        if group_search {
+            rec.dispatch_workgroups(&gpu.pipeline(module, entry)?, &buffers, outputs)?;
+            return Ok(true);
+        }
         match grid_entry {
             Some(e) if rec.grid_fits(extent) => {
                 rec.dispatch_grid(&gpu.pipeline(module, e)?, &buffers, extent)?
             }
-            _ => rec.dispatch(
-                &gpu.pipeline(module, entry)?,
-                &buffers,
-                core.iter().product::<usize>() as u64,
-            )?,
+            _ => rec.dispatch(&gpu.pipeline(module, entry)?, &buffers, outputs)?,
         }
         Ok(true)
     };
@@ -663,6 +669,11 @@ impl<T: Pod> SliceSink<T> for NanBand<'_, T> {
         self.inner.write_alone(&self.buf)
     }
 }
+
+/// Largest footprint searched by one invocation per output: its loops
+/// run at most 512 * 65 < 65535 iterations (median_search.wgsl). Larger
+/// ones use the workgroup entry.
+const SEARCH_ALONE_MAX: usize = 512;
 
 /// Outputs per invocation of `median_3x3_rows`, stacked along y.
 const ROWS_3X3: usize = 4;
