@@ -15,10 +15,12 @@ use serde_json::json;
 use crate::common::{CliResult, Engine, Failure, integer_output, open_contexts, samples};
 use crate::spread;
 use crate::stream::{
-    ProgressBar, Sink, Source, StackReader, StackWriter, ToWords, empty_samples, f32_words,
-    from_f32_words, from_keys32, from_keys64, keys32, keys64, sample_vec_array,
+    FileSink, FileSource, ProgressBar, Sink, Source, StackReader, StackWriter, ToWords,
+    empty_samples, f32_words, from_f32_words, from_keys32, from_keys64, keys32, keys64,
+    sample_vec_array,
 };
 use crate::{Cli, parse_dtype, parse_mode};
+use gpuscope_core::conveyor::{self, Options, Report};
 
 #[derive(Args)]
 pub struct ConvolveArgs {
@@ -51,6 +53,11 @@ pub struct ConvolveArgs {
     /// Output dtype (numpy name); default: the input's, as scipy.
     #[arg(long, value_name = "DTYPE", value_parser = parse_dtype)]
     pub dtype: Option<DType>,
+    /// Skip the final sync of a streamed output (scratch outputs): it
+    /// still appears only complete, but a crash of the system soon after
+    /// may lose it.
+    #[arg(long)]
+    pub no_sync: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -118,10 +125,34 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             let out_dtype = args.dtype.unwrap_or(in_dtype);
             let filter = make_filter(args, shape.len())?;
             let output = integer_output(out_dtype)?;
+            let mut bar = ProgressBar::new(shape[1] * shape[2] * in_dtype.size_bytes());
+            // A window wrapping around z needs the last slices first: the
+            // slice-by-slice road, which caches them.
+            let wraps = args.mode == Mode::Wrap && filter.halo()[0] > 0;
+            if !wraps && out_dtype != DType::Bool {
+                let Some(sink) = FileSink::create(&args.output, &shape, out_dtype)? else {
+                    return Err(Failure(
+                        "stacks are written as .npy, .raw, .tif or Zarr".into(),
+                    ));
+                };
+                let source = Box::new(FileSource::new(reader)?);
+                let report = conveyor::filter(
+                    gpu,
+                    &filter,
+                    boundary(args),
+                    output,
+                    empty_samples(out_dtype)?,
+                    source,
+                    Box::new(sink),
+                    Options::for_budget(gpu.memory_budget(), !args.no_sync),
+                    &mut |done, total| bar.update(done, total),
+                )?;
+                let summary = (shape, out_dtype);
+                return finish_convolve(args, start, spread, &engine, summary, Some(report));
+            }
             let Some(writer) = StackWriter::create(&args.output, &shape, out_dtype)? else {
                 return Err(Failure("stacks are written as .npy or .tif".into()));
             };
-            let mut bar = ProgressBar::new(shape[1] * shape[2] * in_dtype.size_bytes());
             let mut source = Source {
                 reader,
                 to_words: words_for(output),
@@ -204,13 +235,34 @@ pub fn convolve(cli: &Cli, args: &ConvolveArgs) -> CliResult {
             (shape, out_dtype, false)
         }
     };
-    let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if args.json {
+        let elapsed = start.elapsed().as_secs_f64() * 1e3;
         let summary = json!({
             "shape": shape, "dtype": out_dtype.name(), "device": engine.name(), "backend": engine.backend(),
             "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
         });
         print_json(summary, spread, &engine);
+    }
+    Ok(())
+}
+
+/// The summary of a convolution streamed through the conveyor.
+fn finish_convolve(
+    args: &ConvolveArgs,
+    start: Instant,
+    spread: bool,
+    engine: &Engine,
+    (shape, out_dtype): (Vec<usize>, DType),
+    report: Option<Report>,
+) -> CliResult {
+    if args.json {
+        let elapsed = start.elapsed().as_secs_f64() * 1e3;
+        let mut summary = json!({
+            "shape": shape, "dtype": out_dtype.name(), "device": engine.name(), "backend": engine.backend(),
+            "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": true,
+        });
+        add_report(&mut summary, report.as_ref());
+        print_json(summary, spread, engine);
     }
     Ok(())
 }
@@ -336,6 +388,11 @@ pub struct MedianArgs {
     /// Value outside the image in constant mode (converted to the input dtype).
     #[arg(long, default_value_t = MedianParams::default().cval, allow_negative_numbers = true)]
     pub cval: f64,
+    /// Skip the final sync of a streamed output (scratch outputs): it
+    /// still appears only complete, but a crash of the system soon after
+    /// may lose it.
+    #[arg(long)]
+    pub no_sync: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -353,6 +410,11 @@ pub struct OutliersArgs {
     /// bright (x - median > D), dark (median - x > D), both, or tomopy (bright, >=).
     #[arg(long, default_value_t = OutlierRemoval::default().outliers, value_parser = parse_outliers)]
     pub mode: Outliers,
+    /// Skip the final sync of a streamed output (scratch outputs): it
+    /// still appears only complete, but a crash of the system soon after
+    /// may lose it.
+    #[arg(long)]
+    pub no_sync: bool,
     #[arg(long)]
     pub json: bool,
 }
@@ -380,7 +442,8 @@ pub fn median(cli: &Cli, args: &MedianArgs) -> CliResult {
         })
     };
     let boundary = args.params().boundary();
-    rank_filter(cli, &args.input, &args.output, args.json, &|ndim| {
+    let flags = (args.json, !args.no_sync);
+    rank_filter(cli, &args.input, &args.output, flags, &|ndim| {
         Ok(RankOp::Median(footprint(ndim)?, boundary))
     })
 }
@@ -388,7 +451,8 @@ pub fn median(cli: &Cli, args: &MedianArgs) -> CliResult {
 pub fn outliers(cli: &Cli, args: &OutliersArgs) -> CliResult {
     let removal = args.params();
     removal.validate()?;
-    rank_filter(cli, &args.input, &args.output, args.json, &|_| {
+    let flags = (args.json, !args.no_sync);
+    rank_filter(cli, &args.input, &args.output, flags, &|_| {
         Ok(RankOp::Outliers(removal))
     })
 }
@@ -397,7 +461,7 @@ fn rank_filter(
     cli: &Cli,
     input: &Path,
     output: &Path,
-    json: bool,
+    (json, sync): (bool, bool),
     op: &dyn Fn(usize) -> CliResult<RankOp>,
 ) -> CliResult {
     let start = Instant::now();
@@ -440,6 +504,7 @@ fn rank_filter(
         Engine::Gpu(_) if stream_output(output) => StackReader::open(input)?,
         _ => None,
     };
+    let mut report = None;
     let (shape, dtype, streamed) = match (reader, &engine) {
         (Some(reader), Engine::Gpu(gpu)) => {
             let shape = reader.shape();
@@ -450,7 +515,7 @@ fn rank_filter(
                 // The 64-bit outlier test finishes on the host: not streamed.
                 run_in_memory(&engine, input, output, &op)?;
             } else {
-                rank_streamed(gpu, reader, output, &op, wide)?;
+                report = rank_streamed(gpu, reader, output, &op, wide, sync)?;
             }
             (shape, dtype, true)
         }
@@ -464,10 +529,11 @@ fn rank_filter(
     };
     let elapsed = start.elapsed().as_secs_f64() * 1e3;
     if json {
-        let summary = json!({
+        let mut summary = json!({
             "shape": shape, "dtype": dtype.name(), "device": engine.name(), "backend": engine.backend(),
             "kernel_ms": engine.kernel_ms(), "total_ms": elapsed, "streamed": streamed,
         });
+        add_report(&mut summary, report.as_ref());
         print_json(summary, spread, &engine);
     }
     Ok(())
@@ -585,16 +651,57 @@ fn rank_in_memory(engine: &Engine, a: &Array, output: &Path, op: &RankOp) -> Cli
     Ok(())
 }
 
+/// The conveyor's timings and bytes in a JSON summary; `compute_ms` is the
+/// stream's time less its waits for reads and writes.
+fn add_report(summary: &mut serde_json::Value, report: Option<&Report>) {
+    let Some(r) = report else {
+        return;
+    };
+    if let (Some(s), serde_json::Value::Object(fields)) = (summary.as_object_mut(), r.to_json()) {
+        s.extend(fields);
+        s.insert(
+            "compute_ms".into(),
+            json!((r.stream_ms - r.wait_read_ms - r.wait_write_ms - r.store_ms).max(0.0)),
+        );
+    }
+}
+
+/// A rank filter of a stack from disk to disk on one GPU: through the
+/// conveyor, except a median whose window wraps around z (its first chunk
+/// needs the last slices: the slice-by-slice road, which caches them).
 fn rank_streamed(
     gpu: &Gpu,
     reader: StackReader,
     output: &Path,
     op: &RankOp,
     wide: bool,
-) -> CliResult {
+    sync: bool,
+) -> CliResult<Option<Report>> {
     let shape = reader.shape();
     let dtype = reader.dtype();
     let tag = empty_samples(dtype)?;
+    let wraps = matches!(op, RankOp::Median(fp, b) if b.mode == Mode::Wrap && fp.reach()[0] > 0);
+    if !wraps {
+        let Some(sink) = FileSink::create(output, &shape, dtype)? else {
+            return Err(Failure(format!(
+                "{}: stacks are written as .npy, .raw, .tif or Zarr",
+                output.display()
+            )));
+        };
+        let source = Box::new(FileSource::new(reader)?);
+        let options = Options::for_budget(gpu.memory_budget(), sync);
+        let mut bar = ProgressBar::new(shape[1] * shape[2] * dtype.size_bytes());
+        let mut progress = |done: usize, total: usize| bar.update(done, total);
+        let report = match op {
+            RankOp::Median(fp, b) => {
+                conveyor::median(gpu, fp, *b, source, Box::new(sink), options, &mut progress)?
+            }
+            RankOp::Outliers(r) => {
+                conveyor::outliers(gpu, r, source, Box::new(sink), options, &mut progress)?
+            }
+        };
+        return Ok(Some(report));
+    }
     let Some(writer) = StackWriter::create(output, &shape, dtype)? else {
         return Err(Failure(format!(
             "{}: stacks are written as .npy or .tif",
@@ -628,7 +735,8 @@ fn rank_streamed(
             &mut sink,
             &mut progress,
         ))?;
-        sink.writer.finish()
+        sink.writer.finish()?;
+        Ok(None)
     } else {
         let mut source = Source {
             reader,
@@ -661,6 +769,7 @@ fn rank_streamed(
                 &mut progress,
             ))?,
         }
-        sink.writer.finish()
+        sink.writer.finish()?;
+        Ok(None)
     }
 }

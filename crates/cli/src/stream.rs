@@ -8,10 +8,12 @@ use std::path::Path;
 use std::time::Instant;
 
 use gpuscope_core::Samples;
+use gpuscope_core::conveyor::{BlockSink, BlockSource};
 use gpuscope_core::keys::{Keys, SampleVec};
 use gpuscope_core::stream::{SliceSink, SliceSource};
 use gpuscope_io::hdf5::Hdf5Stack;
 use gpuscope_io::npy::{NpyReader, NpyWriter};
+use gpuscope_io::stack::{StackSink, StackSource};
 use gpuscope_io::tiff::{TiffStackReader, TiffStackWriter};
 use gpuscope_io::zarr::{ZarrArray, ZarrWriter, is_zarr_name};
 use gpuscope_io::{Array, ArrayData, DType};
@@ -99,6 +101,16 @@ impl StackReader {
             }
         }
         Ok(Some(chunks))
+    }
+
+    /// The same reader as the io crate's block source (the conveyor's).
+    pub fn into_source(self) -> StackSource {
+        match self {
+            StackReader::Npy(r) => StackSource::Npy(r),
+            StackReader::Tiff(r) => StackSource::Tiff(r),
+            StackReader::Hdf5(r) => StackSource::Hdf5(r),
+            StackReader::Zarr(r) => StackSource::Zarr(r),
+        }
     }
 
     pub fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
@@ -514,4 +526,118 @@ impl SliceSink<i32> for WriteBehind {
         };
         Err(gpuscope_core::Error::InvalidInput(e))
     }
+}
+
+/// A stack on disk as the conveyor's block source.
+pub struct FileSource {
+    source: StackSource,
+    shape: [usize; 3],
+    dtype: Samples<'static>,
+}
+
+impl FileSource {
+    pub fn new(reader: StackReader) -> CliResult<FileSource> {
+        let shape = match reader.shape()[..] {
+            [z, y, x] => [z, y, x],
+            ref other => return Err(Failure(format!("a stack of shape {other:?} is not 3-D"))),
+        };
+        let dtype = empty_samples(reader.dtype())?;
+        Ok(FileSource {
+            source: reader.into_source(),
+            shape,
+            dtype,
+        })
+    }
+}
+
+impl BlockSource for FileSource {
+    fn shape(&self) -> [usize; 3] {
+        self.shape
+    }
+
+    fn dtype(&self) -> Samples<'static> {
+        self.dtype
+    }
+
+    fn read(
+        &mut self,
+        z: std::ops::Range<usize>,
+        spare: Option<SampleVec>,
+    ) -> gpuscope_core::Result<SampleVec> {
+        let block = self
+            .source
+            .read_block(z.start, z.len(), spare.map(array_data))
+            .map_err(core_error)?;
+        sample_vec(block.data)
+            .ok_or_else(|| gpuscope_core::Error::InvalidInput("a boolean block".into()))
+    }
+}
+
+/// An output stack as the conveyor's block sink.
+pub struct FileSink {
+    sink: StackSink,
+    plane: [usize; 2],
+}
+
+impl FileSink {
+    /// A sink when `path` is a stack format; None otherwise.
+    pub fn create(path: &Path, shape: &[usize], dtype: DType) -> CliResult<Option<FileSink>> {
+        let plane = match shape {
+            [_, y, x] => [*y, *x],
+            _ => return Ok(None),
+        };
+        Ok(StackSink::create(path, shape, dtype)?.map(|sink| FileSink { sink, plane }))
+    }
+}
+
+impl BlockSink for FileSink {
+    fn write(&mut self, z0: usize, block: SampleVec) -> gpuscope_core::Result<Option<SampleVec>> {
+        let n = block.as_samples().len() / (self.plane[0] * self.plane[1]).max(1);
+        let array = Array::new(vec![n, self.plane[0], self.plane[1]], array_data(block))
+            .map_err(core_error)?;
+        let spare = self.sink.write_block(z0, array).map_err(core_error)?;
+        Ok(spare.and_then(sample_vec))
+    }
+
+    fn finish(self: Box<Self>, sync: bool) -> gpuscope_core::Result<()> {
+        self.sink.finish(sync).map_err(core_error)
+    }
+}
+
+/// An io error as the core's (the stream reports it as the input's).
+fn core_error(e: gpuscope_io::IoError) -> gpuscope_core::Error {
+    gpuscope_core::Error::InvalidInput(e.to_string())
+}
+
+/// Samples as an array's data (a move, no copy).
+pub fn array_data(v: SampleVec) -> ArrayData {
+    match v {
+        SampleVec::U8(v) => ArrayData::U8(v),
+        SampleVec::I8(v) => ArrayData::I8(v),
+        SampleVec::U16(v) => ArrayData::U16(v),
+        SampleVec::I16(v) => ArrayData::I16(v),
+        SampleVec::U32(v) => ArrayData::U32(v),
+        SampleVec::I32(v) => ArrayData::I32(v),
+        SampleVec::F32(v) => ArrayData::F32(v),
+        SampleVec::U64(v) => ArrayData::U64(v),
+        SampleVec::I64(v) => ArrayData::I64(v),
+        SampleVec::F64(v) => ArrayData::F64(v),
+    }
+}
+
+/// An array's data as samples (a move); None for booleans.
+pub fn sample_vec(d: ArrayData) -> Option<SampleVec> {
+    Some(match d {
+        ArrayData::Bool(_) => return None,
+        ArrayData::U8(v) => SampleVec::U8(v),
+        ArrayData::I8(v) => SampleVec::I8(v),
+        ArrayData::U16(v) => SampleVec::U16(v),
+        ArrayData::I16(v) => SampleVec::I16(v),
+        ArrayData::U32(v) => SampleVec::U32(v),
+        ArrayData::I32(v) => SampleVec::I32(v),
+        ArrayData::F32(v) => SampleVec::F32(v),
+        ArrayData::U64(v) => SampleVec::U64(v),
+        ArrayData::I64(v) => SampleVec::I64(v),
+        ArrayData::F64(v) => SampleVec::F64(v),
+    })
 }

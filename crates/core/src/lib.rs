@@ -30,6 +30,8 @@ pub mod bandwidth;
 pub mod boundary;
 pub mod catalogue;
 pub mod chunk;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod conveyor;
 mod copies;
 pub mod decode;
 pub mod device_array;

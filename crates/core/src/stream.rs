@@ -33,6 +33,18 @@ pub trait SliceSource<T> {
     fn borrow_range(&self, _z: Range<usize>) -> Option<&[T]> {
         None
     }
+
+    /// Makes slices `z` borrowable where the source can (a conveyor's
+    /// read-ahead blocks); called before each chunk, in z order.
+    fn fetch(&mut self, _z: Range<usize>) -> Result<()> {
+        Ok(())
+    }
+
+    /// Slices `z` as runs lying one after the other in the source's memory
+    /// (blocks read ahead), without copying.
+    fn borrow_runs(&self, z: Range<usize>) -> Option<Vec<&[T]>> {
+        self.borrow_range(z).map(|run| vec![run])
+    }
 }
 
 /// Receives the output slices in order.
@@ -401,10 +413,11 @@ async fn stream_chunks<T: Pod>(
             && c.core_hi[2] - c.core_lo[2] == shape[2];
         let first = zs.first().copied().flatten().unwrap_or(0);
         let consecutive = zs.iter().enumerate().all(|(k, z)| *z == Some(first + k));
+        if let (Some(lo), Some(hi)) = (zs.iter().flatten().min(), zs.iter().flatten().max()) {
+            source.fetch(*lo..*hi + 1)?;
+        }
         let direct = if whole_planes && consecutive {
-            source
-                .borrow_range(first..first + zs.len())
-                .map(|run| vec![run])
+            source.borrow_runs(first..first + zs.len())
         } else {
             row_runs(&*source, shape, c, spec.mode, &constant_row)
         };
@@ -415,7 +428,7 @@ async fn stream_chunks<T: Pod>(
             runs.into_iter().map(bytemuck::cast_slice).collect()
         } else {
             let zs: Vec<usize> = zs.into_iter().flatten().collect();
-            if source.borrow(0).is_none() {
+            if !zs.iter().all(|&z| source.borrow(z).is_some()) {
                 // Keep only the slices this chunk needs; chunks come in z order.
                 cache.retain(|z, _| zs.contains(z));
                 for &z in &zs {

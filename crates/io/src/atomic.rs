@@ -505,9 +505,17 @@ impl TempFile {
     }
 
     /// Sync and rename over the target (a file written without a buffer).
-    pub(crate) fn commit_file(mut self, file: File) -> Result<()> {
-        file.sync_all()
-            .map_err(|e| IoError::io("cannot write the file", e))?;
+    pub(crate) fn commit_file(self, file: File) -> Result<()> {
+        self.commit_file_with(file, true)
+    }
+
+    /// [`TempFile::commit_file`], the sync skipped unless `sync` (scratch
+    /// outputs: the rename still publishes only a complete file).
+    pub(crate) fn commit_file_with(mut self, file: File, sync: bool) -> Result<()> {
+        if sync {
+            file.sync_all()
+                .map_err(|e| IoError::io("cannot write the file", e))?;
+        }
         if let Err(e) = still_ours(&self.path, &file) {
             // What is at the temporary name now is not ours to remove.
             self.committed = true;

@@ -30,6 +30,8 @@ pub mod npy;
 mod pair;
 pub mod png;
 pub mod raw;
+#[cfg(not(target_arch = "wasm32"))]
+pub mod stack;
 pub mod tiff;
 pub mod zarr;
 

@@ -257,9 +257,73 @@ impl NpySlabWriter {
         Ok(())
     }
 
+    /// Writes slices `z0..` from `bytes`, the elements as they lie in
+    /// memory of a little-endian machine (the file's byte order): no
+    /// encoding copy, and large blocks written by several threads at their
+    /// own offsets. Each slice must be written exactly once.
+    #[cfg(target_endian = "little")]
+    pub fn write_bytes_at(&self, z0: usize, bytes: &[u8]) -> Result<()> {
+        self.write_bytes_inner(z0, bytes)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    #[cfg(target_endian = "little")]
+    fn write_bytes_inner(&self, z0: usize, bytes: &[u8]) -> Result<()> {
+        let plane: usize = self.shape[1..].iter().product::<usize>() * self.dtype.size_bytes();
+        let nz = bytes.len() / plane.max(1);
+        if plane == 0 || bytes.len() % plane != 0 || z0 + nz > self.shape[0] {
+            return Err(IoError::invalid(
+                format!(
+                    "{} bytes at slice {z0} do not fit file {:?} {}",
+                    bytes.len(),
+                    self.shape,
+                    self.dtype.name()
+                ),
+                "write whole slices of the file's dtype within its slices",
+            ));
+        }
+        let offset = self.header + (z0 * plane) as u64;
+        // Parts of at least 8 MiB, at most one per core (8 at most): one
+        // thread's copies into the page cache stay well below the disk's rate.
+        let cores = std::thread::available_parallelism().map_or(1, |c| c.get().min(8));
+        let part = bytes.len().div_ceil(cores).max(8 << 20);
+        let result = if bytes.len() > part {
+            std::thread::scope(|s| {
+                let parts: Vec<_> = bytes
+                    .chunks(part)
+                    .enumerate()
+                    .map(|(i, b)| {
+                        let at = offset + (i * part) as u64;
+                        s.spawn(move || write_all_at(&self.file, b, at))
+                    })
+                    .collect();
+                parts.into_iter().try_for_each(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(std::io::Error::other("a writing thread failed")))
+                })
+            })
+        } else {
+            write_all_at(&self.file, bytes, offset)
+        };
+        result.map_err(|e| IoError::io("cannot write the file", e))?;
+        if let Some((_, hash)) = &self.raw {
+            hash.add(z0, bytes);
+        }
+        self.written
+            .fetch_add(nz, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Completes the file; errors (and leaves no output) unless every
     /// slice was written.
     pub fn finish(self) -> Result<()> {
+        self.finish_with(true)
+    }
+
+    /// [`NpySlabWriter::finish`]; without `sync` the data is left to the
+    /// system to write back (a scratch output: a crash may lose it, but
+    /// never leaves part of it under the output's name).
+    pub fn finish_with(self, sync: bool) -> Result<()> {
         let written = self.written.load(std::sync::atomic::Ordering::Relaxed);
         if written != self.shape[0] {
             return Err(IoError::invalid(
@@ -270,7 +334,7 @@ impl NpySlabWriter {
         }
         let name = self.name;
         self.tmp
-            .commit_file(self.file)
+            .commit_file_with(self.file, sync)
             .map_err(|e| e.in_file(&name))?;
         match &self.raw {
             Some((path, hash)) => {

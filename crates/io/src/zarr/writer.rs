@@ -46,6 +46,9 @@ pub struct ZarrWriter {
     chunks: Vec<usize>,
     dtype: DType,
     written: usize,
+    /// Chunk files written and not yet synced: synced once, together, on
+    /// [`ZarrWriter::finish`].
+    unsynced: Vec<PathBuf>,
 }
 
 /// The chunk shape of an output of `shape`.
@@ -100,6 +103,7 @@ impl ZarrWriter {
             chunks,
             dtype,
             written: 0,
+            unsynced: Vec::new(),
         })
     }
 
@@ -150,8 +154,7 @@ impl ZarrWriter {
             .collect();
         let count = crate::checked_product(&grid).unwrap_or(0);
         let chunk_len = chunk_bytes(&self.chunks, elem)?;
-        let fill = vec![0u8; chunk_len];
-        for k in 0..count {
+        let one = |k: usize| -> Result<PathBuf> {
             let local = super::codec::unravel(k, &grid);
             let mut coords = local.clone();
             coords[0] += self.written / c0;
@@ -160,7 +163,7 @@ impl ZarrWriter {
                 .map(|d| self.chunks[d].min(slab.shape[d] - from[d]))
                 .collect();
             // Edge chunks are stored whole, padded with the fill value (0).
-            let mut chunk = fill.clone();
+            let mut chunk = vec![0u8; chunk_len];
             let zero = vec![0; nd];
             copy_box(
                 &bytes,
@@ -173,7 +176,12 @@ impl ZarrWriter {
                 elem,
             );
             self.write_chunk(&coords, &chunk)?;
-        }
+            Ok(self.array_dir.join(KEY.key(&coords)))
+        };
+        // Chunks are compressed and written on a pool of threads: one
+        // thread's deflate is far below the disk's rate.
+        let written = on_threads(count, &one)?;
+        self.unsynced.extend(written);
         self.written += n;
         Ok(())
     }
@@ -205,21 +213,37 @@ impl ZarrWriter {
         let mut gz = GzEncoder::new(Vec::new(), Compression::new(GZIP_LEVEL));
         gz.write_all(samples).map_err(fail)?;
         let encoded = gz.finish().map_err(fail)?;
-        write_new(&path, &encoded).map_err(fail)
+        write_new_file(&path, &encoded).map(drop).map_err(fail)
     }
 
-    /// Writes the metadata and publishes the store.
+    /// Syncs the chunks (once, on several threads), writes the metadata
+    /// and publishes the store.
     pub fn finish(self) -> Result<()> {
-        let name = self.name.clone();
-        self.finish_inner().map_err(|e| e.in_file(&name))
+        self.finish_with(true)
     }
 
-    fn finish_inner(self) -> Result<()> {
+    /// [`ZarrWriter::finish`]; without `sync` nothing is synced (a scratch
+    /// output: it still appears only complete).
+    pub fn finish_with(self, sync: bool) -> Result<()> {
+        let name = self.name.clone();
+        self.finish_inner(sync).map_err(|e| e.in_file(&name))
+    }
+
+    fn finish_inner(self, sync: bool) -> Result<()> {
         if self.written != self.shape[0] {
             return Err(IoError::invalid(
                 format!("{} of {} slices written", self.written, self.shape[0]),
                 "write every slice before finishing",
             ));
+        }
+        if sync {
+            let sync_one = |k: usize| -> Result<()> {
+                let path = &self.unsynced[k];
+                sync_file(path).map_err(|e| {
+                    IoError::io(&format!("cannot sync the chunk {}", path.display()), e)
+                })
+            };
+            on_threads(self.unsynced.len(), &sync_one)?;
         }
         let fail = |e| IoError::io("cannot write the store's metadata", e);
         write_new(
@@ -245,6 +269,12 @@ impl ZarrWriter {
 
 /// A new file (never an existing one, never through a symlink), synced.
 fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    write_new_file(path, bytes)?.sync_data()
+}
+
+/// A new file (never an existing one, never through a symlink), not
+/// synced: chunks are synced together on `finish`.
+fn write_new_file(path: &Path, bytes: &[u8]) -> std::io::Result<std::fs::File> {
     let mut options = OpenOptions::new();
     options.write(true).create_new(true);
     #[cfg(unix)]
@@ -254,7 +284,68 @@ fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     }
     let mut f = options.open(path)?;
     f.write_all(bytes)?;
-    f.sync_data()
+    Ok(f)
+}
+
+/// Syncs a file this writer made (opened without following a symlink).
+fn sync_file(path: &Path) -> std::io::Result<()> {
+    let mut options = OpenOptions::new();
+    options.write(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC);
+    }
+    options.open(path)?.sync_data()
+}
+
+/// `f(0..count)` on up to one thread per core (16 at most), every result
+/// in order; the first error.
+fn on_threads<T: Send>(count: usize, f: &(dyn Fn(usize) -> Result<T> + Sync)) -> Result<Vec<T>> {
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |c| c.get().min(16))
+        .min(count);
+    if threads <= 1 {
+        return (0..count).map(f).collect();
+    }
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let slots: Vec<std::sync::Mutex<Option<Result<T>>>> =
+        (0..count).map(|_| std::sync::Mutex::new(None)).collect();
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let k = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if k >= count {
+                        break;
+                    }
+                    let r = f(k);
+                    let failed = r.is_err();
+                    if let Ok(mut slot) = slots[k].lock() {
+                        *slot = Some(r);
+                    }
+                    if failed {
+                        // The others stop at their next chunk.
+                        next.store(count, std::sync::atomic::Ordering::Relaxed);
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    let mut out = Vec::with_capacity(count);
+    for slot in slots {
+        match slot.into_inner().ok().flatten() {
+            Some(r) => out.push(r?),
+            None => {
+                return Err(IoError::invalid(
+                    "a chunk was not written (a writing thread stopped)",
+                    "see the error above; run again",
+                ));
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn axis_names(nd: usize) -> Vec<&'static str> {
