@@ -271,7 +271,7 @@ impl NpySlabWriter {
     fn write_bytes_inner(&self, z0: usize, bytes: &[u8]) -> Result<()> {
         let plane: usize = self.shape[1..].iter().product::<usize>() * self.dtype.size_bytes();
         let nz = bytes.len() / plane.max(1);
-        if plane == 0 || bytes.len() % plane != 0 || z0 + nz > self.shape[0] {
+        if plane == 0 || !bytes.len().is_multiple_of(plane) || z0 + nz > self.shape[0] {
             return Err(IoError::invalid(
                 format!(
                     "{} bytes at slice {z0} do not fit file {:?} {}",
