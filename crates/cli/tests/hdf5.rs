@@ -136,7 +136,14 @@ fn stack_filters_stream_hdf5_like_npy() {
                 json(&args)
             };
             let v = run(spec, &a);
-            assert_eq!(v["streamed"], true, "{} on {spec}: {v}", cmd[0]);
+            // A 32/64-bit integer stack filtered to integers is filtered in
+            // memory, in float64 as scipy (float32 words would round it).
+            let wide = matches!(
+                v["dtype"].as_str(),
+                Some("int32" | "uint32" | "int64" | "uint64")
+            );
+            let streams = !(cmd[0] == "convolve" && wide);
+            assert_eq!(v["streamed"], streams, "{} on {spec}: {v}", cmd[0]);
             run(&fixture(want), &b);
             assert_eq!(
                 std::fs::read(&a).unwrap(),

@@ -98,7 +98,14 @@ fn filters_stream_zarr_in_and_out_like_npy() {
             let zn = dir.join(format!("{name}_{c}_z.npy"));
             let nn = dir.join(format!("{name}_{c}_n.npy"));
             let v = run(&zin, &zz);
-            assert_eq!(v["streamed"], true, "{} on {name}: {v}", cmd[0]);
+            // A 32/64-bit integer stack filtered to integers is filtered in
+            // memory, in float64 as scipy (float32 words would round it).
+            let wide = matches!(
+                v["dtype"].as_str(),
+                Some("int32" | "uint32" | "int64" | "uint64")
+            );
+            let streams = !(cmd[0] == "convolve" && wide);
+            assert_eq!(v["streamed"], streams, "{} on {name}: {v}", cmd[0]);
             run(&zin, &zn);
             run(&nin, &nn);
             // Zarr in, npy out: the same file as npy in, npy out.
