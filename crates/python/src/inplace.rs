@@ -80,6 +80,11 @@ pub(crate) fn filter<'py>(
         FilterKind::Linear(f, boundary) => {
             let dtype = dtype.unwrap_or(x.samples().dtype_name()).to_string();
             let quantise = output_of(&dtype)?;
+            // Integer outputs of samples beyond float32 (uint32 gaps at
+            // 2^32 - 1) take the float64 host path of `ops::filter`.
+            if quantise != Output::Float && !filters::gpu_exact(x.samples(), boundary) {
+                return Ok(None);
+            }
             let lin = Linear {
                 filter: f,
                 boundary,
