@@ -80,8 +80,8 @@ stage "the GPU-vs-CPU suite and the goldens again on llvmpipe through GL" \
 
 stage "Python package (pip install ., pytest against scipy, scikit-image, astropy)" bash tests/python.sh
 
-stage "fuzz targets (each reader and the CLI's arguments, 15 s each on the seed corpus)" \
-  env FUZZ_SECONDS=15 bash tests/fuzz.sh
+stage "fuzz targets (each reader and the CLI's arguments, 10 s each on the seed corpus)" \
+  env FUZZ_SECONDS=10 bash tests/fuzz.sh
 
 stage "browser test (headless Chromium, WebGPU on SwiftShader)" cargo xtask test-web
 

@@ -98,7 +98,7 @@ def _blobs(shape, fraction, seed):
 
 
 @pytest.mark.parametrize("connectivity", [1, 2, 3])
-@pytest.mark.parametrize("chunks", [(3, 5, 4), (1, 3, 4), ((3, 1, 4), (5, 9), (14,))])
+@pytest.mark.parametrize("chunks", [(3, 5, 4), (1, 5, 7), ((3, 1, 4), (5, 9), (14,))])
 def test_label_in_scipys_numbering(client, connectivity, chunks):
     mask = _blobs((8, 14, 14), 0.4, connectivity)
     s = ndi.generate_binary_structure(3, connectivity)
