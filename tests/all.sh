@@ -31,6 +31,15 @@ if ! rustc +nightly -V >/dev/null 2>&1; then
     echo "missing: the nightly Rust toolchain could not be installed ('rustup toolchain install nightly --profile minimal'); the fuzz stage will fail" >&2
 fi
 
+# Clippy's lints ride on the builds: clippy-driver compiles the workspace's
+# own crates (their code and the lints, -D warnings) and rustc the
+# dependencies, so the workspace is built once instead of checked by clippy
+# and then built again (`cargo clippy` does the same with a check build).
+# The wasm build of the page (its own stage) is linted the same way.
+command -v clippy-driver >/dev/null || rustup component add clippy
+export RUSTC_WORKSPACE_WRAPPER=clippy-driver
+export CLIPPY_ARGS="-D__CLIPPY_HACKERY__warnings__CLIPPY_HACKERY__"
+
 export NODEVICE_SELECT=1   # silences a Mesa device-select warning
 export CARGO_TERM_COLOR=never
 # A one-off build gains nothing from incremental state but its disk use.
@@ -58,8 +67,10 @@ stage() {
 }
 
 stage "format" cargo fmt --all --check
-stage "lints" cargo clippy --workspace --all-targets -q -- -D warnings
-stage "lints (wasm)" cargo clippy -q -p gpuscope-core -p gpuscope-io -p gpuscope-web --target wasm32-unknown-unknown -- -D warnings
+# `cargo test --no-run` builds what `cargo clippy --all-targets` checks
+# (libraries, binaries, tests, examples) except benches, which there are none.
+stage "build, with clippy's lints (every target of the workspace)" cargo test --workspace --no-run -q
+stage "build of the page for wasm, with clippy's lints" cargo xtask build-web
 
 # --no-fail-fast: every test binary runs, and all failures are listed.
 stage "Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)" cargo test --workspace --no-fail-fast

@@ -38,3 +38,10 @@ pub fn scratch(name: &str) -> PathBuf {
 pub fn stderr(o: &Output) -> String {
     String::from_utf8_lossy(&o.stderr).into_owned()
 }
+
+/// Whether this run is tests/all.sh's second pass on another backend
+/// (`WGPU_BACKEND` set): tests of host code alone, which no backend
+/// changes, return early there; the first pass runs them.
+pub fn backend_rerun() -> bool {
+    std::env::var_os("WGPU_BACKEND").is_some()
+}

@@ -55,3 +55,10 @@ pub fn noise(n: usize, seed: u64) -> Vec<f64> {
         })
         .collect()
 }
+
+/// Whether this run is tests/all.sh's second pass on another backend
+/// (`WGPU_BACKEND` set): tests of host code alone, which no backend
+/// changes, return early there; the first pass runs them.
+pub fn backend_rerun() -> bool {
+    std::env::var_os("WGPU_BACKEND").is_some()
+}
