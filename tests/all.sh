@@ -67,27 +67,36 @@ stage() {
 }
 
 stage "format" cargo fmt --all --check
+# Every cargo command below selects the same packages, the workspace but
+# xtask, so that each resolves the dependencies' features as the first
+# build did and rebuilds nothing (`-p CRATE` resolves them anew: a second
+# build of wgpu). xtask (whose wasm tooling turns on other features of
+# serde and friends) is built and tested on its own, before the page;
+# maturin's build of the Python crate matches these features too
+# (crates/python/Cargo.toml).
+ws=(--workspace --exclude xtask)
 # `cargo test --no-run` builds what `cargo clippy --all-targets` checks
 # (libraries, binaries, tests, examples) except benches, which there are none.
-stage "build, with clippy's lints (every target of the workspace)" cargo test --workspace --no-run -q
-stage "build of the page for wasm, with clippy's lints" cargo xtask build-web
+stage "build, with clippy's lints (every target of the workspace)" cargo test "${ws[@]}" --no-run -q
+stage "xtask's tests, and the page built for wasm, with clippy's lints" \
+  bash -c 'cargo test -q -p xtask && cargo xtask build-web'
 
 # --no-fail-fast: every test binary runs, and all failures are listed.
-stage "Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)" cargo test --workspace --no-fail-fast
+stage "Rust tests (GPU kernels on lavapipe, goldens, CLI, readers)" cargo test "${ws[@]}" --no-fail-fast
 
 # The memory bounds are measured on a busy machine: a second run shows they
 # hold from run to run, not only once.
-stage "memory bounds, second run" cargo test -p gpuscope-cli --test memory
+stage "memory bounds, second run" cargo test "${ws[@]}" --test memory
 
 # wgpu falls back to GL where no Vulkan driver exists: the same kernels must
 # give the same answers there (tests/common checks the backend really is GL).
-# --workspace keeps the features of the build above (no second build); the
-# core's test files are named one by one (the CLI's files of the same name,
+# The same packages keep the features of the build above (no second
+# build); the core's test files are named one by one (the CLI's files of the same name,
 # slic and spots, run too).
 gl_tests=(--lib --test goldens --test stacks)
 for f in crates/core/tests/*.rs; do gl_tests+=(--test "$(basename "$f" .rs)"); done
 stage "the GPU-vs-CPU suite and the goldens again on llvmpipe through GL" \
-  env WGPU_BACKEND=gl cargo test --workspace --no-fail-fast "${gl_tests[@]}"
+  env WGPU_BACKEND=gl cargo test "${ws[@]}" --no-fail-fast "${gl_tests[@]}"
 
 stage "Python package (pip install ., pytest against scipy, scikit-image, astropy)" bash tests/python.sh
 

@@ -16,8 +16,11 @@ venv=target/py-venv
   "maturin>=1.16,<2" pytest numpy scipy scikit-image astropy "dask[array]" distributed zarr anywidget ipykernel jupyter_client
 # No build isolation: maturin is already in the environment (and CI is
 # spared a second download of it).
+echo "python: reference packages ready in $SECONDS s"
+started=$SECONDS
 PATH="$PWD/$venv/bin:$PATH" MATURIN_PEP517_ARGS="--profile dev" \
   "$venv/bin/pip" install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall .
+echo "python: gpuscope built and installed in $((SECONDS - started)) s"
 
 echo "reference versions: $("$venv/bin/python" -c '
 import numpy, scipy, skimage, astropy, dask, distributed, zarr

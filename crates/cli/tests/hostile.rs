@@ -226,3 +226,74 @@ fn a_run_names_leftovers_and_the_command_that_removes_them() {
     );
     assert!(stale.exists(), "a run removes nothing by itself");
 }
+
+/// A Zarr store of `frames` uint16 frames of 64 x 80 that declares them
+/// all and holds none (every frame reads as the fill value).
+fn declared(path: &Path, frames: u64) {
+    std::fs::create_dir_all(path).unwrap();
+    std::fs::write(
+        path.join("zarr.json"),
+        format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [{frames}, 64, 80],
+            "data_type": "uint16",
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [1, 64, 80]}}}},
+            "chunk_key_encoding": {{"name": "default"}}, "fill_value": 7,
+            "codecs": [{{"name": "bytes", "configuration": {{"endian": "little"}}}}]}}"#
+        ),
+    )
+    .unwrap();
+}
+
+/// The peak resident size of `args` after `seconds` of running (then the
+/// run is killed: the declared stacks take years).
+fn peak_after(args: &[&str], seconds: f64) -> u64 {
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_gpuscope"))
+        .args(args)
+        .env("NODEVICE_SELECT", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs_f64(seconds));
+    let status =
+        std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap_or_default();
+    let _ = child.kill();
+    let _ = child.wait();
+    let kib: u64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        .expect("the run was still going when measured");
+    kib * 1024
+}
+
+/// A header may declare any number of frames: the streamed median's memory
+/// must not grow with it (the plan of chunks is made one chunk at a time).
+#[cfg(target_os = "linux")]
+#[test]
+fn declared_frame_counts_do_not_grow_memory() {
+    let root = scratch("hostile-declared");
+    let mut peaks = Vec::new();
+    for frames in [1_000_000u64, 10_000_000_000] {
+        let store = root.join(format!("d{frames}.zarr"));
+        declared(&store, frames);
+        let out = s(&root.join(format!("out{frames}.zarr")));
+        let args = [
+            "--memory-budget",
+            "16M",
+            "median",
+            &s(&store),
+            &out,
+            "--size",
+            "1,3,3",
+            "--no-sync",
+        ];
+        peaks.push(peak_after(&args, 4.0));
+    }
+    let grew = peaks[1] as f64 - peaks[0] as f64;
+    assert!(
+        grew < 32.0 * (1 << 20) as f64,
+        "10^10 declared frames peaked {:.0} MiB above 10^6 ({peaks:?})",
+        grew / (1 << 20) as f64
+    );
+}

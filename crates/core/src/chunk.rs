@@ -46,20 +46,115 @@ impl Chunk {
     }
 }
 
+/// The chunks of an array, made one at a time from a few numbers: a
+/// stack declaring billions of slices plans in constant memory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Plan {
+    shape: Shape3,
+    halo: Shape3,
+    /// The axis split into runs of `step` (None: one chunk, the whole array;
+    /// `count` 0: no chunk, an empty array).
+    split: Option<(usize, usize)>,
+    count: usize,
+}
+
+impl Plan {
+    pub fn len(&self) -> usize {
+        self.count
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.count == 0
+    }
+
+    /// Chunk `i` (< `len()`), in raster order of the axes before the split
+    /// one, then along it.
+    pub fn get(&self, i: usize) -> Chunk {
+        let shape = self.shape;
+        let Some((axis, step)) = self.split else {
+            return Chunk {
+                core_lo: [0; 3],
+                core_hi: shape,
+                pad: [0; 3],
+            };
+        };
+        let runs = shape[axis].div_ceil(step);
+        let (outer, k) = (i / runs, i % runs);
+        // The axes before the split one go one index at a time.
+        let (z, y) = match axis {
+            0 => (0, 0),
+            1 => (outer, 0),
+            _ => (outer / shape[1], outer % shape[1]),
+        };
+        let mut core_lo = [z, y, 0];
+        let mut core_hi = [z + 1, y + 1, shape[2]];
+        let mut pad = [0; 3];
+        pad[..axis].copy_from_slice(&self.halo[..axis]);
+        core_lo[axis] = k * step;
+        core_hi[axis] = ((k + 1) * step).min(shape[axis]);
+        for b in axis + 1..3 {
+            core_lo[b] = 0;
+            core_hi[b] = shape[b];
+        }
+        if step < shape[axis] {
+            pad[axis] = self.halo[axis];
+        }
+        Chunk {
+            core_lo,
+            core_hi,
+            pad,
+        }
+    }
+
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = Chunk> + '_ {
+        (0..self.count).map(|i| self.get(i))
+    }
+
+    /// The only chunk, where the array is one.
+    pub fn single(&self) -> Option<Chunk> {
+        (self.count == 1).then(|| self.get(0))
+    }
+
+    /// Elements of the largest box (the first chunk's: the split axis is
+    /// cut into equal runs and a remainder).
+    pub fn largest_box(&self) -> usize {
+        if self.is_empty() {
+            0
+        } else {
+            self.get(0).box_shape().iter().product()
+        }
+    }
+
+    /// Elements of the largest core.
+    pub fn largest_core(&self) -> usize {
+        if self.is_empty() {
+            0
+        } else {
+            self.get(0).core_shape().iter().product()
+        }
+    }
+}
+
 /// Plans chunks of `shape` so that a box (core plus halo) holds at most
 /// `max_elements` elements. `halo` is the stencil reach per axis.
-pub fn plan(shape: Shape3, halo: Shape3, max_elements: u64) -> Result<Vec<Chunk>> {
+pub fn plan(shape: Shape3, halo: Shape3, max_elements: u64) -> Result<Plan> {
     if shape.contains(&0) {
-        return Ok(Vec::new());
+        return Ok(Plan {
+            shape,
+            halo,
+            split: None,
+            count: 0,
+        });
     }
     let n = |v: usize| v as u64;
     let whole: u64 = shape.iter().map(|&v| n(v)).product();
     if whole <= max_elements {
-        return Ok(vec![Chunk {
-            core_lo: [0; 3],
-            core_hi: shape,
-            pad: [0; 3],
-        }]);
+        return Ok(Plan {
+            shape,
+            halo,
+            split: None,
+            count: 1,
+        });
     }
     // Split the slowest axis first: boxes stay contiguous in host memory.
     for axis in 0..3 {
@@ -77,51 +172,17 @@ pub fn plan(shape: Shape3, halo: Shape3, max_elements: u64) -> Result<Vec<Chunk>
             let count = n(shape[axis]).div_ceil(fit);
             n(shape[axis]).div_ceil(count) as usize
         };
-        let mut chunks = Vec::new();
-        let outer: Vec<[usize; 2]> = outer_indices(shape, axis);
-        for [z, y] in outer {
-            let mut lo = 0;
-            while lo < shape[axis] {
-                let hi = (lo + step).min(shape[axis]);
-                let mut core_lo = [z, y, 0];
-                let mut core_hi = [z + 1, y + 1, shape[2]];
-                let mut pad = [0; 3];
-                pad[..axis].copy_from_slice(&halo[..axis]);
-                core_lo[axis] = lo;
-                core_hi[axis] = hi;
-                for b in axis + 1..3 {
-                    core_lo[b] = 0;
-                    core_hi[b] = shape[b];
-                }
-                if step < shape[axis] {
-                    pad[axis] = halo[axis];
-                }
-                chunks.push(Chunk {
-                    core_lo,
-                    core_hi,
-                    pad,
-                });
-                lo = hi;
-            }
-        }
-        return Ok(chunks);
+        let outer: usize = shape[..axis].iter().product();
+        return Ok(Plan {
+            shape,
+            halo,
+            split: Some((axis, step)),
+            count: outer * shape[axis].div_ceil(step),
+        });
     }
     Err(Error::InvalidInput(format!(
         "the stencil reach {halo:?} is too large for the device's binding limit of {max_elements} elements"
     )))
-}
-
-/// Index pairs (z, y) of the axes before `axis` that are split one by one.
-fn outer_indices(shape: Shape3, axis: usize) -> Vec<[usize; 2]> {
-    let nz = if axis > 0 { shape[0] } else { 1 };
-    let ny = if axis > 1 { shape[1] } else { 1 };
-    let mut v = Vec::with_capacity(nz * ny);
-    for z in 0..nz {
-        for y in 0..ny {
-            v.push([z, y]);
-        }
-    }
-    v
 }
 
 /// Copies the box of `chunk` (core plus halo) out of `src`, mapping halo
@@ -245,7 +306,7 @@ mod tests {
         ] {
             let chunks = plan(shape, halo, max).unwrap();
             let mut seen = vec![0u8; shape.iter().product()];
-            for c in &chunks {
+            for c in chunks.iter() {
                 assert!(
                     c.box_shape().iter().product::<usize>() as u64 <= max,
                     "{c:?}"
@@ -264,13 +325,29 @@ mod tests {
     }
 
     #[test]
+    fn plans_of_billions_of_slices_are_a_few_numbers() {
+        // A header may declare any number of frames: the plan does not
+        // grow with it.
+        let shape = [10_000_000_000, 64, 80];
+        let p = plan(shape, [1, 1, 1], 1 << 20).unwrap();
+        let per = p.get(0).core_shape()[0];
+        assert!(per > 1 && per < shape[0]);
+        assert_eq!(p.len(), shape[0].div_ceil(per));
+        let last = p.get(p.len() - 1);
+        assert_eq!(last.core_hi[0], shape[0]);
+        assert_eq!(p.get(1).core_lo[0], per);
+        assert!(std::mem::size_of_val(&p) <= 128);
+    }
+
+    #[test]
     fn gather_then_scatter_of_the_core_is_identity() {
         let shape = [3, 4, 5];
         let src: Vec<i32> = (0..60).collect();
         let chunks = plan(shape, [1, 1, 2], 50).unwrap();
         assert!(chunks.len() > 1);
         let mut dst = vec![-1; 60];
-        for c in &chunks {
+        for c in chunks.iter() {
+            let c = &c;
             let b = gather(&src, shape, c, Mode::Wrap, 0);
             let bs = c.box_shape();
             let cs = c.core_shape();

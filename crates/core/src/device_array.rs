@@ -258,8 +258,8 @@ pub(crate) async fn apply_kernel<T: Pod>(
         let mut rec = gpu.recorder_untimed();
         rec.copy(input, 0, &a, 0, bytes.div_ceil(4) * 4);
         let mut in_b = false;
-        for c in &chunks {
-            in_b = kernel(&mut rec, &a, &b, c)?;
+        for c in chunks.iter() {
+            in_b = kernel(&mut rec, &a, &b, &c)?;
         }
         rec.submit().await?;
         Ok::<_, Error>(in_b)

@@ -302,11 +302,7 @@ pub(crate) async fn run<T: Pod>(
     }
     loop {
         let chunks = chunk::plan(spec.shape, spec.halo, max_elements)?;
-        let largest = chunks
-            .iter()
-            .map(|c| c.box_shape().iter().product::<usize>())
-            .max()
-            .unwrap_or(0) as u64;
+        let largest = chunks.largest_box() as u64;
         let mut buffers = Vec::with_capacity(2 * SLOTS);
         let mut failure = None;
         for _ in 0..2 * SLOTS {
@@ -373,7 +369,7 @@ pub(crate) async fn run<T: Pod>(
 async fn stream_chunks<T: Pod>(
     gpu: &Gpu,
     spec: &StreamSpec<T>,
-    chunks: &[Chunk],
+    chunks: &chunk::Plan,
     buffers: &[wgpu::Buffer],
     uploads: &mut [UploadBuffer],
     source: &mut dyn SliceSource<T>,
@@ -391,12 +387,9 @@ async fn stream_chunks<T: Pod>(
     let mut gathered: Vec<T> = Vec::new();
     // A row of the constant, for the halo rows of constant mode.
     let constant_row = vec![spec.cval; shape[2]];
-    let largest_core = chunks
-        .iter()
-        .map(|c| c.core_shape().iter().product::<usize>())
-        .max()
-        .unwrap_or(0) as u64;
+    let largest_core = chunks.largest_core() as u64;
     for (i, c) in chunks.iter().enumerate() {
+        let c = &c;
         // The oldest chunk is collected while this one is copied into upload
         // memory: one copy runs over the bus, the other in host memory.
         let oldest = if in_flight.len() == SLOTS {
@@ -696,9 +689,10 @@ pub(crate) async fn time_resident<T: Pod>(
     repeats: usize,
 ) -> Result<Option<u64>> {
     let chunks = chunk::plan(spec.shape, spec.halo, u64::MAX)?;
-    let [c] = chunks.as_slice() else {
+    let Some(c) = chunks.single() else {
         return Ok(None);
     };
+    let c = &c;
     let bytes = std::mem::size_of_val(data) as u64;
     let src = gpu.storage(bytes, "timed input").await?;
     let dst = match gpu.storage(bytes, "timed output").await {
