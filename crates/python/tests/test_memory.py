@@ -75,3 +75,17 @@ def test_median_of_an_image_beyond_the_budget_within_three_times_it():
     # part (device buffers of the chunks within the budget, pipelines):
     # docs/memory.md.
     assert extra < 3 * 32 * MIB + 64 * MIB, f"{extra / MIB:.0f} MiB above the 32 MiB input"
+
+
+def test_sigma_clipped_stats_beyond_the_budget_with_a_mask():
+    astropy_stats = pytest.importorskip("astropy.stats").sigma_clipped_stats
+    import numpy as np
+    make = ("rng = np.random.default_rng(4)\n"
+            f"x = rng.normal(100, 10, 4 * {MIB}).astype(np.int32)\n"
+            "m = rng.random(x.shape) < 0.1\n"
+            "x[m] = 100000")
+    got, _ = peak_above(make, "list(stats.sigma_clipped_stats(x, mask=m))", MIB)
+    namespace = {"np": np}
+    exec(make, namespace)
+    want = astropy_stats(namespace["x"], mask=namespace["m"])
+    np.testing.assert_allclose(got, want, rtol=1e-6)
