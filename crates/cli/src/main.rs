@@ -194,7 +194,7 @@ fn main() -> ExitCode {
     let _ = ctrlc::set_handler(|| {
         gpuscope_io::remove_unfinished_outputs();
         eprintln!("error: interrupted; no output file was written");
-        std::process::exit(130);
+        interrupted_exit();
     });
     let result = run(cli);
     warn_stale_temp_files();
@@ -206,6 +206,22 @@ fn main() -> ExitCode {
             ExitCode::from(1)
         }
     }
+}
+
+/// Ends the process with status 130 from the Ctrl-C handler's thread.
+/// `_exit`, not `exit`: `exit` runs the C library's exit handlers, and
+/// Mesa's tear down the GL display while the main thread may still be
+/// using it (wgpu then panics, and the process dies by a signal instead of
+/// exiting with 130).
+fn interrupted_exit() -> ! {
+    #[cfg(unix)]
+    // SAFETY: _exit only ends the process; the outputs were cleaned up and
+    // the message written (stderr is unbuffered) before it.
+    unsafe {
+        libc::_exit(130)
+    }
+    #[cfg(not(unix))]
+    std::process::exit(130)
 }
 
 /// One line naming the temporary files that killed runs left where this
