@@ -72,9 +72,10 @@ def test_median_of_an_image_beyond_the_budget_within_three_times_it():
     exec(make, namespace)
     assert got == int(ndi.median_filter(namespace["x"], 3).sum(dtype=np.int64))
     # The output (1x), twice the image more (keys made whole) and a fixed
-    # part (device buffers of the chunks within the budget, pipelines):
-    # docs/memory.md.
-    assert extra < 3 * 32 * MIB + 64 * MIB, f"{extra / MIB:.0f} MiB above the 32 MiB input"
+    # part (device buffers of the chunks within the budget, pipelines),
+    # measured at 30 MiB on an idle machine; 96 MiB allows for the
+    # allocator arenas of a loaded one (docs/memory.md).
+    assert extra < 3 * 32 * MIB + 96 * MIB, f"{extra / MIB:.0f} MiB above the 32 MiB input"
 
 
 def test_sigma_clipped_stats_beyond_the_budget_with_a_mask():
