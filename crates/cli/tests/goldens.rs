@@ -106,8 +106,8 @@ fn commands_match_reference_goldens_on_gpu_and_cpu() {
                     a.to_string()
                 });
             }
-            let mut key = args.clone();
-            key.remove(if cpu { 3 } else { 2 });
+            let out_arg = out.display().to_string();
+            let key: Vec<String> = args.iter().filter(|a| **a != out_arg).cloned().collect();
             let got_array = outputs.entry(key).or_insert_with(|| {
                 let refs: Vec<&str> = args.iter().map(String::as_str).collect();
                 let o = gpuscope(&refs);

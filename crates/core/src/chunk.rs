@@ -118,20 +118,16 @@ impl Plan {
     /// Elements of the largest box (the first chunk's: the split axis is
     /// cut into equal runs and a remainder).
     pub fn largest_box(&self) -> usize {
-        if self.is_empty() {
-            0
-        } else {
-            self.get(0).box_shape().iter().product()
-        }
+        self.iter()
+            .next()
+            .map_or(0, |c| c.box_shape().iter().product())
     }
 
     /// Elements of the largest core.
     pub fn largest_core(&self) -> usize {
-        if self.is_empty() {
-            0
-        } else {
-            self.get(0).core_shape().iter().product()
-        }
+        self.iter()
+            .next()
+            .map_or(0, |c| c.core_shape().iter().product())
     }
 }
 

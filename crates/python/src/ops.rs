@@ -7,6 +7,7 @@ use gpuscope_core::filters::{self, ConvolveParams, GaussianParams, MedianParams,
 use gpuscope_core::keys::SampleVec;
 use gpuscope_core::segment::{self, LabelParams, label::foreground};
 use gpuscope_core::slic::{self as core_slic, SlicParams};
+use gpuscope_core::stats::clip::stream::clipped_stats_in_place;
 use gpuscope_core::stats::{self, SigmaClipParams};
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -547,7 +548,11 @@ pub fn sigma_clipped_stats<'py>(
             // memory: one slab and three histograms), exact as the
             // reference (float64 sums), as the command line clips.
             if n as u64 * 4 > gpu.memory_budget() {
-                return clip_in_place(x.samples(), mask.as_ref().map(|m| m.as_slice()), &options);
+                return clipped_stats_in_place(
+                    x.samples(),
+                    mask.as_ref().map(|m| m.as_slice()),
+                    &options,
+                );
             }
             let threads = crate::convert::threads_for(n, false);
             let run =
@@ -569,7 +574,7 @@ pub fn sigma_clipped_stats<'py>(
     let n = values.as_samples().len();
     let stats = interruptible(py, n, move || match engine.as_ref() {
         Engine::Gpu(gpu) if n as u64 * 4 > gpu.memory_budget() => {
-            clip_in_place(values.as_samples(), mask.as_deref(), &options)
+            clipped_stats_in_place(values.as_samples(), mask.as_deref(), &options)
         }
         Engine::Gpu(gpu) => pollster::block_on(stats::sigma_clipped_stats(
             gpu,
@@ -583,41 +588,4 @@ pub fn sigma_clipped_stats<'py>(
     })?;
     let s = stats.map_err(py_err)?;
     Ok((s.mean, s.median, s.std))
-}
-
-/// Sigma-clipped statistics of `samples` read in place by the streamed
-/// passes (slabs of 1 Mi values: 8 MiB at most), `mask` (true = excluded)
-/// alongside.
-fn clip_in_place(
-    samples: gpuscope_core::Samples<'_>,
-    mask: Option<&[bool]>,
-    options: &stats::ClipOptions,
-) -> Result<stats::ClipStats> {
-    use gpuscope_core::Samples as S;
-    use gpuscope_core::stats::clip::stream::{ClipSample, InMemory, clipped_stats};
-    use gpuscope_core::stream::SliceSource;
-    const PLANE: usize = 1 << 18;
-    fn run<T: ClipSample>(
-        data: &[T],
-        mask: Option<&[bool]>,
-        o: &stats::ClipOptions,
-    ) -> Result<stats::ClipStats> {
-        let nz = data.len().div_ceil(PLANE);
-        let mut source = InMemory { data, plane: PLANE };
-        let mut m = mask.map(|data| InMemory { data, plane: PLANE });
-        let m = m.as_mut().map(|m| m as &mut dyn SliceSource<bool>);
-        clipped_stats(&mut source, m, nz, 4, o, &mut |_| {})
-    }
-    match samples {
-        S::U8(v) => run(v, mask, options),
-        S::I8(v) => run(v, mask, options),
-        S::U16(v) => run(v, mask, options),
-        S::I16(v) => run(v, mask, options),
-        S::U32(v) => run(v, mask, options),
-        S::I32(v) => run(v, mask, options),
-        S::F32(v) => run(v, mask, options),
-        S::U64(v) => run(v, mask, options),
-        S::I64(v) => run(v, mask, options),
-        S::F64(v) => run(v, mask, options),
-    }
 }

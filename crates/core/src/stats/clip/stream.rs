@@ -458,6 +458,37 @@ pub fn clipped_stats<'a, T: ClipSample>(
     })
 }
 
+/// [`clipped_stats`] of samples held in memory, read where they lie in
+/// slabs of 1 Mi values (8 MiB at most), `mask` (true = excluded)
+/// alongside: for data larger than the GPU's budget.
+pub fn clipped_stats_in_place(
+    samples: crate::keys::Samples<'_>,
+    mask: Option<&[bool]>,
+    options: &ClipOptions,
+) -> Result<ClipStats> {
+    use crate::keys::Samples as S;
+    const PLANE: usize = 1 << 18;
+    fn run<T: ClipSample>(data: &[T], mask: Option<&[bool]>, o: &ClipOptions) -> Result<ClipStats> {
+        let nz = data.len().div_ceil(PLANE);
+        let mut source = InMemory { data, plane: PLANE };
+        let mut m = mask.map(|data| InMemory { data, plane: PLANE });
+        let m = m.as_mut().map(|m| m as &mut dyn SliceSource<bool>);
+        clipped_stats(&mut source, m, nz, 4, o, &mut |_| {})
+    }
+    match samples {
+        S::U8(v) => run(v, mask, options),
+        S::I8(v) => run(v, mask, options),
+        S::U16(v) => run(v, mask, options),
+        S::I16(v) => run(v, mask, options),
+        S::U32(v) => run(v, mask, options),
+        S::I32(v) => run(v, mask, options),
+        S::F32(v) => run(v, mask, options),
+        S::U64(v) => run(v, mask, options),
+        S::I64(v) => run(v, mask, options),
+        S::F64(v) => run(v, mask, options),
+    }
+}
+
 /// Slices `z` of an array in memory (tests and callers holding it).
 pub struct InMemory<'a, T = f32> {
     pub data: &'a [T],
