@@ -217,6 +217,22 @@ pub fn gather_into<'a, T: Copy + 'a>(
     cval: T,
     out: &mut Vec<T>,
 ) {
+    let nx = shape[2];
+    let row = |z: usize, y: usize| slice(z).get(y * nx..(y + 1) * nx);
+    gather_rows_into(row, shape, chunk, mode, cval, out);
+}
+
+/// [`gather_into`] from rows: `row(z, y)` is row `y` of slice `z` (a
+/// missing row is read as the constant; callers provide every row the box
+/// reaches).
+pub fn gather_rows_into<'a, T: Copy + 'a>(
+    row: impl Fn(usize, usize) -> Option<&'a [T]>,
+    shape: Shape3,
+    chunk: &Chunk,
+    mode: Mode,
+    cval: T,
+    out: &mut Vec<T>,
+) {
     let bs = chunk.box_shape();
     let (zs, ys, xs) = (
         box_coordinates(shape, chunk, mode, 0),
@@ -227,17 +243,13 @@ pub fn gather_into<'a, T: Copy + 'a>(
     out.clear();
     out.reserve(bs.iter().product());
     for z in &zs {
-        let plane = z.map(&slice);
         for y in &ys {
-            match (plane, y) {
-                (Some(plane), Some(y)) => {
-                    let row = &plane[y * shape[2]..(y + 1) * shape[2]];
-                    if contiguous_rows {
-                        out.extend_from_slice(row);
-                    } else {
-                        out.extend(xs.iter().map(|x| x.map_or(cval, |x| row[x])));
-                    }
-                }
+            match (z, y) {
+                (Some(z), Some(y)) => match row(*z, *y) {
+                    Some(row) if contiguous_rows => out.extend_from_slice(row),
+                    Some(row) => out.extend(xs.iter().map(|x| x.map_or(cval, |x| row[x]))),
+                    None => out.extend(std::iter::repeat_n(cval, bs[2])),
+                },
                 _ => out.extend(std::iter::repeat_n(cval, bs[2])),
             }
         }

@@ -45,6 +45,21 @@ pub trait SliceSource<T> {
     fn borrow_runs(&self, z: Range<usize>) -> Option<Vec<&[T]>> {
         self.borrow_range(z).map(|run| vec![run])
     }
+
+    /// Whether the source reads rows of a slice ([`SliceSource::read_rows`])
+    /// instead of whole slices: slices too large to hold several of.
+    fn reads_rows(&self) -> bool {
+        false
+    }
+
+    /// Appends rows `y` of slice `z` to `out`, where [`SliceSource::reads_rows`].
+    fn read_rows(&mut self, z: usize, y: Range<usize>, out: &mut Vec<T>) -> Result<()> {
+        let _ = (z, y, out);
+        Err(Error::InvalidInput(
+            "this source reads whole slices only (an internal error of gpuscope; please report it)"
+                .into(),
+        ))
+    }
 }
 
 /// Receives the output slices in order.
@@ -385,6 +400,8 @@ async fn stream_chunks<T: Pod>(
     let mut output = Assembly::new(shape);
     // The gathered box, its memory kept from chunk to chunk.
     let mut gathered: Vec<T> = Vec::new();
+    // Rows read for the current box where the source reads rows.
+    let mut bands = Bands::new();
     // A row of the constant, for the halo rows of constant mode.
     let constant_row = vec![spec.cval; shape[2]];
     let largest_core = chunks.largest_core() as u64;
@@ -419,6 +436,11 @@ async fn stream_chunks<T: Pod>(
         let pieces: Vec<&[u8]> = if let Some(runs) = direct {
             // In memory: copied from where they lie, no gather.
             runs.into_iter().map(bytemuck::cast_slice).collect()
+        } else if source.reads_rows() {
+            bands.read(&mut *source, shape, c, spec.mode)?;
+            let row = |z: usize, y: usize| bands.row(z, y);
+            chunk::gather_rows_into(row, shape, c, spec.mode, spec.cval, &mut gathered);
+            vec![bytemuck::cast_slice(&gathered)]
         } else {
             let zs: Vec<usize> = zs.into_iter().flatten().collect();
             if !zs.iter().all(|&z| source.borrow(z).is_some()) {
@@ -525,6 +547,86 @@ fn row_runs<'s, T>(
         runs.push(plane.get(y0 * nx..(y0 + n) * nx)?);
     }
     Some(runs)
+}
+
+/// The rows of one box read from a source that reads rows (slices too
+/// large to hold whole): for each slice of the box, each run of
+/// consecutive rows its y coordinates reach (one run, or two where a wrap
+/// reaches the far edge), so a box costs its own rows, never a slice.
+struct Bands<T> {
+    /// (slice, first row, rows' values).
+    runs: Vec<(usize, usize, Vec<T>)>,
+    /// Memory of earlier runs, reused.
+    spare: Vec<Vec<T>>,
+    nx: usize,
+}
+
+impl<T: Pod> Bands<T> {
+    fn new() -> Self {
+        Bands {
+            runs: Vec::new(),
+            spare: Vec::new(),
+            nx: 0,
+        }
+    }
+
+    fn read(
+        &mut self,
+        source: &mut dyn SliceSource<T>,
+        shape: Shape3,
+        c: &Chunk,
+        mode: Mode,
+    ) -> Result<()> {
+        self.nx = shape[2];
+        self.spare
+            .extend(self.runs.drain(..).map(|(_, _, mut v)| {
+                v.clear();
+                v
+            }));
+        let mut ys: Vec<usize> = chunk::box_coordinates(shape, c, mode, 1)
+            .into_iter()
+            .flatten()
+            .collect();
+        ys.sort_unstable();
+        ys.dedup();
+        let mut rows: Vec<Range<usize>> = Vec::new();
+        for y in ys {
+            match rows.last_mut() {
+                Some(r) if r.end == y => r.end = y + 1,
+                _ => rows.push(y..y + 1),
+            }
+        }
+        let mut zs: Vec<usize> = chunk::box_coordinates(shape, c, mode, 0)
+            .into_iter()
+            .flatten()
+            .collect();
+        zs.sort_unstable();
+        zs.dedup();
+        for z in zs {
+            for r in &rows {
+                let mut v = self.spare.pop().unwrap_or_default();
+                source.read_rows(z, r.clone(), &mut v)?;
+                if v.len() != r.len() * self.nx {
+                    return Err(Error::InvalidInput(format!(
+                        "rows {r:?} of slice {z} read as {} values, expected {}",
+                        v.len(),
+                        r.len() * self.nx
+                    )));
+                }
+                self.runs.push((z, r.start, v));
+            }
+        }
+        Ok(())
+    }
+
+    /// Row `y` of slice `z`, where read.
+    fn row(&self, z: usize, y: usize) -> Option<&[T]> {
+        let nx = self.nx;
+        self.runs.iter().find_map(|(rz, y0, v)| {
+            let k = y.checked_sub(*y0).filter(|_| *rz == z)?;
+            v.get(k * nx..(k + 1) * nx)
+        })
+    }
 }
 
 /// Output slices being assembled from chunks that split y or x: in the

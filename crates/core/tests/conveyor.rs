@@ -76,16 +76,66 @@ impl BlockSource for Memory {
     }
 }
 
-/// Collects the blocks; records whether it was finished.
+/// [`Memory`] that also reads rows of a slice, recording the largest read
+/// and every read of whole slices.
+struct RowMemory {
+    inner: Memory,
+    largest: Arc<Mutex<usize>>,
+    whole: Arc<Mutex<usize>>,
+}
+
+impl BlockSource for RowMemory {
+    fn shape(&self) -> [usize; 3] {
+        self.inner.shape
+    }
+    fn dtype(&self) -> Samples<'static> {
+        self.inner.dtype()
+    }
+    fn read(&mut self, z: Range<usize>, spare: Option<SampleVec>) -> Result<SampleVec> {
+        *self.whole.lock().unwrap() += z.len();
+        self.inner.read(z, spare)
+    }
+    fn reads_rows(&self) -> bool {
+        true
+    }
+    fn read_rows(
+        &mut self,
+        z: usize,
+        y: Range<usize>,
+        _spare: Option<SampleVec>,
+    ) -> Result<SampleVec> {
+        let [_, ny, nx] = self.inner.shape;
+        let at = (z * ny + y.start) * nx;
+        let n = y.len() * nx;
+        let mut largest = self.largest.lock().unwrap();
+        *largest = (*largest).max(n);
+        Ok(part(&self.inner.data, at..at + n))
+    }
+}
+
+/// A block written: slices from z, or rows of slice z from the row given.
+type Written = (usize, Option<usize>, SampleVec);
+
+/// Collects the blocks (slices from z, or rows of slice z from the row in
+/// the option, where it takes rows); records whether it was finished.
 #[derive(Clone, Default)]
 struct Collect {
-    blocks: Arc<Mutex<Vec<(usize, SampleVec)>>>,
+    blocks: Arc<Mutex<Vec<Written>>>,
     finished: Arc<Mutex<Option<bool>>>,
+    rows: bool,
 }
 
 impl BlockSink for Collect {
     fn write(&mut self, z0: usize, block: SampleVec) -> Result<Option<SampleVec>> {
-        self.blocks.lock().unwrap().push((z0, block));
+        self.blocks.lock().unwrap().push((z0, None, block));
+        Ok(None)
+    }
+    fn takes_rows(&self) -> bool {
+        self.rows
+    }
+    fn write_rows(&mut self, z: usize, y0: usize, block: SampleVec) -> Result<Option<SampleVec>> {
+        assert!(self.rows, "rows written to a sink of whole slices");
+        self.blocks.lock().unwrap().push((z, Some(y0), block));
         Ok(None)
     }
     fn finish(self: Box<Self>, sync: bool) -> Result<()> {
@@ -97,11 +147,15 @@ impl BlockSink for Collect {
 impl Collect {
     /// The blocks joined in order (checking they came in order).
     fn joined(&self, plane: usize) -> Vec<u64> {
+        self.joined_rows(plane, plane)
+    }
+
+    /// [`Collect::joined`] where rows of `nx` values may come apart.
+    fn joined_rows(&self, plane: usize, nx: usize) -> Vec<u64> {
         let mut out = Vec::new();
-        let mut z = 0;
-        for (z0, b) in self.blocks.lock().unwrap().iter() {
-            assert_eq!(*z0, z, "blocks out of order");
-            z += b.as_samples().len() / plane;
+        for (z0, y0, b) in self.blocks.lock().unwrap().iter() {
+            let at = z0 * plane + y0.unwrap_or(0) * nx;
+            assert_eq!(at, out.len(), "blocks out of order");
             out.extend(bits(b));
         }
         out
@@ -327,4 +381,113 @@ fn a_failing_source_fails_the_run_and_the_sink_is_never_finished() {
         None,
         "a failed run was published"
     );
+}
+
+/// Slices larger than a block: read in rows (never a whole slice, no read
+/// larger than a chunk's box) and written in rows, with the same results
+/// as in memory: stencils within a slice and across slices, a wrap that
+/// reaches the far edge, the median's and the float words.
+#[test]
+fn slices_larger_than_a_block_are_read_and_written_in_rows() {
+    let _one = serial();
+    let shape = [3, 150, 131];
+    let plane = shape[1] * shape[2];
+    let n: usize = shape.iter().product();
+    let g = GaussianParams {
+        sigma: vec![0.0, 1.5, 1.0],
+        ..GaussianParams::default()
+    };
+    let filter = g.filter(3).unwrap();
+    let boundary = Boundary {
+        mode: g.mode,
+        cval: g.cval,
+    };
+    for (i, data) in dtypes(n, 11).into_iter().enumerate() {
+        let s = data.as_samples();
+        let name = s.dtype_name();
+        let modes = [Mode::Wrap, Mode::Reflect, Mode::Constant];
+        let windows = [[1, 5, 3], [3, 3, 3]];
+        let word = if s.wide() { 8 } else { 4 };
+        for (k, size) in windows.iter().enumerate() {
+            let fp = Footprint::size(3, size).unwrap();
+            let b = Boundary {
+                mode: modes[(i + k) % 3],
+                cval: 3.0,
+            };
+            let expected =
+                pollster::block_on(median::median_filter(tiny_gpu(), s, &shape, &fp, b)).unwrap();
+            let (largest, whole) = (Arc::default(), Arc::default());
+            let source = RowMemory {
+                inner: Memory {
+                    data: part(&data, 0..n),
+                    shape,
+                    fail_at: None,
+                },
+                largest: Arc::clone(&largest),
+                whole: Arc::clone(&whole),
+            };
+            let sink = Collect {
+                rows: true,
+                ..Collect::default()
+            };
+            conveyor::median(
+                tiny_gpu(),
+                &fp,
+                b,
+                Box::new(source),
+                Box::new(sink.clone()),
+                options(plane / 2, word, 1),
+                &mut |_, _| {},
+            )
+            .unwrap();
+            let what = format!("median {size:?} {:?} of {name}", b.mode);
+            assert_eq!(sink.joined_rows(plane, shape[2]), bits(&expected), "{what}");
+            assert_eq!(*whole.lock().unwrap(), 0, "{what}: whole slices read");
+            let largest = *largest.lock().unwrap();
+            assert!(largest > 0 && largest < plane, "{what}: a read of {largest} values");
+            let blocks = sink.blocks.lock().unwrap();
+            assert!(
+                blocks.len() > shape[0] && blocks.iter().all(|(_, y0, _)| y0.is_some()),
+                "{what}: not written in rows"
+            );
+            assert_eq!(*sink.finished.lock().unwrap(), Some(false));
+        }
+        let values: Vec<f32> = bits_to_f32(&data);
+        let expected = pollster::block_on(filters::apply(
+            tiny_gpu(),
+            &filter,
+            &values,
+            &shape,
+            boundary,
+            Output::Float,
+        ))
+        .unwrap();
+        let (largest, whole) = (Arc::default(), Arc::default());
+        let source = RowMemory {
+            inner: Memory {
+                data: part(&data, 0..n),
+                shape,
+                fail_at: None,
+            },
+            largest: Arc::clone(&largest),
+            whole: Arc::clone(&whole),
+        };
+        // A sink of whole slices: the rows are assembled into slices.
+        let sink = Collect::default();
+        conveyor::filter(
+            tiny_gpu(),
+            &filter,
+            boundary,
+            Output::Float,
+            Samples::F32(&[]),
+            Box::new(source),
+            Box::new(sink.clone()),
+            options(plane / 2, 4, 1),
+            &mut |_, _| {},
+        )
+        .unwrap();
+        let want: Vec<u64> = expected.iter().map(|x| x.to_bits() as u64).collect();
+        assert_eq!(sink.joined(plane), want, "gaussian of {name}");
+        assert_eq!(*whole.lock().unwrap(), 0, "gaussian of {name}: whole slices read");
+    }
 }

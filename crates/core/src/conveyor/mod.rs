@@ -9,6 +9,10 @@
 //! The read-ahead thread reads blocks of whole slices and turns them into
 //! the kernel's words in one multi-threaded copy; the stream borrows the
 //! slices where they lie (no per-slice copy, no gather for whole planes).
+//! A slice larger than a block is read and written in rows instead, where
+//! the source and the sink can: each chunk reads the rows of its box and
+//! writes the rows of its core, so memory is a few chunks however large a
+//! slice is (no read-ahead then: the reads wait for the kernels).
 //! Output chunks become samples straight from the mapped readback, and a
 //! thread writes them while the next chunks run. Both queues are bounded
 //! (a few blocks, sized from the memory budget) and their memory is reused.
@@ -37,6 +41,26 @@ pub trait BlockSource: Send {
     /// Slices `z` as stored; `spare`, a block handed out before, may be
     /// filled again instead of fresh memory.
     fn read(&mut self, z: Range<usize>, spare: Option<SampleVec>) -> Result<SampleVec>;
+
+    /// Whether [`BlockSource::read_rows`] reads part of a slice (npy, raw,
+    /// HDF5, Zarr) rather than failing: slices too large to hold whole
+    /// are then read in rows.
+    fn reads_rows(&self) -> bool {
+        false
+    }
+
+    /// Rows `y` of slice `z` as stored (`spare` as in [`BlockSource::read`]).
+    fn read_rows(
+        &mut self,
+        z: usize,
+        y: Range<usize>,
+        spare: Option<SampleVec>,
+    ) -> Result<SampleVec> {
+        let _ = (z, y, spare);
+        Err(crate::error::Error::InvalidInput(
+            "this source reads whole slices only".into(),
+        ))
+    }
 }
 
 /// A stack written in blocks of whole leading-axis slices, in order.
@@ -44,6 +68,20 @@ pub trait BlockSink: Send {
     /// Writes `block` as slices from `z0`; returns its memory for reuse
     /// where the sink is done with it.
     fn write(&mut self, z0: usize, block: SampleVec) -> Result<Option<SampleVec>>;
+
+    /// Whether [`BlockSink::write_rows`] takes part of a slice.
+    fn takes_rows(&self) -> bool {
+        false
+    }
+
+    /// Writes `block` as whole rows of slice `z` from row `y0`: the rows of
+    /// a slice come in order, then the next slice's.
+    fn write_rows(&mut self, z: usize, y0: usize, block: SampleVec) -> Result<Option<SampleVec>> {
+        let _ = (z, y0, block);
+        Err(crate::error::Error::InvalidInput(
+            "this output takes whole slices only".into(),
+        ))
+    }
 
     /// Completes the output (synced once when `sync`) and publishes it.
     fn finish(self: Box<Self>, sync: bool) -> Result<()>;

@@ -100,9 +100,17 @@ fn convey<W: Pod + Send>(
     let [_, ny, nx] = source.shape();
     let plane = (ny * nx).max(1);
     let word = std::mem::size_of::<W>() as u64;
-    let block_slices = (options.block_bytes / (plane as u64 * word)).max(1) as usize;
-    let mut reader = ReadAhead::spawn(source, codec, block_slices, options.depth);
-    let mut writer = WriteBehind::spawn(sink, codec, out, plane, options.depth);
+    // A slice larger than a block is read and written in rows where the
+    // source and the sink can (a few chunks of memory, not several slices).
+    let large = plane as u64 * word > options.block_bytes;
+    let rows = (large && sink.takes_rows()).then_some(nx);
+    let mut reader = if large && source.reads_rows() {
+        ReadAhead::rows(source, codec)
+    } else {
+        let block_slices = (options.block_bytes / (plane as u64 * word)).max(1) as usize;
+        ReadAhead::spawn(source, codec, block_slices, options.depth)
+    };
+    let mut writer = WriteBehind::spawn(sink, codec, out, plane, rows, options.depth);
     let t = Instant::now();
     let result = run(&mut reader, &mut writer);
     let stream = t.elapsed();

@@ -28,7 +28,7 @@ type Block<W> = (usize, Vec<W>);
 
 /// Blocks of a [`BlockSource`] read and turned into words on a thread, at
 /// most `depth` waiting; the stream borrows their slices in place.
-pub struct ReadAhead<W> {
+pub struct ReadAhead<W: 'static> {
     rx: Option<Receiver<Result<Block<W>>>>,
     /// Word memory of blocks the stream is done with, for the thread.
     spare: Sender<Vec<W>>,
@@ -39,6 +39,17 @@ pub struct ReadAhead<W> {
     thread: Option<JoinHandle<ReadTimes>>,
     waited: Duration,
     times: Option<ReadTimes>,
+    /// Slices too large to hold: rows read on demand, no thread.
+    rows: Option<Rows<W>>,
+}
+
+/// A source read in rows on the stream's own thread.
+struct Rows<W: 'static> {
+    source: Box<dyn BlockSource>,
+    codec: &'static Codec<W>,
+    stored: Option<SampleVec>,
+    shape: [usize; 3],
+    times: ReadTimes,
 }
 
 impl<W: Pod + Send> ReadAhead<W> {
@@ -97,6 +108,32 @@ impl<W: Pod + Send> ReadAhead<W> {
             thread: Some(thread),
             waited: Duration::ZERO,
             times: None,
+            rows: None,
+        }
+    }
+
+    /// `source` read in rows as the stream asks for them ([`SliceSource::read_rows`]):
+    /// for slices too large to hold several of; `source` must read rows.
+    pub fn rows(source: Box<dyn BlockSource>, codec: &'static Codec<W>) -> ReadAhead<W> {
+        let shape = source.shape();
+        let (_, rx) = sync_channel::<Result<Block<W>>>(1);
+        let (spare, _) = channel::<Vec<W>>();
+        ReadAhead {
+            rx: Some(rx),
+            spare,
+            blocks: VecDeque::new(),
+            plane: shape[1] * shape[2],
+            nz: shape[0],
+            thread: None,
+            waited: Duration::ZERO,
+            times: None,
+            rows: Some(Rows {
+                source,
+                codec,
+                stored: None,
+                shape,
+                times: ReadTimes::default(),
+            }),
         }
     }
 
@@ -112,12 +149,15 @@ impl<W: Pod + Send> ReadAhead<W> {
         if let Some(h) = self.thread.take() {
             self.times = h.join().ok();
         }
-        let t = self.times.take().unwrap_or_default();
+        let t = match self.rows.take() {
+            Some(r) => r.times,
+            None => self.times.take().unwrap_or_default(),
+        };
         (t.read, t.load, self.waited, t.bytes)
     }
 }
 
-impl<W> Drop for ReadAhead<W> {
+impl<W: 'static> Drop for ReadAhead<W> {
     fn drop(&mut self) {
         // The thread stops at its next send; it is not waited for here.
         drop(self.rx.take());
@@ -126,6 +166,13 @@ impl<W> Drop for ReadAhead<W> {
 
 impl<W: Pod + Send> SliceSource<W> for ReadAhead<W> {
     fn read(&mut self, z: Range<usize>, out: &mut Vec<W>) -> Result<()> {
+        if let Some(r) = &self.rows {
+            let ny = r.shape[1];
+            for z in z {
+                self.read_rows(z, 0..ny, out)?;
+            }
+            return Ok(());
+        }
         self.fetch(z.clone())?;
         for run in self.borrow_runs(z.clone()).unwrap_or_default() {
             out.extend_from_slice(run);
@@ -133,7 +180,49 @@ impl<W: Pod + Send> SliceSource<W> for ReadAhead<W> {
         Ok(())
     }
 
+    fn reads_rows(&self) -> bool {
+        self.rows.is_some()
+    }
+
+    fn read_rows(&mut self, z: usize, y: Range<usize>, out: &mut Vec<W>) -> Result<()> {
+        let Some(r) = &mut self.rows else {
+            return Err(Error::InvalidInput(
+                "rows asked of a source read in slices (an internal error of gpuscope; please report it)"
+                    .into(),
+            ));
+        };
+        let [nz, ny, nx] = r.shape;
+        if z >= nz || y.start > y.end || y.end > ny {
+            return Err(Error::InvalidInput(format!(
+                "rows {y:?} of slice {z} asked of a stack of shape {:?}",
+                r.shape
+            )));
+        }
+        let t = Instant::now();
+        let read = r.source.read_rows(z, y.clone(), r.stored.take());
+        r.times.read += t.elapsed();
+        let s = read?;
+        let n = y.len() * nx;
+        if s.as_samples().len() != n {
+            return Err(Error::InvalidInput(format!(
+                "rows {y:?} of slice {z} read as {} values, expected {n}",
+                s.as_samples().len()
+            )));
+        }
+        r.times.bytes += bytes_of(&s);
+        let t = Instant::now();
+        let start = out.len();
+        out.resize(start + n, W::zeroed());
+        let loaded = (r.codec.load)(&s, &mut out[start..]);
+        r.times.load += t.elapsed();
+        r.stored = Some(s);
+        loaded
+    }
+
     fn fetch(&mut self, z: Range<usize>) -> Result<()> {
+        if self.rows.is_some() {
+            return Ok(());
+        }
         if z.end > self.nz {
             return Err(Error::InvalidInput(format!(
                 "slices {z:?} asked of a stack of {}",
@@ -225,34 +314,47 @@ type Written = (Result<Box<dyn BlockSink>>, WriteTimes);
 /// Output words turned into samples of the output dtype (on several
 /// threads, straight from the stream's readback) and written to a
 /// [`BlockSink`] by a thread, at most `depth` blocks waiting.
+/// A block for the write-behind thread: slices from `z`, or rows of slice
+/// `z` from the row in the option.
+type Piece = (usize, Option<usize>, SampleVec);
+
 pub struct WriteBehind<W: 'static> {
-    tx: Option<SyncSender<(usize, SampleVec)>>,
+    tx: Option<SyncSender<Piece>>,
     spare: Receiver<SampleVec>,
     thread: Option<JoinHandle<Written>>,
     codec: &'static Codec<W>,
     dtype: Samples<'static>,
     plane: usize,
+    /// Row length where the sink takes rows of a slice (too large to
+    /// assemble whole); None: whole slices only.
+    row: Option<usize>,
     z: usize,
     store: Duration,
     waited: Duration,
 }
 
 impl<W: Pod> WriteBehind<W> {
+    /// Writes to `sink`; `rows` (the row length) where slices are too
+    /// large to assemble whole and the sink takes rows.
     pub fn spawn(
         mut sink: Box<dyn BlockSink>,
         codec: &'static Codec<W>,
         dtype: Samples<'static>,
         plane: usize,
+        rows: Option<usize>,
         depth: usize,
     ) -> WriteBehind<W> {
-        let (tx, rx) = sync_channel::<(usize, SampleVec)>(depth.max(1));
+        let (tx, rx) = sync_channel::<Piece>(depth.max(1));
         let (spare_tx, spare_rx) = channel::<SampleVec>();
         let thread = std::thread::spawn(move || {
             let mut times = WriteTimes::default();
-            for (z0, block) in rx {
+            for (z0, y0, block) in rx {
                 times.bytes += bytes_of(&block);
                 let t = Instant::now();
-                let r = sink.write(z0, block);
+                let r = match y0 {
+                    None => sink.write(z0, block),
+                    Some(y0) => sink.write_rows(z0, y0, block),
+                };
                 times.write += t.elapsed();
                 match r {
                     Ok(Some(s)) => {
@@ -271,6 +373,7 @@ impl<W: Pod> WriteBehind<W> {
             codec,
             dtype,
             plane,
+            row: rows.filter(|&nx| nx > 0),
             z: 0,
             store: Duration::ZERO,
             waited: Duration::ZERO,
@@ -320,22 +423,22 @@ impl<W: 'static> Drop for WriteBehind<W> {
     }
 }
 
-impl<W: Pod> SliceSink<W> for WriteBehind<W> {
-    fn write(&mut self, slices: &[W]) -> Result<()> {
+impl<W: Pod> WriteBehind<W> {
+    /// Turns `values` into samples and queues them as slices from `z` or
+    /// rows of slice `z` from `y0`.
+    fn send(&mut self, z: usize, y0: Option<usize>, values: &[W]) -> Result<()> {
         let t = Instant::now();
-        let block = (self.codec.store)(self.dtype, slices, self.spare.try_recv().ok())?;
+        let block = (self.codec.store)(self.dtype, values, self.spare.try_recv().ok())?;
         self.store += t.elapsed();
-        let n = slices.len() / self.plane.max(1);
         let sent = match &self.tx {
             Some(tx) => {
                 let t = Instant::now();
-                let ok = tx.send((self.z, block)).is_ok();
+                let ok = tx.send((z, y0, block)).is_ok();
                 self.waited += t.elapsed();
                 ok
             }
             None => false,
         };
-        self.z += n;
         if sent {
             return Ok(());
         }
@@ -346,5 +449,39 @@ impl<W: Pod> SliceSink<W> for WriteBehind<W> {
                 "the writing thread stopped early".into(),
             )),
         }
+    }
+}
+
+impl<W: Pod> SliceSink<W> for WriteBehind<W> {
+    fn write(&mut self, slices: &[W]) -> Result<()> {
+        let z = self.z;
+        self.z += slices.len() / self.plane.max(1);
+        self.send(z, None, slices)
+    }
+
+    fn takes_rows(&self) -> bool {
+        self.row.is_some()
+    }
+
+    fn write_at(&mut self, offset: usize, values: &[W], _alone: bool) -> Result<bool> {
+        let Some(nx) = self.row else {
+            return Ok(false);
+        };
+        let plane = self.plane.max(1);
+        let (z, at) = (offset / plane, offset % plane);
+        if z != self.z || !at.is_multiple_of(nx) || !values.len().is_multiple_of(nx) {
+            return Err(Error::InvalidInput(format!(
+                "{} values written at {offset}, not whole rows of slice {} (an internal error of gpuscope; please report it)",
+                values.len(),
+                self.z
+            )));
+        }
+        self.send(z, Some(at / nx), values)?;
+        Ok(true)
+    }
+
+    fn skip(&mut self, n: usize) -> Result<()> {
+        self.z += n / self.plane.max(1);
+        Ok(())
     }
 }
