@@ -571,12 +571,34 @@ impl BlockSource for FileSource {
         sample_vec(block.data)
             .ok_or_else(|| gpuscope_core::Error::InvalidInput("a boolean block".into()))
     }
+
+    fn reads_rows(&self) -> bool {
+        self.source.reads_rows()
+    }
+
+    fn read_rows(
+        &mut self,
+        z: usize,
+        y: std::ops::Range<usize>,
+        spare: Option<SampleVec>,
+    ) -> gpuscope_core::Result<SampleVec> {
+        let rows = self
+            .source
+            .read_rows(z, y, spare.map(array_data))
+            .map_err(core_error)?;
+        sample_vec(rows.data)
+            .ok_or_else(|| gpuscope_core::Error::InvalidInput("a boolean block".into()))
+    }
 }
 
-/// An output stack as the conveyor's block sink.
+/// An output stack as the conveyor's block sink. It takes rows of a slice
+/// into every format: written in place where the format can (npy, raw),
+/// else gathered into the slice, written whole when its last row comes.
 pub struct FileSink {
     sink: StackSink,
     plane: [usize; 2],
+    /// The slice being gathered from rows, and its samples so far.
+    gathering: Option<(usize, SampleVec)>,
 }
 
 impl FileSink {
@@ -586,7 +608,11 @@ impl FileSink {
             [_, y, x] => [*y, *x],
             _ => return Ok(None),
         };
-        Ok(StackSink::create(path, shape, dtype)?.map(|sink| FileSink { sink, plane }))
+        Ok(StackSink::create(path, shape, dtype)?.map(|sink| FileSink {
+            sink,
+            plane,
+            gathering: None,
+        }))
     }
 }
 
@@ -599,9 +625,71 @@ impl BlockSink for FileSink {
         Ok(spare.and_then(sample_vec))
     }
 
+    fn takes_rows(&self) -> bool {
+        true
+    }
+
+    fn write_rows(
+        &mut self,
+        z: usize,
+        y0: usize,
+        block: SampleVec,
+    ) -> gpuscope_core::Result<Option<SampleVec>> {
+        let [ny, nx] = self.plane;
+        if self.sink.takes_rows() {
+            let n = block.as_samples().len() / nx.max(1);
+            let rows = Array::new(vec![1, n, nx], array_data(block)).map_err(core_error)?;
+            let spare = self.sink.write_rows(z, y0, rows).map_err(core_error)?;
+            return Ok(spare.and_then(sample_vec));
+        }
+        let out_of_order = || {
+            gpuscope_core::Error::InvalidInput(format!(
+                "rows from {y0} of slice {z} out of order (an internal error of gpuscope; please report it)"
+            ))
+        };
+        let slice = match self.gathering.take() {
+            Some((at, mut slice)) if at == z && slice.as_samples().len() == y0 * nx => {
+                if !append(&mut slice, &block) {
+                    return Err(out_of_order());
+                }
+                slice
+            }
+            None if y0 == 0 => block,
+            _ => return Err(out_of_order()),
+        };
+        if slice.as_samples().len() < ny * nx {
+            self.gathering = Some((z, slice));
+            return Ok(None);
+        }
+        let array = Array::new(vec![1, ny, nx], array_data(slice)).map_err(core_error)?;
+        self.sink.write_block(z, array).map_err(core_error)?;
+        Ok(None)
+    }
+
     fn finish(self: Box<Self>, sync: bool) -> gpuscope_core::Result<()> {
+        if let Some((z, _)) = self.gathering {
+            return Err(gpuscope_core::Error::InvalidInput(format!(
+                "slice {z} was left part written"
+            )));
+        }
         self.sink.finish(sync).map_err(core_error)
     }
+}
+
+/// Appends `rows` to `slice` where both are of one dtype.
+fn append(slice: &mut SampleVec, rows: &SampleVec) -> bool {
+    macro_rules! join {
+        ($($v:ident),*) => {
+            match (slice, rows) {
+                $((SampleVec::$v(a), SampleVec::$v(b)) => {
+                    a.extend_from_slice(b);
+                    true
+                })*
+                _ => false,
+            }
+        };
+    }
+    join!(U8, I8, U16, I16, U32, I32, F32, U64, I64, F64)
 }
 
 /// An io error as the core's (the stream reports it as the input's).

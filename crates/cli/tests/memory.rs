@@ -286,6 +286,39 @@ fn filters() {
     );
 }
 
+/// Two uint8 frames of 4096 x 4096: each slice's words (64 MiB) are eight
+/// times the budget, so the filters read and write rows of a slice.
+fn large_frames() -> String {
+    input("frames_u8_2x4096x4096.npy", || {
+        let v = counts(2 << 24, 7).iter().map(|&c| c as u8).collect();
+        Array::from_u8(vec![2, 4096, 4096], v).unwrap()
+    })
+}
+
+/// Frames larger than the budget stream in rows: the same bound as a stack
+/// of small slices (a few chunks, never a whole slice), into npy and raw
+/// (rows written in place) and TIFF (one output slice gathered).
+#[test]
+fn frames_larger_than_the_budget() {
+    let fr = large_frames();
+    let slice_u8 = (16 << 20) as f64;
+    check(
+        "median frames (1,3,3)",
+        &["median", &fr, &out("fm.npy"), "--size", "1,3,3"],
+        8.0 * BUDGET_BYTES,
+    );
+    check(
+        "median frames across slices",
+        &["median", &fr, &out("fm3.raw"), "--size", "3,1,1"],
+        8.0 * BUDGET_BYTES,
+    );
+    check(
+        "outliers frames to TIFF",
+        &["outliers", &fr, &out("fo.tif"), "--diff", "50"],
+        8.0 * BUDGET_BYTES + slice_u8,
+    );
+}
+
 #[test]
 fn sources_info_slic_spots() {
     let st = stack_u16();

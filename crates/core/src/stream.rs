@@ -578,11 +578,10 @@ impl<T: Pod> Bands<T> {
         mode: Mode,
     ) -> Result<()> {
         self.nx = shape[2];
-        self.spare
-            .extend(self.runs.drain(..).map(|(_, _, mut v)| {
-                v.clear();
-                v
-            }));
+        self.spare.extend(self.runs.drain(..).map(|(_, _, mut v)| {
+            v.clear();
+            v
+        }));
         let mut ys: Vec<usize> = chunk::box_coordinates(shape, c, mode, 1)
             .into_iter()
             .flatten()

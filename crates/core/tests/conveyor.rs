@@ -444,7 +444,10 @@ fn slices_larger_than_a_block_are_read_and_written_in_rows() {
             assert_eq!(sink.joined_rows(plane, shape[2]), bits(&expected), "{what}");
             assert_eq!(*whole.lock().unwrap(), 0, "{what}: whole slices read");
             let largest = *largest.lock().unwrap();
-            assert!(largest > 0 && largest < plane, "{what}: a read of {largest} values");
+            assert!(
+                largest > 0 && largest < plane,
+                "{what}: a read of {largest} values"
+            );
             let blocks = sink.blocks.lock().unwrap();
             assert!(
                 blocks.len() > shape[0] && blocks.iter().all(|(_, y0, _)| y0.is_some()),
@@ -488,6 +491,10 @@ fn slices_larger_than_a_block_are_read_and_written_in_rows() {
         .unwrap();
         let want: Vec<u64> = expected.iter().map(|x| x.to_bits() as u64).collect();
         assert_eq!(sink.joined(plane), want, "gaussian of {name}");
-        assert_eq!(*whole.lock().unwrap(), 0, "gaussian of {name}: whole slices read");
+        assert_eq!(
+            *whole.lock().unwrap(),
+            0,
+            "gaussian of {name}: whole slices read"
+        );
     }
 }

@@ -78,6 +78,46 @@ impl StackSource {
     }
 }
 
+impl StackSource {
+    /// Whether [`StackSource::read_rows`] reads part of a slice: every
+    /// format but TIFF (whose pages are read whole).
+    pub fn reads_rows(&self) -> bool {
+        !matches!(self, StackSource::Tiff(_))
+    }
+
+    /// Rows `y` (along the second axis) of slice `z`, shape
+    /// `[1, y.len(), ...]`: for slices too large to hold whole. `spare` as
+    /// in [`StackSource::read_block`].
+    pub fn read_rows(
+        &mut self,
+        z: usize,
+        y: std::ops::Range<usize>,
+        spare: Option<ArrayData>,
+    ) -> Result<Array> {
+        let mut shape = self.shape();
+        match self {
+            StackSource::Npy(r) if r.native_order() && shape.len() >= 2 => {
+                shape[0] = 1;
+                shape[1] = y.len();
+                let n: usize = shape.iter().product();
+                let mut data = match refill(spare, r.dtype(), n) {
+                    Some(d) => d,
+                    None => return r.read_rows(z, y),
+                };
+                r.read_rows_raw(z, y, bytes_mut(&mut data))?;
+                Array::new(shape, data)
+            }
+            StackSource::Npy(r) => r.read_rows(z, y),
+            StackSource::Hdf5(r) => r.read_rows(z, y),
+            StackSource::Zarr(r) => r.read_rows(z, y),
+            StackSource::Tiff(_) => Err(IoError::invalid(
+                "rows asked of a TIFF stack, whose pages are read whole",
+                "read whole slices of TIFF stacks",
+            )),
+        }
+    }
+}
+
 /// Bytes of `data` as they lie in memory (none for booleans, which are
 /// read decoded).
 fn bytes_mut(data: &mut ArrayData) -> &mut [u8] {
@@ -250,6 +290,27 @@ impl StackSink {
                 }
                 Ok(Some(block.data))
             }
+        }
+    }
+
+    /// Whether [`StackSink::write_rows`] takes part of a slice (`.npy` and
+    /// `.raw`; TIFF pages and Zarr chunks one slice deep are written whole).
+    pub fn takes_rows(&self) -> bool {
+        matches!(self, StackSink::Npy(_))
+    }
+
+    /// Writes `rows`, whole rows of slice `z` from row `y0`; the rows of a
+    /// slice come in order. Returns their memory, as [`StackSink::write_block`].
+    pub fn write_rows(&mut self, z: usize, y0: usize, rows: Array) -> Result<Option<ArrayData>> {
+        match self {
+            StackSink::Npy(w) => {
+                w.write_rows_at(z, y0, &rows)?;
+                Ok(Some(rows.data))
+            }
+            _ => Err(IoError::invalid(
+                "rows written to an output that takes whole slices",
+                "write whole slices of TIFF and Zarr outputs",
+            )),
         }
     }
 

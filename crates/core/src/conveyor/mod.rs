@@ -99,12 +99,12 @@ pub struct Options {
 }
 
 impl Options {
-    /// Blocks of a quarter of the memory budget (1 MiB to 256 MiB of
+    /// Blocks of a quarter of the memory budget (64 KiB to 256 MiB of
     /// words), two waiting in each queue: the host holds about twice the
-    /// budget in blocks.
+    /// budget in blocks. A slice larger than a block is read in rows.
     pub fn for_budget(budget: u64, sync: bool) -> Options {
         Options {
-            block_bytes: (budget / 4).clamp(1 << 20, 256 << 20),
+            block_bytes: (budget / 4).clamp(64 << 10, 256 << 20),
             depth: 2,
             sync,
         }

@@ -349,7 +349,54 @@ impl Hdf5Stack {
         join(out_shape, pieces)
     }
 
+    /// Rows `y` (along the second axis) of frame `z`: part of a frame, for
+    /// frames too large to hold whole; shape `[1, y.len(), ...]`.
+    pub fn read_rows(&mut self, z: usize, y: std::ops::Range<usize>) -> Result<Array> {
+        self.read_rows_inner(z, y)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    fn read_rows_inner(&mut self, z: usize, y: std::ops::Range<usize>) -> Result<Array> {
+        let total = self.shape.first().copied().unwrap_or(0);
+        let ny = self.shape.get(1).copied().unwrap_or(0);
+        if self.shape.len() < 2 || z >= total || y.start > y.end || y.end > ny {
+            return Err(IoError::invalid(
+                format!(
+                    "rows {y:?} of frame {z} asked of a dataset of shape {:?}",
+                    self.shape
+                ),
+                "ask for rows within the frame",
+            ));
+        }
+        let mut first = 0usize;
+        let mut k = 0;
+        while k < self.parts.len() && z >= first + self.parts[k].frames {
+            first += self.parts[k].frames;
+            k += 1;
+        }
+        let mut starts = vec![0; self.shape.len()];
+        starts[0] = z - first;
+        starts[1] = y.start;
+        let mut counts = self.shape.clone();
+        counts[0] = 1;
+        counts[1] = y.len();
+        let data = self.read_box(k, &starts, &counts)?;
+        Array::new(counts, data)
+    }
+
     fn read_part(&mut self, k: usize, z: usize, n: usize) -> Result<ArrayData> {
+        let mut starts = vec![0; self.shape.len()];
+        starts[0] = z;
+        let mut counts = self.shape.clone();
+        counts[0] = n;
+        self.read_box(k, &starts, &counts)
+    }
+
+    /// The box `starts`, `counts` of part `k` (its own frame numbers).
+    fn read_box(&mut self, k: usize, starts: &[usize], counts: &[usize]) -> Result<ArrayData> {
+        if k >= self.parts.len() {
+            return Err(IoError::corrupt("a frame beyond the dataset's parts"));
+        }
         if self.current.as_ref().is_none_or(|(i, _)| *i != k) {
             let path = self.parts[k].path.clone();
             let ds = guard(&path, || self.file.dataset(&path))?;
@@ -359,11 +406,7 @@ impl Hdf5Stack {
             return Err(IoError::corrupt("no dataset open"));
         };
         let path = &self.parts[k].path;
-        let mut starts = vec![0; self.shape.len()];
-        starts[0] = z;
-        let mut counts = self.shape.clone();
-        counts[0] = n;
-        read_selection(ds, path, self.dtype, &starts, &counts, self.limit)
+        read_selection(ds, path, self.dtype, starts, counts, self.limit)
     }
 
     /// Whether every frame is stored as one bitshuffle-LZ4 chunk of

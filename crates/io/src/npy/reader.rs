@@ -276,6 +276,77 @@ impl NpyReader {
     }
 }
 
+impl NpyReader {
+    /// Rows `y` (along the second axis) of slice `z`, decoded: part of a
+    /// slice, for slices too large to hold whole.
+    pub fn read_rows(&mut self, z: usize, y: std::ops::Range<usize>) -> Result<Array> {
+        let row: usize = self.header.shape.get(2..).map_or(1, |r| r.iter().product());
+        let mut buf = vec![0u8; y.len() * row * self.header.dtype.size_bytes()];
+        self.read_rows_raw(z, y.clone(), &mut buf)?;
+        let data = decode_elements(self.header.dtype, &buf, self.header.big_endian);
+        let mut shape = self.header.shape.clone();
+        shape[0] = 1;
+        shape[1] = y.len();
+        Array::new(shape, data).map_err(|e| e.in_file(&self.name))
+    }
+
+    /// Rows `y` of slice `z` straight into `out` (their bytes in the
+    /// file's byte order), as [`NpyReader::read_slab_raw`] does slices.
+    pub fn read_rows_raw(
+        &mut self,
+        z: usize,
+        y: std::ops::Range<usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let name = self.name.clone();
+        self.read_rows_raw_inner(z, y, out)
+            .map_err(|e| e.in_file(&name))
+    }
+
+    fn read_rows_raw_inner(
+        &mut self,
+        z: usize,
+        y: std::ops::Range<usize>,
+        out: &mut [u8],
+    ) -> Result<()> {
+        let shape = &self.header.shape;
+        let item = self.header.dtype.size_bytes();
+        let row_bytes = shape.get(2..).map_or(1, |r| r.iter().product::<usize>()) * item;
+        let slice_bytes = self.slice_len() * item;
+        let ny = shape.get(1).copied().unwrap_or(0);
+        if shape.len() < 2
+            || z >= shape[0]
+            || y.start > y.end
+            || y.end > ny
+            || out.len() != y.len() * row_bytes
+        {
+            return Err(IoError::invalid(
+                format!("rows {y:?} of slice {z} into {} bytes", out.len()),
+                "request whole rows within the array's shape",
+            ));
+        }
+        let at = z * slice_bytes + y.start * row_bytes;
+        if !self.fill_from_c_order(at, out)? {
+            self.file
+                .seek(SeekFrom::Start(self.header.data_offset as u64 + at as u64))
+                .map_err(|e| IoError::io("cannot seek", e))?;
+            self.file.read_exact(out).map_err(|e| {
+                if e.kind() == std::io::ErrorKind::UnexpectedEof {
+                    IoError::truncated(
+                        "the file ended while reading rows (was it truncated after opening?)",
+                    )
+                } else {
+                    IoError::io("cannot read the file", e)
+                }
+            })?;
+        }
+        match &mut self.pair {
+            Some(pair) => pair.read_part(z, y.start * row_bytes, out),
+            None => Ok(()),
+        }
+    }
+}
+
 fn read_up_to(f: &mut File, buf: &mut [u8]) -> Result<usize> {
     let mut n = 0;
     while n < buf.len() {

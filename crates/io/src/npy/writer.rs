@@ -161,6 +161,8 @@ pub struct NpySlabWriter {
     /// the pair hash of the slabs written so far.
     raw: Option<(std::path::PathBuf, SlabHash)>,
     written: std::sync::atomic::AtomicUsize,
+    /// Bytes written as rows of slices ([`NpySlabWriter::write_rows_at`]).
+    rows_written: std::sync::atomic::AtomicUsize,
 }
 
 impl NpySlabWriter {
@@ -213,6 +215,7 @@ impl NpySlabWriter {
                 header: header.len() as u64,
                 raw,
                 written: std::sync::atomic::AtomicUsize::new(0),
+                rows_written: std::sync::atomic::AtomicUsize::new(0),
             })
         })()
         .map_err(|e| e.in_file(&name))
@@ -314,6 +317,51 @@ impl NpySlabWriter {
         Ok(())
     }
 
+    /// Writes `rows`, whole rows (along the second axis) of slice `z` from
+    /// row `y0`, of the file's dtype: part of a slice, for slices too large
+    /// to hold whole. The rows of a slice come in order, each once.
+    pub fn write_rows_at(&self, z: usize, y0: usize, rows: &Array) -> Result<()> {
+        self.write_rows_inner(z, y0, rows)
+            .map_err(|e| e.in_file(&self.name))
+    }
+
+    fn write_rows_inner(&self, z: usize, y0: usize, rows: &Array) -> Result<()> {
+        rows.validate()?;
+        let item = self.dtype.size_bytes();
+        let row: usize = self.shape.get(2..).map_or(1, |r| r.iter().product());
+        let ny = self.shape.get(1).copied().unwrap_or(0);
+        let n = rows.len() / row.max(1);
+        if rows.dtype() != self.dtype
+            || self.shape.len() < 2
+            || !rows.len().is_multiple_of(row.max(1))
+            || z >= self.shape[0]
+            || y0 + n > ny
+        {
+            return Err(IoError::invalid(
+                format!(
+                    "{} {} values at row {y0} of slice {z} do not fit file {:?} {}",
+                    rows.len(),
+                    rows.dtype().name(),
+                    self.shape,
+                    self.dtype.name()
+                ),
+                "write whole rows of the file's dtype within its slices",
+            ));
+        }
+        let mut bytes = Vec::with_capacity(rows.len() * item);
+        write_data(&mut bytes, &rows.data).map_err(|e| IoError::io("cannot write the file", e))?;
+        let at = (y0 * row) * item;
+        let offset = self.header + (z * ny * row * item + at) as u64;
+        write_all_at(&self.file, &bytes, offset)
+            .map_err(|e| IoError::io("cannot write the file", e))?;
+        if let Some((_, hash)) = &self.raw {
+            hash.add_part(z, at, &bytes);
+        }
+        self.rows_written
+            .fetch_add(bytes.len(), std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+
     /// Completes the file; errors (and leaves no output) unless every
     /// slice was written.
     pub fn finish(self) -> Result<()> {
@@ -324,8 +372,11 @@ impl NpySlabWriter {
     /// system to write back (a scratch output: a crash may lose it, but
     /// never leaves part of it under the output's name).
     pub fn finish_with(self, sync: bool) -> Result<()> {
-        let written = self.written.load(std::sync::atomic::Ordering::Relaxed);
-        if written != self.shape[0] {
+        let slice_bytes = self.shape[1..].iter().product::<usize>() * self.dtype.size_bytes();
+        let in_rows = self.rows_written.load(std::sync::atomic::Ordering::Relaxed);
+        let written = self.written.load(std::sync::atomic::Ordering::Relaxed)
+            + in_rows.checked_div(slice_bytes).unwrap_or(0);
+        if written != self.shape[0] || !in_rows.is_multiple_of(slice_bytes.max(1)) {
             return Err(IoError::invalid(
                 format!("only {written} of {} slices were written", self.shape[0]),
                 "write every slice before finish; no file was created",

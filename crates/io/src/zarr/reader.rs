@@ -278,6 +278,26 @@ impl ZarrArray {
         self.read_box(&start, &size)
     }
 
+    /// Rows `y` (along the second axis) of slice `z`: part of a slice, for
+    /// slices too large to hold whole; shape `[1, y.len(), ...]`.
+    pub fn read_rows(&mut self, z: usize, y: std::ops::Range<usize>) -> Result<Array> {
+        let shape = &self.meta.shape;
+        if shape.len() < 2 || z >= shape[0] || y.start > y.end || y.end > shape[1] {
+            return Err(IoError::invalid(
+                format!("rows {y:?} of slice {z} asked of an array of shape {shape:?}"),
+                "ask for rows within the slice",
+            )
+            .in_file(&self.name));
+        }
+        let mut start = vec![0; shape.len()];
+        start[0] = z;
+        start[1] = y.start;
+        let mut size = shape.clone();
+        size[0] = 1;
+        size[1] = y.len();
+        self.read_box(&start, &size)
+    }
+
     /// The 2-D planes of the array: the product of its axes before the
     /// last two (1 for a 2-D array; 0 below 2-D).
     pub fn planes(&self) -> usize {
