@@ -76,27 +76,57 @@ fn core_error(Failure(m): Failure) -> gpuscope_core::Error {
     gpuscope_core::Error::InvalidInput(m)
 }
 
-/// A stack on disk as slices of `T`.
+/// A stack on disk as slices of `T`, or, with `rows` (the rows of a
+/// slice), as its rows: slices larger than a slab are read in rows.
 struct StackSource<'a, T> {
     reader: &'a mut StackReader,
+    rows: Option<usize>,
     _t: std::marker::PhantomData<T>,
 }
 
 impl<T: Column> SliceSource<T> for StackSource<'_, T> {
     fn read(&mut self, z: std::ops::Range<usize>, out: &mut Vec<T>) -> gpuscope_core::Result<()> {
-        for i in z {
-            let slab = self.reader.read(i, 1).map_err(core_error)?;
-            let v = T::take(slab.data).ok_or_else(|| {
+        read_parts(self.reader, self.rows, z, |a| {
+            let v = T::take(a.data).ok_or_else(|| {
                 gpuscope_core::Error::InvalidInput("a slice of another dtype".into())
             })?;
             out.extend(v);
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
-/// A mask stack on disk: true (excluded) where non-zero.
-struct MaskSource(StackReader);
+/// Reads parts `i` of a stack: slices, or with `rows` (the rows of a
+/// slice) rows counted through the stack, a slice's rows at a time.
+fn read_parts(
+    reader: &mut StackReader,
+    rows: Option<usize>,
+    i: std::ops::Range<usize>,
+    mut each: impl FnMut(Array) -> gpuscope_core::Result<()>,
+) -> gpuscope_core::Result<()> {
+    let Some(ny) = rows.filter(|&n| n > 0) else {
+        for z in i {
+            each(reader.read(z, 1).map_err(core_error)?)?;
+        }
+        return Ok(());
+    };
+    let mut at = i.start;
+    while at < i.end {
+        let (z, y0) = (at / ny, at % ny);
+        // Reads of at most a quarter of a slab: the rows read are copied
+        // into the slab, so each read adds its own size to the peak.
+        let row_bytes = (reader.shape()[2] * reader.dtype().size_bytes()).max(1);
+        let most = (SLAB_BYTES / 4 / row_bytes).max(1);
+        let y1 = ny.min(y0 + (i.end - at).min(most));
+        each(reader.read_rows(z, y0..y1).map_err(core_error)?)?;
+        at += y1 - y0;
+    }
+    Ok(())
+}
+
+/// A mask stack on disk: true (excluded) where non-zero; in rows as
+/// [`StackSource`].
+struct MaskSource(StackReader, Option<usize>);
 
 impl SliceSource<bool> for MaskSource {
     fn read(
@@ -104,11 +134,10 @@ impl SliceSource<bool> for MaskSource {
         z: std::ops::Range<usize>,
         out: &mut Vec<bool>,
     ) -> gpuscope_core::Result<()> {
-        for i in z {
-            let slab = self.0.read(i, 1).map_err(core_error)?;
-            out.extend(nonzero(&slab));
-        }
-        Ok(())
+        read_parts(&mut self.0, self.1, z, |a| {
+            out.extend(nonzero(&a));
+            Ok(())
+        })
     }
 }
 
@@ -181,6 +210,7 @@ fn run<T: Column>(
     mask: Option<Mask>,
     nz: usize,
     plane: usize,
+    rows: Option<usize>,
     o: &ClipOptions,
 ) -> CliResult<ClipStats> {
     let per = per_slab(plane * std::mem::size_of::<T>());
@@ -188,7 +218,7 @@ fn run<T: Column>(
     let mut whole;
     let m: Option<&mut dyn SliceSource<bool>> = match mask {
         Some(Mask::Stack(r)) => {
-            stack = MaskSource(r);
+            stack = MaskSource(r, rows);
             Some(&mut stack)
         }
         Some(Mask::Whole(v)) => {
@@ -223,7 +253,7 @@ pub fn clip_array(a: &Array, mask: Option<Mask>, o: &ClipOptions) -> CliResult<C
         let data = T::view(&a.data).ok_or_else(|| Failure("a dtype mismatch".into()))?;
         let plane = a.shape.last().copied().unwrap_or(1).max(1);
         let mut src = InMemory { data, plane };
-        run(&mut src, mask, data.len().div_ceil(plane), plane, o)
+        run(&mut src, mask, data.len().div_ceil(plane), plane, None, o)
     }
     by_dtype!(a.dtype(), go, a, mask, o)
 }
@@ -240,12 +270,26 @@ pub fn clip_stack(
         o: &ClipOptions,
     ) -> CliResult<ClipStats> {
         let shape = reader.shape();
-        let plane = shape[1..].iter().product();
+        let plane: usize = shape[1..].iter().product();
+        // Slices larger than a slab are read in rows (the mask too), so
+        // memory stays a slab whatever the frame size.
+        let in_rows = plane * std::mem::size_of::<T>() > SLAB_BYTES
+            && reader.reads_rows()
+            && match &mask {
+                Some(Mask::Stack(m)) => m.reads_rows(),
+                _ => true,
+            };
+        let rows = in_rows.then_some(shape[1]);
+        let (parts, part) = match rows {
+            Some(ny) => (shape[0] * ny, shape[2]),
+            None => (shape[0], plane),
+        };
         let mut src = StackSource::<T> {
             reader,
+            rows,
             _t: std::marker::PhantomData,
         };
-        run(&mut src, mask, shape[0], plane, o)
+        run(&mut src, mask, parts, part, rows, o)
     }
     let dtype = reader.dtype();
     by_dtype!(dtype, go, reader, mask, o)
@@ -269,16 +313,37 @@ pub fn threshold_stack(engine: &Engine, mut reader: StackReader, args: &Threshol
     let Some(mut writer) = StackWriter::create(&args.output, &shape, DType::Bool)? else {
         return Err(Failure("stacks are written as .npy, .raw or .tif".into()));
     };
+    // Slices larger than a slab are compared in bands of rows; an output
+    // that cannot take rows (TIFF, Zarr) gathers each slice's mask.
+    let row_bytes = shape[2] * reader.dtype().size_bytes();
+    let band = (shape[1] * row_bytes > SLAB_BYTES && reader.reads_rows())
+        .then(|| (SLAB_BYTES / 4 / row_bytes.max(1)).max(1));
     let mut count = 0;
+    let gathers = band.is_some() && !matches!(writer, StackWriter::Npy(_));
     for z in 0..shape[0] {
-        let slab = reader.read(z, 1)?;
-        let s = samples(&slab)?;
-        let mask = match engine {
-            Engine::Gpu(gpu) => pollster::block_on(threshold::threshold_above(gpu, s, value))?,
-            Engine::Cpu => threshold::cpu::threshold_above(s, value)?,
-        };
-        count += mask.iter().filter(|&&m| m).count();
-        writer.write(&Array::from_bool(slab.shape.clone(), mask)?)?;
+        let mut gathered = Vec::with_capacity(if gathers { shape[1] * shape[2] } else { 0 });
+        for y in (0..shape[1]).step_by(band.unwrap_or(shape[1]).max(1)) {
+            let slab = match band {
+                Some(n) => reader.read_rows(z, y..shape[1].min(y + n))?,
+                None => reader.read(z, 1)?,
+            };
+            let s = samples(&slab)?;
+            let mask = match engine {
+                Engine::Gpu(gpu) => pollster::block_on(threshold::threshold_above(gpu, s, value))?,
+                Engine::Cpu => threshold::cpu::threshold_above(s, value)?,
+            };
+            count += mask.iter().filter(|&&m| m).count();
+            match (&mut writer, band) {
+                (StackWriter::Npy(w), Some(_)) => {
+                    w.write_rows(&Array::from_bool(slab.shape.clone(), mask)?)?
+                }
+                (_, Some(_)) => gathered.extend(mask),
+                (_, None) => writer.write(&Array::from_bool(slab.shape.clone(), mask)?)?,
+            }
+        }
+        if !gathered.is_empty() {
+            writer.write(&Array::from_bool(vec![1, shape[1], shape[2]], gathered)?)?;
+        }
     }
     writer.finish()?;
     let (kernel_ms, total_ms) = timing(engine, start);

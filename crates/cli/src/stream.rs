@@ -113,6 +113,24 @@ impl StackReader {
         }
     }
 
+    /// Whether [`StackReader::read_rows`] reads part of a slice (every
+    /// format but TIFF, whose pages are read whole).
+    pub fn reads_rows(&self) -> bool {
+        !matches!(self, StackReader::Tiff(_))
+    }
+
+    /// Rows `y` of slice `z`, shape `[1, y.len(), x]`.
+    pub fn read_rows(&mut self, z: usize, y: std::ops::Range<usize>) -> CliResult<Array> {
+        Ok(match self {
+            StackReader::Npy(r) => r.read_rows(z, y)?,
+            StackReader::Tiff(_) => {
+                return Err(Failure("TIFF stacks are read one page at a time".into()));
+            }
+            StackReader::Hdf5(r) => r.read_rows(z, y)?,
+            StackReader::Zarr(r) => r.read_rows(z, y)?,
+        })
+    }
+
     pub fn read(&mut self, z0: usize, nz: usize) -> CliResult<Array> {
         Ok(match self {
             StackReader::Npy(r) => r.read_slab(z0, nz)?,
@@ -168,13 +186,10 @@ impl StackWriter {
             StackWriter::Npy(w) => w.write_slab(slab)?,
             StackWriter::Zarr(w) => w.write_slab(slab)?,
             StackWriter::Tiff(w) => {
+                // Page by page as stored (no float64 copy of the slab).
                 let plane = slab.shape[1..].to_vec();
-                let n: usize = plane.iter().product();
-                let all = slab.to_f64_vec();
                 for z in 0..slab.shape[0] {
-                    let page = Array::from_f64(plane.clone(), all[z * n..(z + 1) * n].to_vec())?
-                        .cast(slab.dtype());
-                    w.write_page(&page)?;
+                    w.write_page(&gpuscope_io::stack::slice_of(slab, z, &plane)?)?;
                 }
             }
         }

@@ -295,9 +295,10 @@ fn large_frames() -> String {
     })
 }
 
-/// Frames larger than the budget stream in rows: the same bound as a stack
-/// of small slices (a few chunks, never a whole slice), into npy and raw
-/// (rows written in place) and TIFF (one output slice gathered).
+/// Frames larger than the budget stream in rows: the same bounds as a
+/// stack of small slices (a few chunks or slabs, never a whole slice), into
+/// npy and raw (rows written in place) and TIFF (one output slice
+/// gathered); `clip` and `threshold` read rows too.
 #[test]
 fn frames_larger_than_the_budget() {
     let fr = large_frames();
@@ -316,6 +317,12 @@ fn frames_larger_than_the_budget() {
         "outliers frames to TIFF",
         &["outliers", &fr, &out("fo.tif"), "--diff", "50"],
         8.0 * BUDGET_BYTES + slice_u8,
+    );
+    check("clip frames", &["clip", &fr], 2.0 * BUDGET_BYTES);
+    check(
+        "threshold frames",
+        &["threshold", &fr, &out("ft.npy"), "--nsigma", "1"],
+        3.0 * BUDGET_BYTES,
     );
 }
 

@@ -282,3 +282,53 @@ fn an_interrupted_run_leaves_no_output_and_no_temporary_file() {
     assert!(!output.exists(), "a partial output was left");
     assert!(!temporary(&dir), "a temporary file was left");
 }
+
+/// Frames larger than a clipping slab (8 MiB) are read in rows by `clip`
+/// and `threshold` (a mask stack too): the same statistics and mask as
+/// from a TIFF of the same stack, whose pages are read whole.
+#[test]
+fn clip_and_threshold_of_frames_larger_than_a_slab_read_rows() {
+    let dir = scratch("clip_rows");
+    let (nz, ny, nx) = (2, 1500, 1600);
+    let data: Vec<u16> = (0..nz).flat_map(|z| slice_u16(z, ny, nx)).collect();
+    let mut v: Vec<f32> = data.iter().map(|&x| f32::from(x) * 0.75).collect();
+    v[17] = f32::NAN;
+    let a = Array::new(vec![nz, ny, nx], ArrayData::F32(v)).unwrap();
+    let mask =
+        Array::from_bool(vec![nz, ny, nx], data.iter().map(|&x| x % 7 == 0).collect()).unwrap();
+    for ext in ["npy", "tif"] {
+        gpuscope_io::write(&dir.join(format!("in.{ext}")), &a).unwrap();
+        gpuscope_io::write(&dir.join(format!("mask.{ext}")), &mask).unwrap();
+    }
+    let s = |p: std::path::PathBuf| p.to_string_lossy().into_owned();
+    let run = |ext: &str, masked: bool| {
+        let input = s(dir.join(format!("in.{ext}")));
+        let m = s(dir.join(format!("mask.{ext}")));
+        let mut args = vec!["clip", input.as_str(), "--json", "--cpu"];
+        if masked {
+            args.extend(["--mask", m.as_str()]);
+        }
+        let mut v = json(&gpuscope(&args));
+        for key in ["total_ms", "kernel_ms", "peak_rss_bytes"] {
+            v.as_object_mut().unwrap().remove(key);
+        }
+        v
+    };
+    for masked in [false, true] {
+        assert_eq!(run("npy", masked), run("tif", masked), "masked: {masked}");
+    }
+    let t = |ext: &str| {
+        let out = dir.join(format!("t-{ext}.npy"));
+        let input = s(dir.join(format!("in.{ext}")));
+        json(&gpuscope(&[
+            "threshold",
+            &input,
+            &s(out.clone()),
+            "--nsigma",
+            "1",
+            "--json",
+        ]));
+        std::fs::read(out).unwrap()
+    };
+    assert_eq!(t("npy"), t("tif"));
+}

@@ -340,8 +340,8 @@ fn write_npy(w: &NpySlabWriter, z0: usize, block: &Array) -> Result<()> {
     w.write_at(z0, block)
 }
 
-/// Slice `z` of a block, as its own array.
-fn slice_of(block: &Array, z: usize, plane: &[usize]) -> Result<Array> {
+/// Slice `z` of a block, as its own array of shape `plane`.
+pub fn slice_of(block: &Array, z: usize, plane: &[usize]) -> Result<Array> {
     let n: usize = plane.iter().product();
     let r = z * n..(z + 1) * n;
     macro_rules! take {

@@ -23,6 +23,8 @@ pub struct NpyWriter {
     shape: Vec<usize>,
     dtype: DType,
     written: usize,
+    /// Rows written of slice `written` ([`NpyWriter::write_rows`]).
+    rows: usize,
 }
 
 impl NpyWriter {
@@ -63,6 +65,7 @@ impl NpyWriter {
                 shape,
                 dtype,
                 written: 0,
+                rows: 0,
             })
         })()
         .map_err(|e| e.in_file(&name))
@@ -96,6 +99,12 @@ impl NpyWriter {
             ));
         }
         let after = self.written + slab.shape[0];
+        if self.rows != 0 {
+            return Err(IoError::invalid(
+                format!("slice {} is part written in rows", self.written),
+                "write the rest of its rows first",
+            ));
+        }
         if after > self.shape[0] {
             return Err(IoError::invalid(
                 format!(
@@ -114,6 +123,54 @@ impl NpyWriter {
         }
         .map_err(|e| IoError::io("cannot write the file", e))?;
         self.written = after;
+        Ok(())
+    }
+
+    /// Appends whole rows (along the second axis) of the next slice: for
+    /// slices too large to hold whole. `rows` has the file's dtype and
+    /// `rows.len()` is a multiple of a row; a slice's last row completes it.
+    pub fn write_rows(&mut self, rows: &Array) -> Result<()> {
+        let name = self.name.clone();
+        self.write_rows_inner(rows).map_err(|e| e.in_file(&name))
+    }
+
+    fn write_rows_inner(&mut self, rows: &Array) -> Result<()> {
+        rows.validate()?;
+        let row: usize = self.shape.get(2..).map_or(1, |r| r.iter().product());
+        let ny = self.shape.get(1).copied().unwrap_or(0);
+        let n = rows.len() / row.max(1);
+        if rows.dtype() != self.dtype
+            || self.shape.len() < 2
+            || !rows.len().is_multiple_of(row.max(1))
+            || self.written >= self.shape[0]
+            || self.rows + n > ny
+        {
+            return Err(IoError::invalid(
+                format!(
+                    "{} {} values after row {} of slice {} do not fit file {:?} {}",
+                    rows.len(),
+                    rows.dtype().name(),
+                    self.rows,
+                    self.written,
+                    self.shape,
+                    self.dtype.name()
+                ),
+                "write whole rows of the file's dtype within its slices",
+            ));
+        }
+        let w = self.w.as_mut().ok_or_else(|| {
+            IoError::invalid("the writer is already finished", "create a new writer")
+        })?;
+        match &mut self.raw {
+            Some((_, hash)) => write_data(&mut Tee { w, hash }, &rows.data),
+            None => write_data(w, &rows.data),
+        }
+        .map_err(|e| IoError::io("cannot write the file", e))?;
+        self.rows += n;
+        if self.rows == ny {
+            self.rows = 0;
+            self.written += 1;
+        }
         Ok(())
     }
 
