@@ -38,7 +38,8 @@ struct Params {
     win_x: u32,
     win_y: u32,
     win_z: u32,
-    radius: u32,
+    // Word of `maxdist` where the drift and reach per axis start (drift_at).
+    drift_word: u32,
     slic_zero: u32,
     use_mask: u32,
     sx: f32,
@@ -145,11 +146,23 @@ fn own_cell(q: u32, start: u32, step: u32, count: u32) -> u32 {
 }
 
 // Seed indices within `radius` cells of coordinate q: (first, last).
-fn cands(q: u32, start: u32, step: u32, count: u32) -> vec2<u32> {
+fn cands(q: u32, start: u32, step: u32, count: u32, radius: u32) -> vec2<u32> {
     let own = own_cell(q, start, step, count);
-    let lo = select(0u, own - p.radius, own >= p.radius);
-    let hi = min(own + p.radius, count - 1u);
+    let lo = select(0u, own - radius, own >= radius);
+    let hi = min(own + radius, count - 1u);
     return vec2<u32>(lo, hi);
+}
+
+// The seed cells searched on each side of a pixel's own along axis a (z,
+// y, x = 0, 1, 2): every centre whose window can hold the pixel lies
+// within it, however far centres have drifted (slic/host.rs:
+// search_radius, which the CPU twin computes the same way; a radius one
+// larger after a different rounding only adds candidates that the window
+// test rejects).
+fn search_radius(a: u32, step: u32) -> u32 {
+    let drift = bitcast<f32>(atomicLoad(&maxdist[p.drift_word + a]));
+    let reach = bitcast<f32>(atomicLoad(&maxdist[p.drift_word + 3u + a]));
+    return u32(floor((drift + reach + 0.5) / f32(step)));
 }
 
 // The a-th seed index along one axis (a = 0 ... 2 radius), or NONE past
@@ -305,13 +318,14 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     let xs = vec4<u32>(x0) + lane;
     // Lanes past the row's end or outside the mask get an empty seed range,
     // so they keep NONE, as a masked pixel does.
+    let radius_x = search_radius(2u, p.step_x);
     var lo = vec4<u32>(1u);
     var hi = vec4<u32>(0u);
     var f0 = vec4<f32>(0.0);
     var any_lane = false;
     for (var l = 0u; l < LANES; l++) {
         if (xs[l] < p.nx && in_mask(i0 + l)) {
-            let r = cands(xs[l], p.start_x, p.step_x, p.count_x);
+            let r = cands(xs[l], p.start_x, p.step_x, p.count_x, radius_x);
             lo[l] = r.x;
             hi[l] = r.y;
             any_lane = true;
@@ -323,8 +337,10 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     var best = vec4<u32>(NONE);
     var best_d = vec4<f32>(0.0);
     if (any_lane) {
-        let rz = cands(z, p.start_z, p.step_z, p.count_z);
-        let ry = cands(y, p.start_y, p.step_y, p.count_y);
+        let radius_z = search_radius(0u, p.step_z);
+        let radius_y = search_radius(1u, p.step_y);
+        let rz = cands(z, p.start_z, p.step_z, p.count_z, radius_z);
+        let ry = cands(y, p.start_y, p.step_y, p.count_y, radius_y);
         let own_z = own_cell(z, p.start_z, p.step_z, p.count_z);
         let own_y = own_cell(y, p.start_y, p.step_y, p.count_y);
         // The lanes' seed ranges along x are monotone in x: their union.
@@ -356,7 +372,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         // skipped.
         let outwards = p.slic_zero == 0u;
         var bound = 3.0e38;
-        for (var az = 0u; az <= 2u * p.radius; az++) {
+        for (var az = 0u; az <= 2u * radius_z; az++) {
             let iz = axis_at(az, rz, own_z, outwards);
             if (iz == NONE) {
                 continue;
@@ -372,7 +388,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     continue;
                 }
             }
-            for (var ay = 0u; ay <= 2u * p.radius; ay++) {
+            for (var ay = 0u; ay <= 2u * radius_y; ay++) {
                 let iy = axis_at(ay, ry, own_y, outwards);
                 if (iy == NONE) {
                     continue;
@@ -590,6 +606,20 @@ fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
         cset(b + 3u + c, sum_at(w + 7u + 2u * c) / n * p.inv_scale);
     }
     widen_ranges(k, cget(b), cget(b + 1u));
+    widen_drift(k, b);
+}
+
+// The largest distance along each axis of a centre from its seed, over
+// the centres and iterations so far (the search radius follows it).
+fn widen_drift(k: u32, b: u32) {
+    let ix = k % p.count_x;
+    let iy = (k / p.count_x) % p.count_y;
+    let iz = k / (p.count_y * p.count_x);
+    let seed = vec3<f32>(f32(p.start_z + iz * p.step_z), f32(p.start_y + iy * p.step_y),
+                         f32(p.start_x + ix * p.step_x));
+    for (var a = 0u; a < 3u; a++) {
+        atomicMax(&maxdist[p.drift_word + a], bitcast<u32>(abs(cget(b + a) - seed[a])));
+    }
 }
 
 // Words of `maxdist` after the centres' SLICO maxima: for each z layer of

@@ -2,8 +2,8 @@
 //! in the same order, the same integer sums, and the connectivity step
 //! written as a sequential flood fill in raster order.
 
-use super::host::{Axis, Prepared, count_segments, plain_labels, prepare};
-use super::{NONE, RADIUS, Segments, SlicParams};
+use super::host::{Axis, Prepared, count_segments, plain_labels, prepare, search_radius};
+use super::{NONE, Segments, SlicParams};
 use crate::error::{Error, Result};
 use crate::keys::Samples;
 
@@ -74,14 +74,24 @@ fn in_window(c: f32, p: usize, win: usize, n: usize) -> bool {
     lo <= p && p < hi
 }
 
-/// Range of seed indices within RADIUS cells of coordinate `p`.
-fn candidates(p: usize, a: &Axis) -> (usize, usize) {
-    let own = if p <= a.start {
-        0
-    } else {
-        ((p - a.start + a.step / 2) / a.step).min(a.count - 1)
-    };
-    (own.saturating_sub(RADIUS), (own + RADIUS).min(a.count - 1))
+/// Range of seed indices within `radius` cells of coordinate `p`'s own.
+fn candidates(p: usize, a: &Axis, radius: usize) -> (usize, usize) {
+    let own = a.own_cell(p);
+    (own.saturating_sub(radius), (own + radius).min(a.count - 1))
+}
+
+/// The largest distance along each axis of a live centre from its seed
+/// (the shader's `drift`, which only grows): the search radius follows it.
+fn widen_drift(prep: &Prepared, centres: &[f32], drift: &mut [f32; 3]) {
+    let stride = 4 + prep.nc;
+    prep.each_seed(|k, seed, _| {
+        let c = &centres[k * stride..(k + 1) * stride];
+        if c[3] != 0.0 {
+            for a in 0..3 {
+                drift[a] = drift[a].max((c[a] - seed[a]).abs());
+            }
+        }
+    });
 }
 
 /// The k-means iterations; returns the raw labels (centre index or NONE)
@@ -100,19 +110,22 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
     let mut labels = vec![NONE; prep.n()];
     let [sz, sy, sx] = prep.spacing;
     let sw = prep.spatial_weight;
+    let reach = [0, 1, 2].map(|a| prep.reach(a));
+    let mut drift = [0f32; 3];
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
         iterations += 1;
         let mut changed = false;
+        let r = [0, 1, 2].map(|a| search_radius(drift[a], reach[a], g[a].step));
         for z in 0..nz {
-            let cz_r = candidates(z, &g[0]);
+            let cz_r = candidates(z, &g[0], r[0]);
             for y in 0..ny {
-                let cy_r = candidates(y, &g[1]);
+                let cy_r = candidates(y, &g[1], r[1]);
                 for x in 0..nx {
                     let i = (z * ny + y) * nx + x;
                     let mut best = NONE;
                     if prep.mask.as_ref().is_none_or(|m| m[i]) {
-                        let cx_r = candidates(x, &g[2]);
+                        let cx_r = candidates(x, &g[2], r[2]);
                         let f = &prep.features[i * nc..(i + 1) * nc];
                         let mut best_d = f32::INFINITY;
                         for iz in cz_r.0..=cz_r.1 {
@@ -159,6 +172,7 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
             &mut centres,
             prep.slic_zero.then_some(&mut maxdist),
         );
+        widen_drift(prep, &centres, &mut drift);
     }
     (labels, iterations)
 }

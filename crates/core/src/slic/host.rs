@@ -115,6 +115,50 @@ impl Prepared {
     pub fn scale(&self) -> f32 {
         2f32.powi(self.shift)
     }
+
+    /// How far along axis `a` (z, y, x) a centre's window reaches from the
+    /// seed of a pixel's own cell (`own_cell`) plus nothing of the
+    /// centre's drift: the pixel lies within `own_offset` of that seed and
+    /// a window holds pixels less than `2·win + 1` from its centre.
+    pub(crate) fn reach(&self, a: usize) -> f32 {
+        (self.grid[a].own_offset(self.dims[a]) + 2 * self.win[a] + 1) as f32
+    }
+}
+
+impl Axis {
+    /// The seed cell of coordinate `q` (the nearest seed, the first or
+    /// last one beyond the ends).
+    pub(crate) fn own_cell(&self, q: usize) -> usize {
+        if q <= self.start {
+            0
+        } else {
+            ((q - self.start + self.step / 2) / self.step).min(self.count - 1)
+        }
+    }
+
+    /// The farthest any coordinate of an axis of `n` pixels lies from the
+    /// seed of its own cell.
+    fn own_offset(&self, n: usize) -> usize {
+        let last = self.start + (self.count - 1) * self.step;
+        let ends = self.start.max(n.saturating_sub(1 + last));
+        if self.count > 1 {
+            ends.max(self.step / 2)
+        } else {
+            ends
+        }
+    }
+}
+
+/// The seed cells a pixel searches on each side of its own along an axis
+/// of seed step `step` (cpu.rs and kmeans.wgsl: `radius`): every centre
+/// whose window can hold the pixel, given that no centre has drifted
+/// more than `drift` from its seed along the axis. It is seeded less than
+/// `drift + reach` ([`Prepared::reach`]) from the pixel's own seed, so at
+/// most this many cells away (the half pixel covers the rounding of the
+/// f32 sum and division, which the GPU may round differently: a larger
+/// radius only adds candidates that the window test rejects).
+pub(crate) fn search_radius(drift: f32, reach: f32, step: usize) -> usize {
+    ((drift + reach + 0.5) / step as f32).floor() as usize
 }
 
 /// skimage.util.regular_grid for a 3-D shape: (start, step) per axis

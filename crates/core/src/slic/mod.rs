@@ -57,8 +57,6 @@ use crate::keys::Samples;
 pub const NONE: u32 = u32::MAX;
 /// The z of a dead centre (shaders/slic/kmeans.wgsl: DEAD_Z).
 pub(crate) const DEAD_Z: f32 = -3.0e38;
-/// Seed cells searched on each side of a pixel's own cell.
-pub(crate) const RADIUS: usize = 2;
 
 /// skimage.segmentation.slic's parameters with its defaults.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
