@@ -54,6 +54,9 @@ struct Params {
     cells_x: u32,
     cells_y: u32,
     cells_z: u32,
+    // Equal float32 distances are told apart by the exact sums of their
+    // parts (slic/cpu.rs: Dist; not for float32 input, as skimage).
+    exact_ties: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -291,6 +294,21 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
+// x, opaque to the compiler: with exact_ties set, p.exact_ties - 1 is 0,
+// which the compiler does not know, so it cannot rewrite (a + b) - a as b
+// (Mesa's NIR does for operations not marked exact, which made the
+// two-sum's error 0).
+fn opaque(x: vec4<f32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(x) ^ vec4<u32>(p.exact_ties - 1u));
+}
+
+// The rounding error of s = a + b, exactly (Knuth's two-sum; a + b = s +
+// error), each step through `opaque`.
+fn sum_error(a: vec4<f32>, b: vec4<f32>, s: vec4<f32>) -> vec4<f32> {
+    let back = opaque(opaque(s) - a);
+    return opaque(a - opaque(s - back)) + opaque(b - back);
+}
+
 // 1 + 2^-20: far above the rounding of a fused multiply-add, far below
 // any real gap.
 const SLACK: f32 = 1.00000095367431640625;
@@ -336,6 +354,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     var best = vec4<u32>(NONE);
     var best_d = vec4<f32>(0.0);
+    var best_e = vec4<f32>(0.0);
     if (any_lane) {
         let radius_z = search_radius(0u, p.step_z);
         let radius_y = search_radius(1u, p.step_y);
@@ -433,7 +452,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                         continue;
                     }
                     let dx = p.sx * (vec4<f32>(cx) - xf);
-                    var d = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
+                    let sp = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
                     var col = vec4<f32>(0.0);
                     if (grey) {
                         let c = f0 - vec4<f32>(c4.w);
@@ -444,13 +463,20 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     if (p.slic_zero != 0u) {
                         col = col / vec4<f32>(bitcast<f32>(atomicLoad(&maxdist[k])));
                     }
-                    d = d + col;
+                    let d = sp + col;
+                    // The rounding error of d (two-sum), which orders equal
+                    // sums as their exact values (slic/cpu.rs: Dist).
+                    var e = vec4<f32>(0.0);
+                    if (p.exact_ties != 0u) {
+                        e = sum_error(sp, col, d);
+                    }
                     let kv = vec4<u32>(k);
                     let better = inside & ((best == vec4<u32>(NONE)) | (d < best_d)
-                        | ((d == best_d) & (kv < best)));
+                        | ((d == best_d) & ((e < best_e) | ((e == best_e) & (kv < best)))));
                     if (any(better)) {
                         best = select(best, kv, better);
                         best_d = select(best_d, d, better);
+                        best_e = select(best_e, e, better);
                         if (outwards) {
                             // Lanes without a candidate yet (NONE) keep
                             // the bound open.

@@ -44,7 +44,13 @@ pub fn slic_on_features(
 pub(crate) fn run(prep: &Prepared) -> Segments {
     let (raw, iterations) = kmeans(prep);
     let labels = if prep.enforce {
-        connect(&raw, prep.dims, prep.min_size, prep.start_label)
+        connect(
+            &raw,
+            prep.dims,
+            prep.min_size,
+            prep.max_size,
+            prep.start_label,
+        )
     } else {
         plain_labels(&raw, prep.start_label)
     };
@@ -127,7 +133,7 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
                     if prep.mask.as_ref().is_none_or(|m| m[i]) {
                         let cx_r = candidates(x, &g[2], r[2]);
                         let f = &prep.features[i * nc..(i + 1) * nc];
-                        let mut best_d = f32::INFINITY;
+                        let mut best_d = Dist::INFINITE;
                         for iz in cz_r.0..=cz_r.1 {
                             for iy in cy_r.0..=cy_r.1 {
                                 for ix in cx_r.0..=cx_r.1 {
@@ -147,8 +153,9 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
                                         [sz, sy, sx],
                                         sw,
                                         prep.slic_zero.then(|| maxdist[k]),
+                                        prep.exact_ties,
                                     );
-                                    if best == NONE || d < best_d {
+                                    if best == NONE || d.less(best_d) {
                                         best_d = d;
                                         best = k as u32;
                                     }
@@ -271,11 +278,11 @@ fn masked_pass(
     let sp = prep.spacing;
     let mask = prep.mask.as_deref();
     let mut iterations = 0;
-    let mut dist = vec![f32::INFINITY; prep.n()];
+    let mut dist = vec![Dist::INFINITE; prep.n()];
     let mut next = vec![NONE; prep.n()];
     for _ in 0..prep.max_num_iter {
         iterations += 1;
-        dist.fill(f32::INFINITY);
+        dist.fill(Dist::INFINITE);
         next.fill(NONE);
         for k in 0..prep.n_centres() {
             let c = &centres[k * stride..(k + 1) * stride];
@@ -294,11 +301,15 @@ fn masked_pass(
                         let d = if colour {
                             let f = &prep.features[i * nc..(i + 1) * nc];
                             let m = prep.slic_zero.then(|| maxdist[k]);
-                            distance([z, y, x], c, f, sp, prep.spatial_weight, m)
+                            let exact = prep.exact_ties;
+                            distance([z, y, x], c, f, sp, prep.spatial_weight, m, exact)
                         } else {
-                            spatial_distance([z, y, x], c, sp, prep.spatial_weight)
+                            Dist {
+                                sum: spatial_distance([z, y, x], c, sp, prep.spatial_weight),
+                                err: 0.0,
+                            }
                         };
-                        if d < dist[i] {
+                        if d.less(dist[i]) {
                             dist[i] = d;
                             next[i] = k as u32;
                         }
@@ -349,6 +360,32 @@ fn spatial_distance(p: [usize; 3], c: &[f32], s: [f32; 3], sw: f32) -> f32 {
     (sq[0] + sq[1] + sq[2]) * sw
 }
 
+/// A distance: skimage's float32 sum of its spatial and colour parts
+/// (`sum`) and, with `Prepared::exact_ties`, that sum's rounding error
+/// (`err`; the parts' exact sum is `sum + err`). Ordered by `sum`, then by
+/// `err`: equal float32 sums are told apart by the exact ones (a total
+/// order, so any candidate order gives the same winner, ties to the lower
+/// index). skimage sums in float64 for input other than float32, where a
+/// colour term of 1e8 does not swallow a spatial one of 1 as a float32
+/// sum does (kmeans.wgsl: assign).
+#[derive(Clone, Copy, Debug)]
+struct Dist {
+    sum: f32,
+    err: f32,
+}
+
+impl Dist {
+    const INFINITE: Dist = Dist {
+        sum: f32::INFINITY,
+        err: 0.0,
+    };
+
+    /// Strictly less (NaN never is).
+    fn less(self, o: Dist) -> bool {
+        self.sum < o.sum || (self.sum == o.sum && self.err < o.err)
+    }
+}
+
 /// skimage's distance in its order of operations.
 fn distance(
     p: [usize; 3],
@@ -357,14 +394,22 @@ fn distance(
     s: [f32; 3],
     sw: f32,
     maxdist: Option<f32>,
-) -> f32 {
-    let mut dist = spatial_distance(p, c, s, sw);
+    exact_ties: bool,
+) -> Dist {
+    let spatial = spatial_distance(p, c, s, sw);
     let mut colour = colour_distance(f, &c[4..]);
     if let Some(m) = maxdist {
         colour /= m;
     }
-    dist += colour;
-    dist
+    let sum = spatial + colour;
+    // Knuth's two-sum: the rounding error of `sum`, exactly.
+    let err = if exact_ties {
+        let b = sum - spatial;
+        (spatial - (sum - b)) + (colour - b)
+    } else {
+        0.0
+    };
+    Dist { sum, err }
 }
 
 /// The connectivity step, skimage's `_enforce_label_connectivity_cython`:
@@ -372,15 +417,24 @@ fn distance(
 /// raster order (neighbours +x, -x, +y, -y, +z, -z); a piece smaller than
 /// `min_size` takes the label of the last already-labelled neighbouring
 /// pixel its search met whose label is not the current counter, or keeps
-/// the counter, which then is not advanced. skimage's `max_size` cap on the
-/// search (a buffer size) is not reproduced: pieces are never cut.
-pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
+/// the counter, which then is not advanced. A search stops when its piece
+/// has `max_size` pixels (at least one, skimage's buffer): the pixels it
+/// did not reach start new pieces later, and the neighbours it did not
+/// look at are not met.
+pub fn connect(
+    raw: &[u32],
+    dims: [usize; 3],
+    min_size: usize,
+    max_size: usize,
+    start: i32,
+) -> Vec<i32> {
     let [nz, ny, nx] = dims;
     let n = raw.len();
     let unset = start - 1;
     let mut out = vec![unset; n];
     let mut queue: Vec<usize> = Vec::new();
     let mut current = start;
+    let cap = max_size.max(1);
     for s in 0..n {
         if raw[s] == NONE || out[s] != unset {
             continue;
@@ -391,7 +445,7 @@ pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Ve
         queue.clear();
         queue.push(s);
         let mut visited = 0;
-        while visited < queue.len() {
+        'search: while visited < queue.len() && queue.len() < cap {
             let i = queue[visited];
             let (z, y, x) = (i / (ny * nx), (i / nx) % ny, i % nx);
             let nb = [
@@ -406,6 +460,9 @@ pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Ve
                 if raw[j] == label && out[j] == unset {
                     out[j] = current;
                     queue.push(j);
+                    if queue.len() >= cap {
+                        break 'search;
+                    }
                 } else if out[j] != unset && out[j] != current {
                     adjacent = out[j];
                 }

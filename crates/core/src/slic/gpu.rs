@@ -65,6 +65,7 @@ struct KParams {
     cells_x: u32,
     cells_y: u32,
     cells_z: u32,
+    exact_ties: u32,
 }
 
 /// What [`run`] uploads: the prepared features, or the input from which
@@ -154,6 +155,7 @@ fn kparams(prep: &Prepared) -> KParams {
         cells_x: prep.cells[2] as u32,
         cells_y: prep.cells[1] as u32,
         cells_z: prep.cells[0] as u32,
+        exact_ties: u32::from(prep.exact_ties),
     }
 }
 
@@ -300,7 +302,7 @@ pub(super) async fn run(
         // Nothing queued after the k-means reads the features: the
         // connectivity step may take their buffer for one of its own.
         bufs.give_back(&r.slabs[0].features);
-        let (labels, n_segments) =
+        let connected =
             connect::connect(gpu, prep, &r.slabs[0].labels, &mut bufs, labels_out).await?;
         gpu.host_done("slic connectivity", clock);
         // The batches still in flight are done by now (the connectivity
@@ -314,6 +316,12 @@ pub(super) async fn run(
                 }
             }
         }
+        let Some((labels, n_segments)) = connected else {
+            // A piece reached skimage's max_size: skimage's search, cut
+            // there, on the host from the k-means labels.
+            let raw = gpu.read_vec::<u32>(&r.slabs[0].labels, n).await?;
+            return Ok(host::segments(raw, prep, iterations));
+        };
         return Ok(Segments {
             labels,
             shape: prep.out_shape.clone(),
@@ -790,7 +798,8 @@ mod wgsl_layouts {
             z0,
             cells_x,
             cells_y,
-            cells_z
+            cells_z,
+            exact_ties
         ]
     );
 }

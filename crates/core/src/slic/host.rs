@@ -52,6 +52,11 @@ pub(crate) struct Prepared {
     pub ratio: f32,
     /// The GPU rescales the raw float32 input itself (`features` is empty).
     pub gpu_rescale: bool,
+    /// Distances whose float32 sums are equal are compared by the exact
+    /// sums of their spatial and colour parts (cpu.rs: `Dist`): skimage
+    /// works in float64 for input other than float32, where a large colour
+    /// term no longer swallows the spatial one.
+    pub exact_ties: bool,
     /// 8-bit RGB whose Lab features the GPU computes (shaders/slic/lab.wgsl;
     /// `features` is empty): each byte value's gamma expansion.
     pub lab_table: Option<Vec<f32>>,
@@ -60,6 +65,9 @@ pub(crate) struct Prepared {
     pub start_label: i32,
     pub enforce: bool,
     pub min_size: usize,
+    /// skimage's cap on a piece: its search stops at this many pixels
+    /// (at least one), and the rest of the superpixel starts new pieces.
+    pub max_size: usize,
     pub out_shape: Vec<usize>,
 }
 
@@ -410,17 +418,20 @@ pub(crate) fn prepare(
         shift,
         ratio: ratio as f32,
         gpu_rescale,
+        exact_ties: !matches!(samples, Samples::F32(_)),
         lab_table: colour.lab_table,
         max_num_iter: p.max_num_iter,
         slic_zero: p.slic_zero,
         start_label: p.start_label,
         enforce: p.enforce_connectivity,
         min_size: 0,
+        max_size: 0,
         out_shape: spatial,
     };
     // skimage: the mask's (or image's) pixels over the number of centres.
     let segment_size = in_mask as f64 / prep.n_centres().max(1) as f64;
     prep.min_size = (p.min_size_factor * segment_size) as usize;
+    prep.max_size = (p.max_size_factor * segment_size) as usize;
     Ok(prep)
 }
 
@@ -795,7 +806,13 @@ pub(crate) fn count_segments(labels: &[i32], start: i32) -> usize {
 /// step ([`connect`]) when enforced.
 pub(crate) fn segments(raw: Vec<u32>, prep: &Prepared, iterations: usize) -> Segments {
     let labels = if prep.enforce {
-        connect(raw, prep.dims, prep.min_size, prep.start_label)
+        connect(
+            raw,
+            prep.dims,
+            prep.min_size,
+            prep.max_size,
+            prep.start_label,
+        )
     } else {
         plain_labels(&raw, prep.start_label)
     };
