@@ -112,6 +112,40 @@ fn gpu_equals_cpu_2d_gray() {
     }
 }
 
+/// skimage's max_size cut of the connectivity search (the GPU step hands
+/// over to the host's search when a piece reaches it), also below
+/// min_size, and float64 and 8-bit input, whose equal float32 distances
+/// are told apart by their exact sums (`exact_ties`).
+#[test]
+fn gpu_equals_cpu_with_cut_pieces_and_exact_ties() {
+    let shape = [61, 47];
+    let img = blobs(&shape, 4);
+    let img64: Vec<f64> = img.iter().map(|&v| f64::from(v)).collect();
+    let img8: Vec<u8> = img
+        .iter()
+        .map(|&v| (v.clamp(0.0, 1.0) * 255.0) as u8)
+        .collect();
+    for max_size_factor in [1.0, 0.3, 3.0] {
+        let p = gray(SlicParams {
+            n_segments: 40,
+            compactness: 0.5,
+            max_size_factor,
+            ..SlicParams::default()
+        });
+        let cut = both(Samples::F32(&img), &shape, &p);
+        if max_size_factor < 3.0 {
+            // The cut changes the answer (the test exercises it).
+            let uncut = SlicParams {
+                max_size_factor: 100.0,
+                ..p.clone()
+            };
+            assert_ne!(cut.labels, both(Samples::F32(&img), &shape, &uncut).labels);
+        }
+        both(Samples::F64(&img64), &shape, &p);
+        both(Samples::U8(&img8), &shape, &p);
+    }
+}
+
 #[test]
 fn a_segment_per_pixel_and_six_channels_equal_the_cpu_twin() {
     // As many segments as pixels, in a volume and in an image (runs of

@@ -124,10 +124,11 @@ impl Prepared {
         2f32.powi(self.shift)
     }
 
-    /// How far along axis `a` (z, y, x) a centre's window reaches from the
-    /// seed of a pixel's own cell (`own_cell`) plus nothing of the
-    /// centre's drift: the pixel lies within `own_offset` of that seed and
-    /// a window holds pixels less than `2·win + 1` from its centre.
+    /// How far along axis `a` (z, y, x) from the seed of a pixel's own
+    /// cell (`own_cell`) a centre that sits on its own seed can be and
+    /// still hold the pixel in its window: the pixel lies within
+    /// `own_offset` of its seed, and a window holds pixels less than
+    /// `2·win + 1` from its centre ([`search_radius`] adds the drift).
     pub(crate) fn reach(&self, a: usize) -> f32 {
         (self.grid[a].own_offset(self.dims[a]) + 2 * self.win[a] + 1) as f32
     }
@@ -147,7 +148,7 @@ impl Axis {
     /// The farthest any coordinate of an axis of `n` pixels lies from the
     /// seed of its own cell.
     fn own_offset(&self, n: usize) -> usize {
-        let last = self.start + (self.count - 1) * self.step;
+        let last = self.start + self.count.saturating_sub(1) * self.step;
         let ends = self.start.max(n.saturating_sub(1 + last));
         if self.count > 1 {
             ends.max(self.step / 2)
