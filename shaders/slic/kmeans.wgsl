@@ -354,7 +354,9 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     var best = vec4<u32>(NONE);
     var best_d = vec4<f32>(0.0);
-    var best_e = vec4<f32>(0.0);
+    // The best distance's parts, for exact ties.
+    var best_sp = vec4<f32>(0.0);
+    var best_col = vec4<f32>(0.0);
     if (any_lane) {
         let radius_z = search_radius(0u, p.step_z);
         let radius_y = search_radius(1u, p.step_y);
@@ -464,19 +466,24 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                         col = col / vec4<f32>(bitcast<f32>(atomicLoad(&maxdist[k])));
                     }
                     let d = sp + col;
-                    // The rounding error of d (two-sum), which orders equal
-                    // sums as their exact values (slic/cpu.rs: Dist).
-                    var e = vec4<f32>(0.0);
-                    if (p.exact_ties != 0u) {
-                        e = sum_error(sp, col, d);
-                    }
                     let kv = vec4<u32>(k);
+                    // Equal sums: with exact_ties, ordered by their rounding
+                    // errors (two-sum), i.e. as their exact values (slic/
+                    // cpu.rs: Dist), computed only when a lane ties (rare).
+                    var tie_wins = kv < best;
+                    let tied = inside & (d == best_d) & (best != vec4<u32>(NONE));
+                    if (p.exact_ties != 0u && any(tied)) {
+                        let e = sum_error(sp, col, d);
+                        let best_e = sum_error(best_sp, best_col, best_d);
+                        tie_wins = (e < best_e) | ((e == best_e) & tie_wins);
+                    }
                     let better = inside & ((best == vec4<u32>(NONE)) | (d < best_d)
-                        | ((d == best_d) & ((e < best_e) | ((e == best_e) & (kv < best)))));
+                        | ((d == best_d) & tie_wins));
                     if (any(better)) {
                         best = select(best, kv, better);
                         best_d = select(best_d, d, better);
-                        best_e = select(best_e, e, better);
+                        best_sp = select(best_sp, sp, better);
+                        best_col = select(best_col, col, better);
                         if (outwards) {
                             // Lanes without a candidate yet (NONE) keep
                             // the bound open.
