@@ -132,6 +132,7 @@ fn assign_in_cells(i: u32, colour: bool) {
     let z = p.z0 + i / (p.nx * p.ny);
     var best = NONE;
     var best_d = bitcast<f32>(0x7f800000u);
+    var best_e = 0.0;
     if (in_mask(i)) {
         let rz = cell_range(z, p.win_z, p.cells_z);
         let ry = cell_range(y, p.win_y, p.cells_y);
@@ -165,17 +166,25 @@ fn assign_in_cells(i: u32, colour: bool) {
                     let dy = p.sy * (ky - f32(y));
                     let dx = p.sx * (kx - f32(x));
                     let dzy = dz * dz + dy * dy;
-                    var d = (dzy + dx * dx) * p.spatial_weight;
+                    let sp = (dzy + dx * dx) * p.spatial_weight;
+                    var d = sp;
+                    // The rounding error of d (two-sum), which orders equal
+                    // sums as their exact values (slic/cpu.rs: Dist).
+                    var e = 0.0;
                     if (colour) {
                         var col = colour_distance(i, b);
                         if (p.slic_zero != 0u) {
                             col = col / bitcast<f32>(atomicLoad(&maxdist[k]));
                         }
-                        d = d + col;
+                        d = sp + col;
+                        if (p.exact_ties != 0u) {
+                            e = sum_error(vec4<f32>(sp), vec4<f32>(col), vec4<f32>(d)).x;
+                        }
                     }
-                    if (d < best_d || (d == best_d && k < best)) {
+                    if (d < best_d || (d == best_d && (e < best_e || (e == best_e && k < best)))) {
                         best = k;
                         best_d = d;
+                        best_e = e;
                     }
                 }
             }

@@ -46,13 +46,15 @@ const BLOCK: u32 = 1024u;
 // counts it up: the rounds of a batch share one uniform and bind group),
 // the number of kept pieces (copied there for one readback), the last round
 // that resolved a piece (the host sizes the next call's first batch of
-// rounds from it), then the waiting roots' bits (WAITING_OFFSET).
+// rounds from it), the largest piece's size (skimage cuts pieces at
+// max_size: the host then runs its search instead), then the waiting
+// roots' bits (WAITING_OFFSET).
 @group(0) @binding(4) var<storage, read_write> state: array<atomic<u32>>;
 @group(0) @binding(5) var<storage, read_write> blocks: array<u32>;
 @group(0) @binding(6) var<storage, read_write> piece_label: array<u32>;
 // state[n + WAITING_OFFSET + w], bit b: pixel 32 w + b is a small piece's root not
 // resolved yet (rounds look at these words, not at every pixel).
-const WAITING_OFFSET: u32 = 8u;
+const WAITING_OFFSET: u32 = 9u;
 // Per pixel: (stamp of the visit, next pixel in the search queue); at a
 // small piece's root, after find_candidates: (last, previous) candidate.
 @group(0) @binding(7) var<storage, read_write> queue: array<u32>;
@@ -93,6 +95,7 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
         atomicStore(&state[p.n + 4u], 0u);
         atomicStore(&state[p.n + 5u], 1u);
         atomicStore(&state[p.n + 7u], 0u);
+        atomicStore(&state[p.n + 8u], 0u);
     }
 }
 
@@ -181,8 +184,16 @@ fn count_kept(@builtin(workgroup_id) wid: vec3<u32>,
     keep();
     let b = block_index(wid, groups);
     var c = 0u;
+    var largest = 0u;
     for (var k = 0u; k < 4u; k++) {
-        c += u32(is_kept(b * BLOCK + lid * 4u + k));
+        let i = b * BLOCK + lid * 4u + k;
+        c += u32(is_kept(i));
+        if (is_root(i)) {
+            largest = max(largest, atomicLoad(&size[i]));
+        }
+    }
+    if (largest > 0u) {
+        atomicMax(&state[p.n + 8u], largest);
     }
     partial[lid] = c;
     workgroupBarrier();

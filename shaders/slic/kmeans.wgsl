@@ -38,7 +38,8 @@ struct Params {
     win_x: u32,
     win_y: u32,
     win_z: u32,
-    radius: u32,
+    // Word of `maxdist` where the drift and reach per axis start (drift_at).
+    drift_word: u32,
     slic_zero: u32,
     use_mask: u32,
     sx: f32,
@@ -53,6 +54,9 @@ struct Params {
     cells_x: u32,
     cells_y: u32,
     cells_z: u32,
+    // Equal float32 distances are told apart by the exact sums of their
+    // parts (slic/cpu.rs: Dist; not for float32 input, as skimage).
+    exact_ties: u32,
 }
 
 const NONE: u32 = 0xffffffffu;
@@ -145,11 +149,23 @@ fn own_cell(q: u32, start: u32, step: u32, count: u32) -> u32 {
 }
 
 // Seed indices within `radius` cells of coordinate q: (first, last).
-fn cands(q: u32, start: u32, step: u32, count: u32) -> vec2<u32> {
+fn cands(q: u32, start: u32, step: u32, count: u32, radius: u32) -> vec2<u32> {
     let own = own_cell(q, start, step, count);
-    let lo = select(0u, own - p.radius, own >= p.radius);
-    let hi = min(own + p.radius, count - 1u);
+    let lo = select(0u, own - radius, own >= radius);
+    let hi = min(own + radius, count - 1u);
     return vec2<u32>(lo, hi);
+}
+
+// The seed cells searched on each side of a pixel's own along axis a (z,
+// y, x = 0, 1, 2): every centre whose window can hold the pixel lies
+// within it, however far centres have drifted (slic/host.rs:
+// search_radius, which the CPU twin computes the same way; a radius one
+// larger after a different rounding only adds candidates that the window
+// test rejects).
+fn search_radius(a: u32, step: u32) -> u32 {
+    let drift = bitcast<f32>(atomicLoad(&maxdist[p.drift_word + a]));
+    let reach = bitcast<f32>(atomicLoad(&maxdist[p.drift_word + 3u + a]));
+    return u32(floor((drift + reach + 0.5) / f32(step)));
 }
 
 // The a-th seed index along one axis (a = 0 ... 2 radius), or NONE past
@@ -278,6 +294,21 @@ fn init(@builtin(global_invocation_id) gid: vec3<u32>,
     }
 }
 
+// x, opaque to the compiler: with exact_ties set, p.exact_ties - 1 is 0,
+// which the compiler does not know, so it cannot rewrite (a + b) - a as b
+// (Mesa's NIR does for operations not marked exact, which made the
+// two-sum's error 0).
+fn opaque(x: vec4<f32>) -> vec4<f32> {
+    return bitcast<vec4<f32>>(bitcast<vec4<u32>>(x) ^ vec4<u32>(p.exact_ties - 1u));
+}
+
+// The rounding error of s = a + b, exactly (Knuth's two-sum; a + b = s +
+// error), each step through `opaque`.
+fn sum_error(a: vec4<f32>, b: vec4<f32>, s: vec4<f32>) -> vec4<f32> {
+    let back = opaque(opaque(s) - a);
+    return opaque(a - opaque(s - back)) + opaque(b - back);
+}
+
 // 1 + 2^-20: far above the rounding of a fused multiply-add, far below
 // any real gap.
 const SLACK: f32 = 1.00000095367431640625;
@@ -305,13 +336,14 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     let xs = vec4<u32>(x0) + lane;
     // Lanes past the row's end or outside the mask get an empty seed range,
     // so they keep NONE, as a masked pixel does.
+    let radius_x = search_radius(2u, p.step_x);
     var lo = vec4<u32>(1u);
     var hi = vec4<u32>(0u);
     var f0 = vec4<f32>(0.0);
     var any_lane = false;
     for (var l = 0u; l < LANES; l++) {
         if (xs[l] < p.nx && in_mask(i0 + l)) {
-            let r = cands(xs[l], p.start_x, p.step_x, p.count_x);
+            let r = cands(xs[l], p.start_x, p.step_x, p.count_x, radius_x);
             lo[l] = r.x;
             hi[l] = r.y;
             any_lane = true;
@@ -322,9 +354,14 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
     }
     var best = vec4<u32>(NONE);
     var best_d = vec4<f32>(0.0);
+    // The best distance's parts, for exact ties.
+    var best_sp = vec4<f32>(0.0);
+    var best_col = vec4<f32>(0.0);
     if (any_lane) {
-        let rz = cands(z, p.start_z, p.step_z, p.count_z);
-        let ry = cands(y, p.start_y, p.step_y, p.count_y);
+        let radius_z = search_radius(0u, p.step_z);
+        let radius_y = search_radius(1u, p.step_y);
+        let rz = cands(z, p.start_z, p.step_z, p.count_z, radius_z);
+        let ry = cands(y, p.start_y, p.step_y, p.count_y, radius_y);
         let own_z = own_cell(z, p.start_z, p.step_z, p.count_z);
         let own_y = own_cell(y, p.start_y, p.step_y, p.count_y);
         // The lanes' seed ranges along x are monotone in x: their union.
@@ -356,7 +393,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
         // skipped.
         let outwards = p.slic_zero == 0u;
         var bound = 3.0e38;
-        for (var az = 0u; az <= 2u * p.radius; az++) {
+        for (var az = 0u; az <= 2u * radius_z; az++) {
             let iz = axis_at(az, rz, own_z, outwards);
             if (iz == NONE) {
                 continue;
@@ -372,7 +409,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     continue;
                 }
             }
-            for (var ay = 0u; ay <= 2u * p.radius; ay++) {
+            for (var ay = 0u; ay <= 2u * radius_y; ay++) {
                 let iy = axis_at(ay, ry, own_y, outwards);
                 if (iy == NONE) {
                     continue;
@@ -417,7 +454,7 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                         continue;
                     }
                     let dx = p.sx * (vec4<f32>(cx) - xf);
-                    var d = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
+                    let sp = (vec4<f32>(dzy) + dx * dx) * p.spatial_weight;
                     var col = vec4<f32>(0.0);
                     if (grey) {
                         let c = f0 - vec4<f32>(c4.w);
@@ -428,13 +465,25 @@ fn assign(@builtin(global_invocation_id) gid: vec3<u32>,
                     if (p.slic_zero != 0u) {
                         col = col / vec4<f32>(bitcast<f32>(atomicLoad(&maxdist[k])));
                     }
-                    d = d + col;
+                    let d = sp + col;
                     let kv = vec4<u32>(k);
+                    // Equal sums: with exact_ties, ordered by their rounding
+                    // errors (two-sum), i.e. as their exact values (slic/
+                    // cpu.rs: Dist), computed only when a lane ties (rare).
+                    var tie_wins = kv < best;
+                    let tied = inside & (d == best_d) & (best != vec4<u32>(NONE));
+                    if (p.exact_ties != 0u && any(tied)) {
+                        let e = sum_error(sp, col, d);
+                        let best_e = sum_error(best_sp, best_col, best_d);
+                        tie_wins = (e < best_e) | ((e == best_e) & tie_wins);
+                    }
                     let better = inside & ((best == vec4<u32>(NONE)) | (d < best_d)
-                        | ((d == best_d) & (kv < best)));
+                        | ((d == best_d) & tie_wins));
                     if (any(better)) {
                         best = select(best, kv, better);
                         best_d = select(best_d, d, better);
+                        best_sp = select(best_sp, sp, better);
+                        best_col = select(best_col, col, better);
                         if (outwards) {
                             // Lanes without a candidate yet (NONE) keep
                             // the bound open.
@@ -590,6 +639,20 @@ fn finalize(@builtin(global_invocation_id) gid: vec3<u32>,
         cset(b + 3u + c, sum_at(w + 7u + 2u * c) / n * p.inv_scale);
     }
     widen_ranges(k, cget(b), cget(b + 1u));
+    widen_drift(k, b);
+}
+
+// The largest distance along each axis of a centre from its seed, over
+// the centres and iterations so far (the search radius follows it).
+fn widen_drift(k: u32, b: u32) {
+    let ix = k % p.count_x;
+    let iy = (k / p.count_x) % p.count_y;
+    let iz = k / (p.count_y * p.count_x);
+    let seed = vec3<f32>(f32(p.start_z + iz * p.step_z), f32(p.start_y + iy * p.step_y),
+                         f32(p.start_x + ix * p.step_x));
+    for (var a = 0u; a < 3u; a++) {
+        atomicMax(&maxdist[p.drift_word + a], bitcast<u32>(abs(cget(b + a) - seed[a])));
+    }
 }
 
 // Words of `maxdist` after the centres' SLICO maxima: for each z layer of

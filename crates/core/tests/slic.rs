@@ -112,6 +112,40 @@ fn gpu_equals_cpu_2d_gray() {
     }
 }
 
+/// skimage's max_size cut of the connectivity search (the GPU step hands
+/// over to the host's search when a piece reaches it), also below
+/// min_size, and float64 and 8-bit input, whose equal float32 distances
+/// are told apart by their exact sums (`exact_ties`).
+#[test]
+fn gpu_equals_cpu_with_cut_pieces_and_exact_ties() {
+    let shape = [61, 47];
+    let img = blobs(&shape, 4);
+    let img64: Vec<f64> = img.iter().map(|&v| f64::from(v)).collect();
+    let img8: Vec<u8> = img
+        .iter()
+        .map(|&v| (v.clamp(0.0, 1.0) * 255.0) as u8)
+        .collect();
+    for max_size_factor in [1.0, 0.3, 3.0] {
+        let p = gray(SlicParams {
+            n_segments: 40,
+            compactness: 0.5,
+            max_size_factor,
+            ..SlicParams::default()
+        });
+        let cut = both(Samples::F32(&img), &shape, &p);
+        if max_size_factor < 3.0 {
+            // The cut changes the answer (the test exercises it).
+            let uncut = SlicParams {
+                max_size_factor: 100.0,
+                ..p.clone()
+            };
+            assert_ne!(cut.labels, both(Samples::F32(&img), &shape, &uncut).labels);
+        }
+        both(Samples::F64(&img64), &shape, &p);
+        both(Samples::U8(&img8), &shape, &p);
+    }
+}
+
 #[test]
 fn a_segment_per_pixel_and_six_channels_equal_the_cpu_twin() {
     // As many segments as pixels, in a volume and in an image (runs of
@@ -738,14 +772,19 @@ fn host_connectivity_equals_the_twin_flood_fill() {
                 })
                 .collect();
             for min_size in [0, 1, 2, 3, 5, 9, n, n + 1] {
-                for start in [0, 1] {
-                    let want = cpu::connect(&raw, dims, min_size, start);
-                    let got = slic::host::connect(raw.clone(), dims, min_size, start);
-                    assert_eq!(
-                        got, want,
-                        "{dims:?}, {labels_used} labels, min_size {min_size}, start {start}"
-                    );
-                    cases += 1;
+                // skimage's cap on a search: never reached, or cutting
+                // pieces (below min_size too).
+                for max_size in [usize::MAX, 0, 1, 4, 11] {
+                    for start in [0, 1] {
+                        let want = cpu::connect(&raw, dims, min_size, max_size, start);
+                        let got = slic::host::connect(raw.clone(), dims, min_size, max_size, start);
+                        assert_eq!(
+                            got, want,
+                            "{dims:?}, {labels_used} labels, min_size {min_size}, \
+                             max_size {max_size}, start {start}"
+                        );
+                        cases += 1;
+                    }
                 }
             }
         }
@@ -753,14 +792,14 @@ fn host_connectivity_equals_the_twin_flood_fill() {
     // Every label unreached, and one label everywhere.
     for raw in [vec![slic::NONE; 60], vec![4; 60]] {
         for min_size in [0, 30, 61] {
-            let want = cpu::connect(&raw, [3, 4, 5], min_size, 1);
+            let want = cpu::connect(&raw, [3, 4, 5], min_size, usize::MAX, 1);
             assert_eq!(
-                slic::host::connect(raw.clone(), [3, 4, 5], min_size, 1),
+                slic::host::connect(raw.clone(), [3, 4, 5], min_size, usize::MAX, 1),
                 want
             );
         }
     }
-    assert_eq!(cases, 6 * 3 * 8 * 2);
+    assert_eq!(cases, 6 * 3 * 8 * 5 * 2);
 }
 
 /// scikit-image's test_enforce_connectivity (test_slic.py): a 3 x 6 float
@@ -783,11 +822,28 @@ fn skimage_enforce_connectivity_test_image() {
     let connected = [0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0, 1, 1, 1];
     let run = |p: &SlicParams| both(Samples::F64(&img), &[3, 6], p).labels;
     assert_eq!(run(&p), connected);
-    // Without the connectivity step skimage gives the image itself
-    // ([[0, 0, 0, 1, 1, 1], [1, 0, 0, 1, 1, 0], [0, 0, 0, 1, 1, 0]]); the
-    // float32 k-means swaps the two labels: the colour distance (1e8) absorbs
-    // the spatial one (under 2) in a float32 sum, and the tie goes to
-    // centre 0 in the first pass (skimage sums float64 input in float64).
+    // Without the connectivity step skimage gives the image itself for
+    // float64 input. For float32 input it swaps the two labels: the colour
+    // distance (1e8) swallows the spatial one (under 2) in a float32 sum,
+    // and the tie goes to centre 0 in the first pass. Equal float32 sums
+    // are told apart by their exact values for input other than float32
+    // (`exact_ties`), which gives skimage's float64 labels here.
+    let plain = SlicParams {
+        enforce_connectivity: false,
+        ..p.clone()
+    };
+    let image_itself = [0, 0, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 1, 1, 0];
+    assert_eq!(run(&plain), image_itself);
+    let img8: Vec<u8> = img.iter().map(|&v| v as u8).collect();
+    assert_eq!(
+        both(Samples::U8(&img8), &[3, 6], &plain).labels,
+        image_itself
+    );
+    let img32: Vec<f32> = img.iter().map(|&v| v as f32).collect();
+    assert_eq!(
+        both(Samples::F32(&img32), &[3, 6], &plain).labels,
+        [1, 1, 1, 0, 0, 0, 0, 1, 1, 0, 0, 1, 1, 1, 1, 0, 0, 1]
+    );
     let low_max = SlicParams {
         max_size_factor: 0.8,
         ..p.clone()

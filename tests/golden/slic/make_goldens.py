@@ -2,9 +2,9 @@
 
 Small cases where gpuscope's labels equal scikit-image's exactly (checked
 on the CPU twin and on lavapipe). On large images a few pixels differ
-(float64 or sequential float32 colour sums in skimage, exact fixed-point
-sums in gpuscope; a centre drifting over half a grid step), which
-bench/slic_quality.py measures with superpixel metrics instead. Labels stored as int32
+(skimage works in float64 on 8-bit and float64 input, gpuscope in float32:
+distances within a few float32 ulps of each other can go the other way),
+which bench/slic_quality.py measures with superpixel metrics instead. Labels stored as int32
 (skimage returns intp). Run from this folder: python3 make_goldens.py
 """
 import json, os
@@ -51,6 +51,15 @@ case("coins_crop_slic", "coins_crop_f32.npy", coins, dict(n_segments=80, compact
 ast = io.imread(os.path.join(IMAGES, "astronaut.png"))[50:146, 150:278]
 case("astronaut_crop_slic", "astronaut_crop_u8.npy", ast, dict(n_segments=40, compactness=10),
      ["--n-segments", "40"])
+
+# scikit-image's gallery example, full size: centres drift more than half
+# a grid step (astronaut.png is skimage.data.astronaut()).
+full = io.imread(os.path.join(IMAGES, "astronaut.png"))
+lab = slic(full, n_segments=100, compactness=10).astype(np.int32)
+np.save(os.path.join(HERE, "astronaut_slic_gallery.npy"), lab)
+cases.append(dict(name="astronaut_slic_gallery", command="slic", input="shared/data/images/astronaut.png",
+                  output="astronaut_slic_gallery.npy", args=["--n-segments", "100", "--compactness", "10"],
+                  exact=True, gpu_exact=True, crop=None))
 
 # Masks: seeds from skimage's _get_mask_centroids (numpy's RandomState(123),
 # scipy's kmeans2), which gpuscope reproduces bit for bit.

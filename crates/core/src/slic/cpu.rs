@@ -2,8 +2,8 @@
 //! in the same order, the same integer sums, and the connectivity step
 //! written as a sequential flood fill in raster order.
 
-use super::host::{Axis, Prepared, count_segments, plain_labels, prepare};
-use super::{NONE, RADIUS, Segments, SlicParams};
+use super::host::{Axis, Prepared, count_segments, plain_labels, prepare, search_radius};
+use super::{NONE, Segments, SlicParams};
 use crate::error::{Error, Result};
 use crate::keys::Samples;
 
@@ -44,7 +44,13 @@ pub fn slic_on_features(
 pub(crate) fn run(prep: &Prepared) -> Segments {
     let (raw, iterations) = kmeans(prep);
     let labels = if prep.enforce {
-        connect(&raw, prep.dims, prep.min_size, prep.start_label)
+        connect(
+            &raw,
+            prep.dims,
+            prep.min_size,
+            prep.max_size,
+            prep.start_label,
+        )
     } else {
         plain_labels(&raw, prep.start_label)
     };
@@ -74,14 +80,24 @@ fn in_window(c: f32, p: usize, win: usize, n: usize) -> bool {
     lo <= p && p < hi
 }
 
-/// Range of seed indices within RADIUS cells of coordinate `p`.
-fn candidates(p: usize, a: &Axis) -> (usize, usize) {
-    let own = if p <= a.start {
-        0
-    } else {
-        ((p - a.start + a.step / 2) / a.step).min(a.count - 1)
-    };
-    (own.saturating_sub(RADIUS), (own + RADIUS).min(a.count - 1))
+/// Range of seed indices within `radius` cells of coordinate `p`'s own.
+fn candidates(p: usize, a: &Axis, radius: usize) -> (usize, usize) {
+    let own = a.own_cell(p);
+    (own.saturating_sub(radius), (own + radius).min(a.count - 1))
+}
+
+/// The largest distance along each axis of a live centre from its seed
+/// (the shader's `drift`, which only grows): the search radius follows it.
+fn widen_drift(prep: &Prepared, centres: &[f32], drift: &mut [f32; 3]) {
+    let stride = 4 + prep.nc;
+    prep.each_seed(|k, seed, _| {
+        let c = &centres[k * stride..(k + 1) * stride];
+        if c[3] != 0.0 {
+            for a in 0..3 {
+                drift[a] = drift[a].max((c[a] - seed[a]).abs());
+            }
+        }
+    });
 }
 
 /// The k-means iterations; returns the raw labels (centre index or NONE)
@@ -100,21 +116,24 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
     let mut labels = vec![NONE; prep.n()];
     let [sz, sy, sx] = prep.spacing;
     let sw = prep.spatial_weight;
+    let reach = [0, 1, 2].map(|a| prep.reach(a));
+    let mut drift = [0f32; 3];
     let mut iterations = 0;
     for _ in 0..prep.max_num_iter {
         iterations += 1;
         let mut changed = false;
+        let r = [0, 1, 2].map(|a| search_radius(drift[a], reach[a], g[a].step));
         for z in 0..nz {
-            let cz_r = candidates(z, &g[0]);
+            let cz_r = candidates(z, &g[0], r[0]);
             for y in 0..ny {
-                let cy_r = candidates(y, &g[1]);
+                let cy_r = candidates(y, &g[1], r[1]);
                 for x in 0..nx {
                     let i = (z * ny + y) * nx + x;
                     let mut best = NONE;
                     if prep.mask.as_ref().is_none_or(|m| m[i]) {
-                        let cx_r = candidates(x, &g[2]);
+                        let cx_r = candidates(x, &g[2], r[2]);
                         let f = &prep.features[i * nc..(i + 1) * nc];
-                        let mut best_d = f32::INFINITY;
+                        let mut best_d = Dist::INFINITE;
                         for iz in cz_r.0..=cz_r.1 {
                             for iy in cy_r.0..=cy_r.1 {
                                 for ix in cx_r.0..=cx_r.1 {
@@ -134,8 +153,9 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
                                         [sz, sy, sx],
                                         sw,
                                         prep.slic_zero.then(|| maxdist[k]),
+                                        prep.exact_ties,
                                     );
-                                    if best == NONE || d < best_d {
+                                    if best == NONE || d.less(best_d) {
                                         best_d = d;
                                         best = k as u32;
                                     }
@@ -159,6 +179,7 @@ pub(crate) fn kmeans(prep: &Prepared) -> (Vec<u32>, usize) {
             &mut centres,
             prep.slic_zero.then_some(&mut maxdist),
         );
+        widen_drift(prep, &centres, &mut drift);
     }
     (labels, iterations)
 }
@@ -257,11 +278,11 @@ fn masked_pass(
     let sp = prep.spacing;
     let mask = prep.mask.as_deref();
     let mut iterations = 0;
-    let mut dist = vec![f32::INFINITY; prep.n()];
+    let mut dist = vec![Dist::INFINITE; prep.n()];
     let mut next = vec![NONE; prep.n()];
     for _ in 0..prep.max_num_iter {
         iterations += 1;
-        dist.fill(f32::INFINITY);
+        dist.fill(Dist::INFINITE);
         next.fill(NONE);
         for k in 0..prep.n_centres() {
             let c = &centres[k * stride..(k + 1) * stride];
@@ -280,11 +301,15 @@ fn masked_pass(
                         let d = if colour {
                             let f = &prep.features[i * nc..(i + 1) * nc];
                             let m = prep.slic_zero.then(|| maxdist[k]);
-                            distance([z, y, x], c, f, sp, prep.spatial_weight, m)
+                            let exact = prep.exact_ties;
+                            distance([z, y, x], c, f, sp, prep.spatial_weight, m, exact)
                         } else {
-                            spatial_distance([z, y, x], c, sp, prep.spatial_weight)
+                            Dist {
+                                sum: spatial_distance([z, y, x], c, sp, prep.spatial_weight),
+                                err: 0.0,
+                            }
                         };
-                        if d < dist[i] {
+                        if d.less(dist[i]) {
                             dist[i] = d;
                             next[i] = k as u32;
                         }
@@ -335,6 +360,32 @@ fn spatial_distance(p: [usize; 3], c: &[f32], s: [f32; 3], sw: f32) -> f32 {
     (sq[0] + sq[1] + sq[2]) * sw
 }
 
+/// A distance: skimage's float32 sum of its spatial and colour parts
+/// (`sum`) and, with `Prepared::exact_ties`, that sum's rounding error
+/// (`err`; the parts' exact sum is `sum + err`). Ordered by `sum`, then by
+/// `err`: equal float32 sums are told apart by the exact ones (a total
+/// order, so any candidate order gives the same winner, ties to the lower
+/// index). skimage sums in float64 for input other than float32, where a
+/// colour term of 1e8 does not swallow a spatial one of 1 as a float32
+/// sum does (kmeans.wgsl: assign).
+#[derive(Clone, Copy, Debug)]
+struct Dist {
+    sum: f32,
+    err: f32,
+}
+
+impl Dist {
+    const INFINITE: Dist = Dist {
+        sum: f32::INFINITY,
+        err: 0.0,
+    };
+
+    /// Strictly less (NaN never is).
+    fn less(self, o: Dist) -> bool {
+        self.sum < o.sum || (self.sum == o.sum && self.err < o.err)
+    }
+}
+
 /// skimage's distance in its order of operations.
 fn distance(
     p: [usize; 3],
@@ -343,14 +394,22 @@ fn distance(
     s: [f32; 3],
     sw: f32,
     maxdist: Option<f32>,
-) -> f32 {
-    let mut dist = spatial_distance(p, c, s, sw);
+    exact_ties: bool,
+) -> Dist {
+    let spatial = spatial_distance(p, c, s, sw);
     let mut colour = colour_distance(f, &c[4..]);
     if let Some(m) = maxdist {
         colour /= m;
     }
-    dist += colour;
-    dist
+    let sum = spatial + colour;
+    // Knuth's two-sum: the rounding error of `sum`, exactly.
+    let err = if exact_ties {
+        let b = sum - spatial;
+        (spatial - (sum - b)) + (colour - b)
+    } else {
+        0.0
+    };
+    Dist { sum, err }
 }
 
 /// The connectivity step, skimage's `_enforce_label_connectivity_cython`:
@@ -358,15 +417,24 @@ fn distance(
 /// raster order (neighbours +x, -x, +y, -y, +z, -z); a piece smaller than
 /// `min_size` takes the label of the last already-labelled neighbouring
 /// pixel its search met whose label is not the current counter, or keeps
-/// the counter, which then is not advanced. skimage's `max_size` cap on the
-/// search (a buffer size) is not reproduced: pieces are never cut.
-pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
+/// the counter, which then is not advanced. A search stops when its piece
+/// has `max_size` pixels (at least one, skimage's buffer): the pixels it
+/// did not reach start new pieces later, and the neighbours it did not
+/// look at are not met.
+pub fn connect(
+    raw: &[u32],
+    dims: [usize; 3],
+    min_size: usize,
+    max_size: usize,
+    start: i32,
+) -> Vec<i32> {
     let [nz, ny, nx] = dims;
     let n = raw.len();
     let unset = start - 1;
     let mut out = vec![unset; n];
     let mut queue: Vec<usize> = Vec::new();
     let mut current = start;
+    let cap = max_size.max(1);
     for s in 0..n {
         if raw[s] == NONE || out[s] != unset {
             continue;
@@ -377,7 +445,7 @@ pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Ve
         queue.clear();
         queue.push(s);
         let mut visited = 0;
-        while visited < queue.len() {
+        'search: while visited < queue.len() && queue.len() < cap {
             let i = queue[visited];
             let (z, y, x) = (i / (ny * nx), (i / nx) % ny, i % nx);
             let nb = [
@@ -392,6 +460,9 @@ pub fn connect(raw: &[u32], dims: [usize; 3], min_size: usize, start: i32) -> Ve
                 if raw[j] == label && out[j] == unset {
                     out[j] = current;
                     queue.push(j);
+                    if queue.len() >= cap {
+                        break 'search;
+                    }
                 } else if out[j] != unset && out[j] != current {
                     adjacent = out[j];
                 }

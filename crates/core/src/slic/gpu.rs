@@ -20,8 +20,8 @@ use bytemuck::{Pod, Zeroable};
 
 use std::collections::VecDeque;
 
+use super::Segments;
 use super::host::{self, Prepared, inf_error, nan_error};
-use super::{RADIUS, Segments};
 use crate::copies::Prefaulted;
 use crate::engine::{Gpu, Pending, Recorder};
 use crate::error::{Error, Remedy, Result};
@@ -51,7 +51,7 @@ struct KParams {
     win_x: u32,
     win_y: u32,
     win_z: u32,
-    radius: u32,
+    drift_word: u32,
     slic_zero: u32,
     use_mask: u32,
     sx: f32,
@@ -65,6 +65,7 @@ struct KParams {
     cells_x: u32,
     cells_y: u32,
     cells_z: u32,
+    exact_ties: u32,
 }
 
 /// What [`run`] uploads: the prepared features, or the input from which
@@ -140,7 +141,7 @@ fn kparams(prep: &Prepared) -> KParams {
         win_x: prep.win[2] as u32,
         win_y: prep.win[1] as u32,
         win_z: prep.win[0] as u32,
-        radius: RADIUS as u32,
+        drift_word: drift_word(prep) as u32,
         slic_zero: u32::from(prep.slic_zero),
         use_mask: u32::from(prep.mask.is_some()),
         sx: prep.spacing[2],
@@ -154,6 +155,7 @@ fn kparams(prep: &Prepared) -> KParams {
         cells_x: prep.cells[2] as u32,
         cells_y: prep.cells[1] as u32,
         cells_z: prep.cells[0] as u32,
+        exact_ties: u32::from(prep.exact_ties),
     }
 }
 
@@ -300,7 +302,7 @@ pub(super) async fn run(
         // Nothing queued after the k-means reads the features: the
         // connectivity step may take their buffer for one of its own.
         bufs.give_back(&r.slabs[0].features);
-        let (labels, n_segments) =
+        let connected =
             connect::connect(gpu, prep, &r.slabs[0].labels, &mut bufs, labels_out).await?;
         gpu.host_done("slic connectivity", clock);
         // The batches still in flight are done by now (the connectivity
@@ -314,6 +316,12 @@ pub(super) async fn run(
                 }
             }
         }
+        let Some((labels, n_segments)) = connected else {
+            // A piece reached skimage's max_size: skimage's search, cut
+            // there, on the host from the k-means labels.
+            let raw = gpu.read_vec::<u32>(&r.slabs[0].labels, n).await?;
+            return Ok(host::segments(raw, prep, iterations));
+        };
         return Ok(Segments {
             labels,
             shape: prep.out_shape.clone(),
@@ -667,13 +675,18 @@ async fn maxdist_buffer(
 /// colour maximum (1.0 to start), then the range of z over each layer of
 /// seeds and of y over each row (kmeans.wgsl: layer_word, row_word), from
 /// the live seeds; a layer or row without one has the empty range
-/// [+inf, 0].
+/// [+inf, 0]; then the largest drift of a centre from its seed along z, y
+/// and x (0 to start) and the reach along each ([`Prepared::reach`]).
 fn maxdist_words(prep: &Prepared) -> Vec<u32> {
     let [cz, cy, _] = [0, 1, 2].map(|a| prep.grid[a].count);
     let k = prep.n_centres();
     let mut words = vec![1f32.to_bits(); k];
     let empty = [f32::INFINITY.to_bits(), 0];
     words.extend(std::iter::repeat_n(empty, cz + cz * cy).flatten());
+    // The drift per axis (none yet) and the reach (kmeans.wgsl: search_radius).
+    debug_assert_eq!(words.len(), drift_word(prep));
+    words.extend([0f32.to_bits(); 3]);
+    words.extend([0, 1, 2].map(|a| prep.reach(a).to_bits()));
     let cx = prep.grid[2].count;
     prep.each_seed(|k_seed, [z, y, _], alive| {
         if !alive {
@@ -686,6 +699,13 @@ fn maxdist_words(prep: &Prepared) -> Vec<u32> {
         }
     });
     words
+}
+
+/// The first of `maxdist`'s drift and reach words (after the SLICO
+/// maxima and the layer and row ranges: [`maxdist_words`]).
+fn drift_word(prep: &Prepared) -> usize {
+    let [cz, cy, _] = [0, 1, 2].map(|a| prep.grid[a].count);
+    prep.n_centres() + 2 * (cz + cz * cy)
 }
 
 /// Floats per centre on the GPU (kmeans.wgsl: stride): z, y, x, then the
@@ -765,7 +785,7 @@ mod wgsl_layouts {
             win_x,
             win_y,
             win_z,
-            radius,
+            drift_word,
             slic_zero,
             use_mask,
             sx,
@@ -778,7 +798,8 @@ mod wgsl_layouts {
             z0,
             cells_x,
             cells_y,
-            cells_z
+            cells_z,
+            exact_ties
         ]
     );
 }

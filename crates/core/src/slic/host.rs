@@ -52,6 +52,11 @@ pub(crate) struct Prepared {
     pub ratio: f32,
     /// The GPU rescales the raw float32 input itself (`features` is empty).
     pub gpu_rescale: bool,
+    /// Distances whose float32 sums are equal are compared by the exact
+    /// sums of their spatial and colour parts (cpu.rs: `Dist`): skimage
+    /// works in float64 for input other than float32, where a large colour
+    /// term no longer swallows the spatial one.
+    pub exact_ties: bool,
     /// 8-bit RGB whose Lab features the GPU computes (shaders/slic/lab.wgsl;
     /// `features` is empty): each byte value's gamma expansion.
     pub lab_table: Option<Vec<f32>>,
@@ -60,6 +65,9 @@ pub(crate) struct Prepared {
     pub start_label: i32,
     pub enforce: bool,
     pub min_size: usize,
+    /// skimage's cap on a piece: its search stops at this many pixels
+    /// (at least one), and the rest of the superpixel starts new pieces.
+    pub max_size: usize,
     pub out_shape: Vec<usize>,
 }
 
@@ -115,6 +123,51 @@ impl Prepared {
     pub fn scale(&self) -> f32 {
         2f32.powi(self.shift)
     }
+
+    /// How far along axis `a` (z, y, x) from the seed of a pixel's own
+    /// cell (`own_cell`) a centre that sits on its own seed can be and
+    /// still hold the pixel in its window: the pixel lies within
+    /// `own_offset` of its seed, and a window holds pixels less than
+    /// `2·win + 1` from its centre ([`search_radius`] adds the drift).
+    pub(crate) fn reach(&self, a: usize) -> f32 {
+        (self.grid[a].own_offset(self.dims[a]) + 2 * self.win[a] + 1) as f32
+    }
+}
+
+impl Axis {
+    /// The seed cell of coordinate `q` (the nearest seed, the first or
+    /// last one beyond the ends).
+    pub(crate) fn own_cell(&self, q: usize) -> usize {
+        if q <= self.start {
+            0
+        } else {
+            ((q - self.start + self.step / 2) / self.step).min(self.count - 1)
+        }
+    }
+
+    /// The farthest any coordinate of an axis of `n` pixels lies from the
+    /// seed of its own cell.
+    fn own_offset(&self, n: usize) -> usize {
+        let last = self.start + self.count.saturating_sub(1) * self.step;
+        let ends = self.start.max(n.saturating_sub(1 + last));
+        if self.count > 1 {
+            ends.max(self.step / 2)
+        } else {
+            ends
+        }
+    }
+}
+
+/// The seed cells a pixel searches on each side of its own along an axis
+/// of seed step `step` (cpu.rs and kmeans.wgsl: `radius`): every centre
+/// whose window can hold the pixel, given that no centre has drifted
+/// more than `drift` from its seed along the axis. It is seeded less than
+/// `drift + reach` ([`Prepared::reach`]) from the pixel's own seed, so at
+/// most this many cells away (the half pixel covers the rounding of the
+/// f32 sum and division, which the GPU may round differently: a larger
+/// radius only adds candidates that the window test rejects).
+pub(crate) fn search_radius(drift: f32, reach: f32, step: usize) -> usize {
+    ((drift + reach + 0.5) / step as f32).floor() as usize
 }
 
 /// skimage.util.regular_grid for a 3-D shape: (start, step) per axis
@@ -366,17 +419,20 @@ pub(crate) fn prepare(
         shift,
         ratio: ratio as f32,
         gpu_rescale,
+        exact_ties: !matches!(samples, Samples::F32(_)),
         lab_table: colour.lab_table,
         max_num_iter: p.max_num_iter,
         slic_zero: p.slic_zero,
         start_label: p.start_label,
         enforce: p.enforce_connectivity,
         min_size: 0,
+        max_size: 0,
         out_shape: spatial,
     };
     // skimage: the mask's (or image's) pixels over the number of centres.
     let segment_size = in_mask as f64 / prep.n_centres().max(1) as f64;
     prep.min_size = (p.min_size_factor * segment_size) as usize;
+    prep.max_size = (p.max_size_factor * segment_size) as usize;
     Ok(prep)
 }
 
@@ -751,7 +807,13 @@ pub(crate) fn count_segments(labels: &[i32], start: i32) -> usize {
 /// step ([`connect`]) when enforced.
 pub(crate) fn segments(raw: Vec<u32>, prep: &Prepared, iterations: usize) -> Segments {
     let labels = if prep.enforce {
-        connect(raw, prep.dims, prep.min_size, prep.start_label)
+        connect(
+            raw,
+            prep.dims,
+            prep.min_size,
+            prep.max_size,
+            prep.start_label,
+        )
     } else {
         plain_labels(&raw, prep.start_label)
     };

@@ -25,10 +25,13 @@
 //!
 //! Choices (see docs/slic.md):
 //! - Assignment is pixel-centric: a pixel looks at the centres seeded in
-//!   the 5^3 grid cells around its own (±2 cells, the reach of skimage's
-//!   ±2·step windows) and applies skimage's window test to each; ties go
-//!   to the lower index. This is skimage's answer unless a centre drifts
-//!   more than about half a step from its seed.
+//!   the grid cells around its own, as many on each side as the windows
+//!   and the centres' largest drift from their seeds can reach
+//!   (`host::search_radius`; 2 while they stay near their seeds), and
+//!   applies skimage's window test to each; ties go to the lower index.
+//!   Equal float32 distances are ordered by the exact sums of their parts
+//!   (cpu.rs: `Dist`) unless the input is float32, as skimage's float64
+//!   sums order them.
 //! - A masked image is seeded as skimage seeds it (k-means of the mask's
 //!   coordinates, anywhere in the mask) and runs skimage's position-only
 //!   pass before the full one; its centres are binned into cells of the
@@ -43,7 +46,8 @@
 //!   than min_size joins the neighbouring piece that comes last among those
 //!   before it (skimage: the last one its breadth-first search meets), or,
 //!   with none, shares the next piece's label as skimage does. skimage's
-//!   max_size cap on the search is not reproduced (it only sizes a buffer).
+//!   search stops at max_size pixels: when a piece is that large, the host
+//!   runs that search as written (`host/connect.rs: capped`).
 
 pub mod cpu;
 mod gpu;
@@ -57,8 +61,6 @@ use crate::keys::Samples;
 pub const NONE: u32 = u32::MAX;
 /// The z of a dead centre (shaders/slic/kmeans.wgsl: DEAD_Z).
 pub(crate) const DEAD_Z: f32 = -3.0e38;
-/// Seed cells searched on each side of a pixel's own cell.
-pub(crate) const RADIUS: usize = 2;
 
 /// skimage.segmentation.slic's parameters with its defaults.
 #[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]

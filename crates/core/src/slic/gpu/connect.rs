@@ -52,14 +52,16 @@ static FIRST_ROUNDS_HINT: AtomicU32 = AtomicU32::new(FIRST_ROUNDS);
 
 /// The connectivity step on the GPU, recorded while the k-means batches
 /// submitted before it run; returns the final labels (in `labels_out`)
-/// and their number of distinct values.
+/// and their number of distinct values; None when a piece reaches
+/// skimage's `max_size`, whose search skimage cuts there (the host then
+/// runs that search: `host::connect`).
 pub(super) async fn connect(
     gpu: &Gpu,
     prep: &Prepared,
     labels: &wgpu::Buffer,
     bufs: &mut Buffers<'_>,
     labels_out: Prefaulted<i32>,
-) -> Result<(Vec<i32>, usize)> {
+) -> Result<Option<(Vec<i32>, usize)>> {
     let mut labels_out = Some(labels_out);
     let n = prep.n();
     let n_blocks = n.div_ceil(BLOCK);
@@ -67,11 +69,12 @@ pub(super) async fn connect(
     let parent = bufs.get(4 * n as u64, "slic pieces").await?;
     let size = bufs.get(4 * n as u64, "slic piece sizes").await?;
     // Per root, then 4 blocked-search counters, the largest label + 1, the
-    // next round's number, the number of kept pieces, a spare word and a
-    // bit per pixel for the small pieces waiting (connect.wgsl).
+    // next round's number, the number of kept pieces, the last round that
+    // resolved a piece, the largest piece and a bit per pixel for the
+    // small pieces waiting (connect.wgsl).
     let waiting_words = n.div_ceil(32) as u64;
     let state = bufs
-        .get(4 * (n as u64 + 8 + waiting_words), "slic piece states")
+        .get(4 * (n as u64 + 9 + waiting_words), "slic piece states")
         .await?;
     let out = bufs.get(4 * n as u64, "slic piece labels").await?;
     let blocks = bufs.get(4 * (n_blocks as u64 + 1), "slic blocks").await?;
@@ -145,7 +148,7 @@ pub(super) async fn connect(
                                  with_labels: bool,
                                  labels_out: &mut Option<Prefaulted<i32>>|
            -> Result<(Vec<u32>, Option<Vec<i32>>)> {
-        let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 20)];
+        let mut parts: Vec<(&wgpu::Buffer, u64, u64)> = vec![(&state, tail_at, 24)];
         if with_labels {
             parts.push((&parent, 0, 4 * n as u64));
         }
@@ -200,8 +203,10 @@ pub(super) async fn connect(
         }
     };
     // [blocked in the last round, largest label + 1, next round, kept
-    // pieces, last round that resolved a piece]
-    let (Some(&top), Some(&kept), Some(&needed)) = (tail.get(1), tail.get(3), tail.get(4)) else {
+    // pieces, last round that resolved a piece, largest piece]
+    let (Some(&top), Some(&kept), Some(&needed), Some(&largest)) =
+        (tail.get(1), tail.get(3), tail.get(4), tail.get(5))
+    else {
         return Err(Error::Device(
             "the connectivity counts came back short".into(),
         ));
@@ -218,7 +223,10 @@ pub(super) async fn connect(
     // Kept piece j has label start + j; small pieces take one of those
     // labels or start + kept (a counter value not yet given to a piece).
     let count = kept + i64::from(top == i64::from(prep.start_label) + kept);
-    Ok((labels, count as usize))
+    if largest as usize >= prep.max_size.max(1) {
+        return Ok(None);
+    }
+    Ok(Some((labels, count as usize)))
 }
 
 /// Volumes of up to this many pixels read their labels back with the

@@ -13,9 +13,21 @@ use crate::slic::NONE;
 /// pixel meets (neighbours +x, -x, +y, -y, +z, -z) whose label is not the
 /// counter's, or else the counter's, which then is not advanced. NONE
 /// pixels get `start - 1`. `raw` has `dims` (z, y, x) pixels; its
-/// allocation holds the result.
-pub fn connect(raw: Vec<u32>, dims: [usize; 3], min_size: usize, start: i32) -> Vec<i32> {
+/// allocation holds the result. A search stops at `max_size` pixels (at
+/// least one), as skimage's does: when a piece is that large, the whole
+/// step runs as skimage's sequential search ([`capped`]).
+pub fn connect(
+    raw: Vec<u32>,
+    dims: [usize; 3],
+    min_size: usize,
+    max_size: usize,
+    start: i32,
+) -> Vec<i32> {
     let piece = pieces(&raw, dims);
+    if piece.size.iter().any(|&s| s as usize >= max_size.max(1)) {
+        drop(piece);
+        return capped(&raw, dims, min_size, max_size, start);
+    }
     let labels = piece_labels(&piece, dims, min_size, start);
     let unset = start - 1;
     let mut out = raw;
@@ -185,4 +197,71 @@ impl Search {
         }
         met
     }
+}
+
+/// skimage's `_enforce_label_connectivity_cython` as it is written: a
+/// breadth-first search from each unlabelled pixel in raster order that
+/// stops when its piece has `max_size` pixels (at least one; the
+/// superpixel's other pixels start new pieces later, and the neighbours
+/// not yet looked at are not met); a piece smaller than `min_size` takes
+/// the label of the last labelled neighbour met whose label is not the
+/// counter's, or keeps the counter, which is then not advanced. Only runs
+/// when a piece reaches the cap, where the union-find's pieces are not
+/// skimage's.
+pub(crate) fn capped(
+    raw: &[u32],
+    [nz, ny, nx]: [usize; 3],
+    min_size: usize,
+    max_size: usize,
+    start: i32,
+) -> Vec<i32> {
+    let plane = ny * nx;
+    let unset = start - 1;
+    let cap = max_size.max(1);
+    let mut out = vec![unset; raw.len()];
+    let mut queue: Vec<usize> = Vec::new();
+    let mut current = start;
+    for s in 0..raw.len() {
+        if raw[s] == NONE || out[s] != unset {
+            continue;
+        }
+        let label = raw[s];
+        let mut adjacent = current;
+        out[s] = current;
+        queue.clear();
+        queue.push(s);
+        let mut at = 0;
+        'search: while at < queue.len() && queue.len() < cap {
+            let i = queue[at];
+            at += 1;
+            let (z, y, x) = (i / plane, (i / nx) % ny, i % nx);
+            let nb = [
+                (x + 1 < nx).then(|| i + 1),
+                (x > 0).then(|| i - 1),
+                (y + 1 < ny).then(|| i + nx),
+                (y > 0).then(|| i - nx),
+                (z + 1 < nz).then(|| i + plane),
+                (z > 0).then(|| i - plane),
+            ];
+            for j in nb.into_iter().flatten() {
+                if raw[j] == label && out[j] == unset {
+                    out[j] = current;
+                    queue.push(j);
+                    if queue.len() >= cap {
+                        break 'search;
+                    }
+                } else if out[j] != unset && out[j] != current {
+                    adjacent = out[j];
+                }
+            }
+        }
+        if queue.len() < min_size {
+            for &i in &queue {
+                out[i] = adjacent;
+            }
+        } else {
+            current += 1;
+        }
+    }
+    out
 }
