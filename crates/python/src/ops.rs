@@ -501,7 +501,8 @@ pub fn slic<'py>(
     arrays::array(py, labels, &s.shape)
 }
 
-/// astropy.stats.sigma_clipped_stats: (mean, median, std). The GPU path
+/// astropy.stats.sigma_clipped_stats: (mean, median, std, values kept;
+/// the Python layer applies `std_ddof` from the count). The GPU path
 /// computes in float32, as the command line does.
 #[pyfunction]
 #[pyo3(signature = (data, options, mask=None))]
@@ -510,7 +511,7 @@ pub fn sigma_clipped_stats<'py>(
     data: &Bound<'py, PyAny>,
     options: &str,
     mask: Option<&Bound<'py, PyAny>>,
-) -> PyResult<(f64, f64, f64)> {
+) -> PyResult<(f64, f64, f64, usize)> {
     let p: SigmaClipParams = params(options)?;
     p.validate().map_err(py_err)?;
     let options = p.options();
@@ -564,7 +565,7 @@ pub fn sigma_clipped_stats<'py>(
             }
         })?;
         let s = stats.map_err(py_err)?;
-        return Ok((s.mean, s.median, s.std));
+        return Ok((s.mean, s.median, s.std, s.n_kept));
     }
     let Input { values, .. } = arrays::input(data)?;
     let mask = match mask {
@@ -587,5 +588,5 @@ pub fn sigma_clipped_stats<'py>(
         }
     })?;
     let s = stats.map_err(py_err)?;
-    Ok((s.mean, s.median, s.std))
+    Ok((s.mean, s.median, s.std, s.n_kept))
 }

@@ -42,8 +42,39 @@ def test_sigma_clipped_stats_errors(engine):
         sigma_clipped_stats(IMAGE, cenfunc="mode")
     with pytest.raises(NotImplementedError):
         sigma_clipped_stats(IMAGE, axis=0)
-    with pytest.raises(ValueError):
-        sigma_clipped_stats(np.full(10, np.nan, np.float32))
+    with pytest.raises(TypeError):
+        sigma_clipped_stats(IMAGE, std_ddof=1.5)
+
+
+@pytest.mark.filterwarnings("ignore")
+@pytest.mark.parametrize("case", ["all nan", "empty", "nan where unmasked", "all masked",
+                                  "all mask_value", "masked array", "ddof 1", "ddof 2 of 2",
+                                  "ddof 3 of 2", "ddof with mask_value"])
+def test_sigma_clipped_stats_edges_as_astropy(engine, case):
+    x = IMAGE[:40, :50].astype(np.float64)
+    args, kw = {
+        "all nan": ((np.full(10, np.nan, np.float32),), {}),
+        "empty": ((np.array([], np.float32),), {}),
+        "nan where unmasked": ((np.array([np.nan, 1.0]),), {"mask": np.array([False, True])}),
+        "all masked": ((x,), {"mask": np.ones(x.shape, bool)}),
+        "all mask_value": ((np.full(7, 5.0),), {"mask_value": 5.0}),
+        "masked array": ((np.ma.MaskedArray([1.0, 2.0, 3.0], [True, True, True]),), {}),
+        "ddof 1": ((x,), {"std_ddof": 1}),
+        "ddof 2 of 2": ((np.array([1.0, 2.0]),), {"std_ddof": 2}),
+        "ddof 3 of 2": ((np.array([1.0, 2.0]),), {"std_ddof": 3}),
+        "ddof with mask_value": ((np.array([1.0, 2.0, 3.0, 7.0]),),
+                                 {"mask_value": 1.0, "std_ddof": 1}),
+    }[case]
+    got = sigma_clipped_stats(*args, **kw)
+    want = astropy_stats(*args, **kw)
+    assert len(got) == 3
+    for g, w in zip(got, want):
+        if w is np.ma.masked:
+            assert g is np.ma.masked, (case, got, want)
+        elif np.isnan(w):
+            assert np.isnan(g), (case, got, want)
+        else:
+            np.testing.assert_allclose(g, w, rtol=1e-6, err_msg=case)
 
 
 def mantid(data, diff, size, mode):

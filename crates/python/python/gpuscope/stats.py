@@ -25,9 +25,15 @@ def sigma_clipped_stats(data, mask=None, mask_value=None, sigma=CATALOGUE, sigma
                         std_ddof=0, axis=None, grow=False, *, workshop=CATALOGUE):
     """``(mean, median, std)`` of the values kept by iterative kappa-sigma
     clipping, as ``astropy.stats.sigma_clipped_stats``; NaN and inf are
-    left out, ``mask`` (true = excluded) and a masked array's mask too."""
-    unsupported("sigma_clipped_stats", stdfunc=(stdfunc, "std"), std_ddof=(std_ddof, 0),
-                axis=(axis, None), grow=(grow, False))
+    left out, ``mask`` (true = excluded) and a masked array's mask too.
+    As astropy: ``std_ddof`` divides the final standard deviation's sum by
+    ``N - std_ddof`` (NaN where that is not positive); everything masked
+    gives ``(np.ma.masked,) * 3``, and no finite unmasked value (empty or
+    all NaN/inf) gives NaNs."""
+    unsupported("sigma_clipped_stats", stdfunc=(stdfunc, "std"), axis=(axis, None),
+                grow=(grow, False))
+    if isinstance(std_ddof, (bool, np.bool_)) or not isinstance(std_ddof, (int, np.integer)):
+        raise TypeError(f"std_ddof must be an integer, not {std_ddof!r}")
     unit = _unit(data)
     if unit is not None:
         # An astropy Quantity: the statistics of its values, in its unit (as
@@ -55,9 +61,31 @@ def sigma_clipped_stats(data, mask=None, mask_value=None, sigma=CATALOGUE, sigma
         excluded = m if excluded is None else excluded | m
     if excluded is not None:
         excluded = np.ascontiguousarray(np.broadcast_to(excluded, x.shape))
+        if excluded.all():
+            # astropy: a wholly masked input has masked statistics.
+            return np.ma.masked, np.ma.masked, np.ma.masked
     opts = options(sigma=sigma, sigma_lower=sigma_lower, sigma_upper=sigma_upper,
                    maxiters=maxiters, cenfunc=cenfunc, workshop=workshop)
-    return _gpuscope.sigma_clipped_stats(x.ravel(), opts, None if excluded is None else excluded.ravel())
+    try:
+        mean, median, std, kept = _gpuscope.sigma_clipped_stats(
+            x.ravel(), opts, None if excluded is None else excluded.ravel())
+    except ValueError:
+        # astropy answers NaN where no finite unmasked value is left; any
+        # other error stands.
+        if not _any_finite(x, excluded):
+            return np.nan, np.nan, np.nan
+        raise
+    if std_ddof:
+        std = std * np.sqrt(kept / (kept - std_ddof)) if kept > std_ddof else np.nan
+    return mean, median, std
+
+
+def _any_finite(x, excluded):
+    """Whether a finite value is left unmasked."""
+    ok = np.isfinite(x) if x.dtype.kind in "fc" else np.ones(x.shape, bool)
+    if excluded is not None:
+        ok &= ~excluded
+    return bool(ok.any())
 
 
 def _unit(value):

@@ -5,4 +5,8 @@ import numpy
 def sigma_clipped_stats(data, mask=None, mask_value=None, sigma=3.0, sigma_lower=None, sigma_upper=None, maxiters=5, cenfunc='median', stdfunc='std', std_ddof=0, axis=None, grow=False, *, workshop=False) -> tuple[float, float, float]:
     """``(mean, median, std)`` of the values kept by iterative kappa-sigma
     clipping, as ``astropy.stats.sigma_clipped_stats``; NaN and inf are
-    left out, ``mask`` (true = excluded) and a masked array's mask too."""
+    left out, ``mask`` (true = excluded) and a masked array's mask too.
+    As astropy: ``std_ddof`` divides the final standard deviation's sum by
+    ``N - std_ddof`` (NaN where that is not positive); everything masked
+    gives ``(np.ma.masked,) * 3``, and no finite unmasked value (empty or
+    all NaN/inf) gives NaNs."""
