@@ -311,13 +311,13 @@ struct WriteTimes {
 /// The write-behind thread's outcome: the sink to finish, or its error.
 type Written = (Result<Box<dyn BlockSink>>, WriteTimes);
 
-/// Output words turned into samples of the output dtype (on several
-/// threads, straight from the stream's readback) and written to a
-/// [`BlockSink`] by a thread, at most `depth` blocks waiting.
 /// A block for the write-behind thread: slices from `z`, or rows of slice
 /// `z` from the row in the option.
 type Piece = (usize, Option<usize>, SampleVec);
 
+/// Output words turned into samples of the output dtype (on several
+/// threads, straight from the stream's readback) and written to a
+/// [`BlockSink`] by a thread, at most `depth` blocks waiting.
 pub struct WriteBehind<W: 'static> {
     tx: Option<SyncSender<Piece>>,
     spare: Receiver<SampleVec>,
