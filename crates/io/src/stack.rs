@@ -340,13 +340,23 @@ fn write_npy(w: &NpySlabWriter, z0: usize, block: &Array) -> Result<()> {
     w.write_at(z0, block)
 }
 
-/// Slice `z` of a block, as its own array of shape `plane`.
+/// Slice `z` of a block, as its own array of shape `plane`; an error
+/// where the block holds no such slice.
 pub fn slice_of(block: &Array, z: usize, plane: &[usize]) -> Result<Array> {
     let n: usize = plane.iter().product();
     let r = z * n..(z + 1) * n;
+    let outside = || {
+        IoError::invalid(
+            format!(
+                "slice {z} of {n} values asked of a block of {}",
+                block.len()
+            ),
+            "ask for a slice within the block",
+        )
+    };
     macro_rules! take {
         ($variant:ident, $v:expr) => {
-            ArrayData::$variant($v[r].to_vec())
+            ArrayData::$variant($v.get(r).ok_or_else(outside)?.to_vec())
         };
     }
     let data = match &block.data {
