@@ -110,13 +110,13 @@ fn read_parts(
         }
         return Ok(());
     };
+    // Reads of at most a quarter of a slab: the rows read are copied into
+    // the slab, so each read adds its own size to the peak.
+    let row_bytes = (reader.shape()[2] * reader.dtype().size_bytes()).max(1);
+    let most = (SLAB_BYTES / 4 / row_bytes).max(1);
     let mut at = i.start;
     while at < i.end {
         let (z, y0) = (at / ny, at % ny);
-        // Reads of at most a quarter of a slab: the rows read are copied
-        // into the slab, so each read adds its own size to the peak.
-        let row_bytes = (reader.shape()[2] * reader.dtype().size_bytes()).max(1);
-        let most = (SLAB_BYTES / 4 / row_bytes).max(1);
         let y1 = ny.min(y0 + (i.end - at).min(most));
         each(reader.read_rows(z, y0..y1).map_err(core_error)?)?;
         at += y1 - y0;

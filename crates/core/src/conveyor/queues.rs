@@ -116,10 +116,9 @@ impl<W: Pod + Send> ReadAhead<W> {
     /// for slices too large to hold several of; `source` must read rows.
     pub fn rows(source: Box<dyn BlockSource>, codec: &'static Codec<W>) -> ReadAhead<W> {
         let shape = source.shape();
-        let (_, rx) = sync_channel::<Result<Block<W>>>(1);
         let (spare, _) = channel::<Vec<W>>();
         ReadAhead {
-            rx: Some(rx),
+            rx: None,
             spare,
             blocks: VecDeque::new(),
             plane: shape[1] * shape[2],

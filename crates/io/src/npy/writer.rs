@@ -2,7 +2,7 @@
 //! own offsets; the output appears only when complete.
 
 use super::header_bytes;
-use crate::array::{Array, DType, checked_product};
+use crate::array::{Array, ArrayData, DType, checked_product};
 use crate::atomic::TempFile;
 use crate::elements::write_data;
 use crate::error::{IoError, Result, display_name};
@@ -114,16 +114,21 @@ impl NpyWriter {
                 "write exactly the declared number of slices",
             ));
         }
+        self.append(&slab.data)?;
+        self.written = after;
+        Ok(())
+    }
+
+    /// Appends `data` to the file (and to a raw output's pair hash).
+    fn append(&mut self, data: &ArrayData) -> Result<()> {
         let w = self.w.as_mut().ok_or_else(|| {
             IoError::invalid("the writer is already finished", "create a new writer")
         })?;
         match &mut self.raw {
-            Some((_, hash)) => write_data(&mut Tee { w, hash }, &slab.data),
-            None => write_data(w, &slab.data),
+            Some((_, hash)) => write_data(&mut Tee { w, hash }, data),
+            None => write_data(w, data),
         }
-        .map_err(|e| IoError::io("cannot write the file", e))?;
-        self.written = after;
-        Ok(())
+        .map_err(|e| IoError::io("cannot write the file", e))
     }
 
     /// Appends whole rows (along the second axis) of the next slice: for
@@ -158,14 +163,7 @@ impl NpyWriter {
                 "write whole rows of the file's dtype within its slices",
             ));
         }
-        let w = self.w.as_mut().ok_or_else(|| {
-            IoError::invalid("the writer is already finished", "create a new writer")
-        })?;
-        match &mut self.raw {
-            Some((_, hash)) => write_data(&mut Tee { w, hash }, &rows.data),
-            None => write_data(w, &rows.data),
-        }
-        .map_err(|e| IoError::io("cannot write the file", e))?;
+        self.append(&rows.data)?;
         self.rows += n;
         if self.rows == ny {
             self.rows = 0;

@@ -163,7 +163,6 @@ impl Search {
         if self.visited.is_empty() {
             self.visited = vec![0; piece.of.len().div_ceil(64)];
         }
-        let plane = ny * nx;
         let s = piece.first[k as usize] as usize;
         self.visited[s / 64] |= 1 << (s % 64);
         self.queue.clear();
@@ -173,16 +172,7 @@ impl Search {
         while at < self.queue.len() {
             let i = self.queue[at] as usize;
             at += 1;
-            let (z, y, x) = (i / plane, (i / nx) % ny, i % nx);
-            let nb = [
-                (x + 1 < nx).then(|| i + 1),
-                (x > 0).then(|| i - 1),
-                (y + 1 < ny).then(|| i + nx),
-                (y > 0).then(|| i - nx),
-                (z + 1 < nz).then(|| i + plane),
-                (z > 0).then(|| i - plane),
-            ];
-            for j in nb.into_iter().flatten() {
+            for j in neighbours(i, [nz, ny, nx]).into_iter().flatten() {
                 let pj = piece.of[j];
                 if pj == k {
                     if self.visited[j / 64] & (1 << (j % 64)) == 0 {
@@ -215,7 +205,6 @@ pub(crate) fn capped(
     max_size: usize,
     start: i32,
 ) -> Vec<i32> {
-    let plane = ny * nx;
     let unset = start - 1;
     let cap = max_size.max(1);
     let mut out = vec![unset; raw.len()];
@@ -234,16 +223,7 @@ pub(crate) fn capped(
         'search: while at < queue.len() && queue.len() < cap {
             let i = queue[at];
             at += 1;
-            let (z, y, x) = (i / plane, (i / nx) % ny, i % nx);
-            let nb = [
-                (x + 1 < nx).then(|| i + 1),
-                (x > 0).then(|| i - 1),
-                (y + 1 < ny).then(|| i + nx),
-                (y > 0).then(|| i - nx),
-                (z + 1 < nz).then(|| i + plane),
-                (z > 0).then(|| i - plane),
-            ];
-            for j in nb.into_iter().flatten() {
+            for j in neighbours(i, [nz, ny, nx]).into_iter().flatten() {
                 if raw[j] == label && out[j] == unset {
                     out[j] = current;
                     queue.push(j);
@@ -264,4 +244,19 @@ pub(crate) fn capped(
         }
     }
     out
+}
+
+/// The face neighbours of pixel `i` in skimage's order (+x, -x, +y, -y,
+/// +z, -z); None beyond the volume's edges.
+fn neighbours(i: usize, [nz, ny, nx]: [usize; 3]) -> [Option<usize>; 6] {
+    let plane = ny * nx;
+    let (z, y, x) = (i / plane, (i / nx) % ny, i % nx);
+    [
+        (x + 1 < nx).then(|| i + 1),
+        (x > 0).then(|| i - 1),
+        (y + 1 < ny).then(|| i + nx),
+        (y > 0).then(|| i - nx),
+        (z + 1 < nz).then(|| i + plane),
+        (z > 0).then(|| i - plane),
+    ]
 }
